@@ -1,0 +1,238 @@
+//! The command line: the one definition that `--help`, the man page and the
+//! shell completions are all generated from.
+
+use crate::duration::parse_duration;
+use crate::signame::{Signal, parse_signal};
+use crate::stop_sequence::StopSequence;
+use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const ABOUT: &str = "Run a command in its own process group; stop the whole group, leave nothing behind.";
+
+const LONG_ABOUT: &str = "\
+Run COMMAND in a fresh process group, stop that whole group on timeout, on \
+cancel or when COMMAND exits, and exit only once every process in the group \
+is gone: kill(-PGID, 0) fails with ESRCH. Background children, grandchildren \
+that ignore SIGTERM and stopped processes are all ended; none is left behind.
+
+COMMAND inherits pgrun's stdin, stdout, stderr and every other fd unchanged, \
+its environment, working directory, signal mask and ignored signals. pgrun \
+prints nothing of its own but errors (prefixed 'pgrun: ') and, with \
+--verbose, one line per action.";
+
+const AFTER_LONG_HELP: &str = "\
+Stop sequence:
+  One sequence serves every way a run is stopped: timeout, cancel, SIGTERM to
+  pgrun, and processes left in the group after COMMAND exits. Each step sends
+  its signal to the whole group (then SIGCONT, unless the signal is KILL or
+  CONT), waits up to the step's grace for the group to be gone, and moves on
+  only if it is not. The last step is always SIGKILL. Default: TERM/10s/KILL.
+
+Signals sent to pgrun:
+  TERM                 a cancel request: run the stop sequence
+  HUP INT QUIT USR1 USR2 ALRM WINCH CONT RTMIN..RTMAX
+                       forwarded to the group once each; pgrun carries on
+  PIPE                 never kills pgrun
+
+Exit status:
+  N        COMMAND exited with N (also after a cancel it handled)
+  128+N    COMMAND was ended by signal N (143 for TERM, 137 for KILL)
+  124      the timeout fired (--preserve-status: COMMAND's own status)
+  125      pgrun itself failed, including usage errors
+  126      COMMAND was found but could not be executed
+  127      COMMAND was not found
+  143      cancelled before COMMAND started
+
+Pid file (--pidfile PATH):
+  One line, the process-group id in decimal and a newline, published
+  atomically once the group exists, so `kill -TERM -- -$(cat PATH)` works.
+  While the run lives pgrun holds an fcntl write lock on it; a pid file nobody
+  holds is stale. Removed at exit, after the group is gone. The cancel marker
+  (PATH.cancel, or --cancel-file) is an empty file: present before the start,
+  the run never starts (exit 143); present while it runs, it is stopped.
+
+Examples:
+  pgrun --timeout 30 -- make test
+  pgrun --pidfile /tmp/job.pid -- ./build &    # one exec runs it...
+  pgrun cancel /tmp/job.pid                    # ...another stops it
+  pgrun --escalate INT/2s/TERM/5s/KILL -- ./server";
+
+/// pgrun's command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "pgrun",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_long_help = AFTER_LONG_HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    override_usage = "pgrun [OPTIONS] [--] COMMAND [ARG]...\n       pgrun cancel [OPTIONS] PIDFILE\n       pgrun status [--json] PIDFILE"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub action: Option<Action>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Action {
+    /// Stop a run from another process, by its pid file.
+    Cancel(CancelArgs),
+    /// Say whether a run is alive, by its pid file.
+    Status(StatusArgs),
+}
+
+/// Options of the run mode: `pgrun [OPTIONS] [--] COMMAND [ARG]...`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = no timeout).
+    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+
+    /// First signal of the stop sequence [default: TERM].
+    #[arg(short = 's', long, value_name = "SIG", value_parser = parse_signal)]
+    pub signal: Option<Signal>,
+
+    /// Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s].
+    #[arg(short = 'k', long, value_name = "DUR", value_parser = parse_duration)]
+    pub kill_after: Option<Duration>,
+
+    /// The whole stop sequence, SIG/DUR/SIG/DUR/..., e.g. INT/2s/TERM/5s/KILL;
+    /// a final KILL is implied, a signal with no DUR gets 10s.
+    #[arg(long, value_name = "SCHED", value_parser = StopSequence::parse_escalate,
+          conflicts_with_all = ["signal", "kill_after"])]
+    pub escalate: Option<StopSequence>,
+
+    /// On timeout, exit with COMMAND's status instead of 124.
+    #[arg(long)]
+    pub preserve_status: bool,
+
+    /// When COMMAND exits, let the rest of its group finish on its own
+    /// instead of stopping it (a timeout or cancel still applies).
+    #[arg(long)]
+    pub wait_group: bool,
+
+    /// Publish the run: the group id, locked while the run lives.
+    #[arg(short = 'p', long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub pidfile: Option<PathBuf>,
+
+    /// The cancel marker [default: PIDFILE.cancel].
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub cancel_file: Option<PathBuf>,
+
+    /// Write a JSON outcome report to PATH at exit.
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub report: Option<PathBuf>,
+
+    /// Start COMMAND in a new session instead of a new group (no terminal).
+    #[arg(long)]
+    pub setsid: bool,
+
+    /// Say what pgrun does, one line per action on stderr.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// The command to run and its arguments.
+    #[arg(value_name = "COMMAND", trailing_var_arg = true, required = true,
+          value_hint = clap::ValueHint::CommandWithArguments)]
+    pub command: Vec<OsString>,
+}
+
+impl RunArgs {
+    /// The stop sequence these options ask for.
+    pub fn stop_sequence(&self) -> StopSequence {
+        match &self.escalate {
+            Some(seq) => seq.clone(),
+            None => StopSequence::simple(
+                self.signal.unwrap_or(Signal::TERM),
+                self.kill_after.unwrap_or(crate::stop_sequence::DEFAULT_GRACE),
+            ),
+        }
+    }
+}
+
+/// `pgrun cancel [OPTIONS] PIDFILE`.
+#[derive(Args, Debug)]
+pub struct CancelArgs {
+    /// How long to wait for a pid file to appear.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "5s")]
+    pub wait_start: Duration,
+
+    /// Bound the wait for the run to stop; past it, SIGKILL the group.
+    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+
+    /// If no run appears, leave the marker so the run is cancelled when it starts.
+    #[arg(long)]
+    pub keep_pending: bool,
+
+    /// Return as soon as the request is delivered.
+    #[arg(long)]
+    pub no_wait: bool,
+
+    /// Stop the group named by a stale pid file (nobody holds its lock).
+    #[arg(long)]
+    pub force: bool,
+
+    /// Say what cancel does, on stderr.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// The run's pid file.
+    #[arg(value_name = "PIDFILE", value_hint = clap::ValueHint::FilePath)]
+    pub pidfile: PathBuf,
+}
+
+/// `pgrun status [--json] PIDFILE`.
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Print one JSON object instead of a line.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The run's pid file.
+    #[arg(value_name = "PIDFILE", value_hint = clap::ValueHint::FilePath)]
+    pub pidfile: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("pgrun").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn command_keeps_its_own_flags() {
+        let cli = parse(&["-t", "5", "ls", "-v", "--timeout", "x"]).unwrap();
+        assert!(cli.action.is_none());
+        assert!(!cli.run.verbose);
+        assert_eq!(cli.run.command, ["ls", "-v", "--timeout", "x"]);
+    }
+
+    #[test]
+    fn subcommand_names_after_double_dash_are_programs() {
+        let cli = parse(&["--", "cancel", "x"]).unwrap();
+        assert!(cli.action.is_none());
+        assert_eq!(cli.run.command, ["cancel", "x"]);
+        assert!(matches!(parse(&["cancel", "x"]).unwrap().action, Some(Action::Cancel(_))));
+    }
+
+    #[test]
+    fn escalate_excludes_signal_and_kill_after() {
+        assert!(parse(&["--escalate", "INT/KILL", "-s", "TERM", "true"]).is_err());
+        assert!(parse(&["--escalate", "INT/KILL", "-k", "1", "true"]).is_err());
+    }
+}

@@ -1,0 +1,77 @@
+//! pgrun: run a command in its own process group, stop the whole group on
+//! timeout or cancel, and exit only when nothing of it is left.
+//!
+//! [`main`] parses the command line and maps every outcome to an exit
+//! status; the modes live in [`run`], [`cancel`] and [`status`]. All contact
+//! with the kernel goes through [`sys`].
+
+pub mod cancel;
+pub mod cli;
+pub mod duration;
+pub mod exit;
+pub mod pidfile;
+pub mod report;
+pub mod run;
+pub mod say;
+pub mod signame;
+pub mod status;
+pub mod stop_sequence;
+pub mod supervisor;
+pub mod sys;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use cli::{Action, Cli};
+use std::ffi::OsString;
+use std::io::Write;
+use std::time::Instant;
+
+/// Status of every usage error, of every mode.
+pub const USAGE_ERROR: u8 = 125;
+
+/// Parse `args` (program name first), run the mode they ask for, and return
+/// the process exit status.
+pub fn main(args: Vec<OsString>) -> u8 {
+    let started = Instant::now();
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(err),
+    };
+    match cli.action {
+        None => run::run(&cli.run, started),
+        Some(Action::Cancel(args)) => cancel::cancel(&args).code(),
+        Some(Action::Status(args)) => status::status(&args).code(),
+    }
+}
+
+/// Help and version go to stdout with status 0; every other parse failure
+/// is one `pgrun: ` line plus a hint, with status 125 (never clap's 2).
+fn usage_error(err: clap::Error) -> u8 {
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "{}", err.render());
+            let _ = out.flush();
+            0
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingRequiredArgument
+            if err.to_string().contains("<COMMAND>") =>
+        {
+            say::line(format_args!("no command given"));
+            hint();
+            USAGE_ERROR
+        }
+        _ => {
+            let text = err.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            say::line(format_args!("{first}"));
+            hint();
+            USAGE_ERROR
+        }
+    }
+}
+
+fn hint() {
+    let _ = writeln!(std::io::stderr(), "Try 'pgrun --help' for more information.");
+}

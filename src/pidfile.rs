@@ -1,0 +1,183 @@
+//! The pid file and the cancel marker of a run.
+//!
+//! Claiming happens before the command starts, so every refusal (a live
+//! run's file, a symlink, a missing folder) costs nothing but exit 125. The
+//! record is published only once the group exists: a temporary file in the
+//! same folder, written, locked, then renamed (or, where no file existed,
+//! hard-linked, which fails rather than replaces if another run got there
+//! first). A reader therefore sees no file or the whole line, never part of
+//! it, and the lock travels with the inode it was taken on.
+
+use crate::sys::{Pid, getpid, lock};
+use anyhow::{Context, Result, bail};
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Pid files and markers are created with this mode whatever the umask.
+const MODE: u32 = 0o644;
+
+/// The folder a path lives in (`.` for a bare file name).
+pub fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Fail unless the folder of `path` exists and `path` is not a symlink or a
+/// directory. `what` names the file in the message ("pid file", "report").
+pub fn check_target(path: &Path, what: &str) -> Result<()> {
+    let folder = folder_of(path);
+    match fs::metadata(folder) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => bail!("{what} folder {} is not a directory", folder.display()),
+        Err(e) => bail!("{what} folder {}: {e}", folder.display()),
+    }
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => bail!("refusing {what} {}: it is a symlink", path.display()),
+        Ok(m) if m.is_dir() => bail!("{what} {} is a directory", path.display()),
+        _ => Ok(()),
+    }
+}
+
+/// A pid file claimed for this run but not yet published.
+pub struct Claim {
+    path: PathBuf,
+    /// The existing (stale) file, write-locked by us so that no other run
+    /// can claim it while we start; `None` if there was no file.
+    held: Option<File>,
+}
+
+/// A published pid file, locked for as long as this value lives.
+pub struct Published {
+    path: PathBuf,
+    _locked: File,
+    dev: u64,
+    ino: u64,
+}
+
+/// Claim `path`: refuse it if a live run holds it or it is not a plain file.
+pub fn claim(path: &Path) -> Result<Claim> {
+    check_target(path, "pid file")?;
+    let held = match open_existing(path) {
+        Ok(file) => {
+            if !lock::try_write_lock(&file).with_context(|| format!("cannot lock pid file {}", path.display()))? {
+                let holder = lock::lock_holder(&file).ok().flatten();
+                match holder {
+                    Some(pid) => bail!("pid file {} is held by a live run (pgrun pid {pid})", path.display()),
+                    None => bail!("pid file {} is held by a live run", path.display()),
+                }
+            }
+            Some(file)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("cannot open pid file {}", path.display())),
+    };
+    Ok(Claim { path: path.to_path_buf(), held })
+}
+
+/// Open an existing pid file without following a symlink.
+fn open_existing(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOFOLLOW).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    Ok(file)
+}
+
+impl Claim {
+    /// Publish `pgid` atomically and keep the new file locked.
+    pub fn publish(self, pgid: Pid) -> Result<Published> {
+        let tmp = temp_path(&self.path);
+        let _ = fs::remove_file(&tmp); // a leftover of a crashed run with our pid
+        let result = self.publish_via(&tmp, pgid);
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    fn publish_via(self, tmp: &Path, pgid: Pid) -> Result<Published> {
+        let path = &self.path;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(MODE)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(tmp)
+            .with_context(|| format!("cannot create pid file {}", tmp.display()))?;
+        file.set_permissions(fs::Permissions::from_mode(MODE))
+            .with_context(|| format!("cannot set the mode of {}", tmp.display()))?;
+        file.write_all(format!("{pgid}\n").as_bytes())
+            .with_context(|| format!("cannot write pid file {}", tmp.display()))?;
+        if !lock::try_write_lock(&file).with_context(|| format!("cannot lock pid file {}", tmp.display()))? {
+            bail!("cannot lock pid file {}", tmp.display());
+        }
+        if self.held.is_some() {
+            // We hold the old file's lock, so nobody else can be replacing it.
+            fs::rename(tmp, path).with_context(|| format!("cannot publish pid file {}", path.display()))?;
+        } else {
+            match fs::hard_link(tmp, path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    bail!("pid file {} was created by another run while this one started", path.display())
+                }
+                Err(e) => return Err(e).with_context(|| format!("cannot publish pid file {}", path.display())),
+            }
+            let _ = fs::remove_file(tmp);
+        }
+        let meta = file.metadata().context("cannot stat the pid file")?;
+        Ok(Published { path: self.path, _locked: file, dev: meta.dev(), ino: meta.ino() })
+    }
+}
+
+impl Published {
+    /// Remove the pid file if it is still ours; the lock goes with it.
+    pub fn remove(self) {
+        if let Ok(meta) = fs::symlink_metadata(&self.path) {
+            if meta.dev() == self.dev && meta.ino() == self.ino {
+                let _ = fs::remove_file(&self.path);
+            }
+        }
+    }
+}
+
+/// `.NAME.pgrun-PID.tmp` next to `path`.
+fn temp_path(path: &Path) -> PathBuf {
+    let mut name = OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(format!(".pgrun-{}.tmp", getpid()));
+    folder_of(path).join(name)
+}
+
+/// The cancel marker for a pid file: `PIDFILE.cancel`.
+pub fn default_marker(pidfile: &Path) -> PathBuf {
+    let mut s = pidfile.as_os_str().to_owned();
+    s.push(".cancel");
+    PathBuf::from(s)
+}
+
+/// Whether the marker exists (a symlink counts: it is somebody's marker).
+pub fn marker_present(marker: &Path) -> bool {
+    fs::symlink_metadata(marker).is_ok()
+}
+
+/// Remove the marker; whether there was one.
+pub fn take_marker(marker: &Path) -> bool {
+    fs::remove_file(marker).is_ok()
+}
+
+/// Create the marker as an empty file; `Ok(false)` if it was already there.
+pub fn create_marker(marker: &Path) -> io::Result<bool> {
+    match OpenOptions::new().write(true).create_new(true).mode(MODE).custom_flags(libc::O_NOFOLLOW).open(marker) {
+        Ok(file) => {
+            let _ = file.set_permissions(fs::Permissions::from_mode(MODE));
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,121 @@
+//! The `--report` JSON outcome, written atomically at exit.
+//!
+//! The path is checked before anything else, so that once it is accepted
+//! every exit can write the report, failures included.
+
+use crate::pidfile::{check_target, folder_of};
+use crate::supervisor::SentSignal;
+use crate::sys::Pid;
+use crate::sys::process::ChildStatus;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The `reason` field.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    Exited,
+    Signaled,
+    Timeout,
+    Cancelled,
+    CancelledBeforeStart,
+    Error,
+}
+
+#[derive(Serialize)]
+struct Status {
+    code: Option<i32>,
+    signal: Option<String>,
+}
+
+#[derive(Serialize)]
+struct SignalEntry {
+    signal: String,
+    at_ms: u64,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    exit_code: u8,
+    reason: Reason,
+    status: Status,
+    pgid: Option<Pid>,
+    signals: Vec<SignalEntry>,
+    stragglers: Option<usize>,
+    duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+/// Everything the report says about one run.
+pub struct Facts<'a> {
+    pub exit_code: u8,
+    pub reason: Reason,
+    pub status: Option<ChildStatus>,
+    pub pgid: Option<Pid>,
+    pub signals: &'a [SentSignal],
+    pub stragglers: Option<usize>,
+    pub duration: Duration,
+    pub error: Option<&'a str>,
+}
+
+/// An accepted report path.
+pub struct ReportTarget {
+    path: PathBuf,
+}
+
+impl ReportTarget {
+    /// Accept `path` if its folder exists and it is not a symlink or folder.
+    pub fn check(path: &Path) -> Result<Self> {
+        check_target(path, "report")?;
+        Ok(ReportTarget { path: path.to_path_buf() })
+    }
+
+    /// Write the report: a temporary file in the same folder, then rename.
+    pub fn write(&self, facts: &Facts<'_>) -> Result<()> {
+        let report = Report {
+            exit_code: facts.exit_code,
+            reason: facts.reason,
+            status: match facts.status {
+                Some(ChildStatus::Exited(code)) => Status { code: Some(code), signal: None },
+                Some(ChildStatus::Signaled(sig)) => {
+                    Status { code: None, signal: Some(crate::signame::Signal(sig).name()) }
+                }
+                None => Status { code: None, signal: None },
+            },
+            pgid: facts.pgid,
+            signals: facts
+                .signals
+                .iter()
+                .map(|s| SignalEntry { signal: s.signal.name(), at_ms: s.at.as_millis() as u64 })
+                .collect(),
+            stragglers: facts.stragglers,
+            duration_ms: facts.duration.as_millis() as u64,
+            error: facts.error,
+        };
+        let mut json = serde_json::to_vec(&report).context("cannot encode the report")?;
+        json.push(b'\n');
+        let mut name = std::ffi::OsString::from(".");
+        name.push(self.path.file_name().unwrap_or_default());
+        name.push(format!(".pgrun-{}.tmp", crate::sys::getpid()));
+        let tmp = folder_of(&self.path).join(name);
+        let _ = fs::remove_file(&tmp);
+        let written = (|| -> std::io::Result<()> {
+            let mut file =
+                fs::OpenOptions::new().write(true).create_new(true).mode(0o644).custom_flags(libc::O_NOFOLLOW).open(&tmp)?;
+            file.set_permissions(fs::Permissions::from_mode(0o644))?;
+            file.write_all(&json)?;
+            fs::rename(&tmp, &self.path)
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e).with_context(|| format!("cannot write report {}", self.path.display()));
+        }
+        Ok(())
+    }
+}

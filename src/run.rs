@@ -1,0 +1,245 @@
+//! The run mode from start to finish: `pgrun [OPTIONS] [--] COMMAND`.
+//!
+//! The order is the contract's: check the report path, claim the pid file,
+//! honour a cancel marker left before the start, block the handled signals,
+//! spawn the command into its new group, publish the group id, check the
+//! marker again, supervise until the group is gone, then remove the pid file
+//! and the marker and write the report. Every refusal comes before the spawn,
+//! so bad input never half-runs a command.
+
+use crate::cli::RunArgs;
+use crate::exit::RunExit;
+use crate::pidfile;
+use crate::report::{Facts, Reason, ReportTarget};
+use crate::supervisor::{self, Ended, SentSignal, StopReason, Watch};
+use crate::sys::process::{self, ChildStatus, Detach, SpawnError};
+use crate::sys::sigmask::{self, SigSet};
+use crate::sys::wakeup::SignalSource;
+use crate::sys::Pid;
+use crate::{say, verbose};
+use anyhow::{Context, anyhow};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What a run came to, for the exit status and the report.
+struct Finish {
+    exit: RunExit,
+    reason: Reason,
+    status: Option<ChildStatus>,
+    pgid: Option<Pid>,
+    signals: Vec<SentSignal>,
+    stragglers: Option<usize>,
+    error: Option<anyhow::Error>,
+}
+
+impl Finish {
+    fn failed(exit: RunExit, error: anyhow::Error, pgid: Option<Pid>) -> Self {
+        Finish { exit, reason: Reason::Error, status: None, pgid, signals: Vec::new(), stragglers: None, error: Some(error) }
+    }
+
+    fn cancelled_before_start() -> Self {
+        verbose!("cancelled before the command started");
+        Finish {
+            exit: RunExit::CancelledBeforeStart,
+            reason: Reason::CancelledBeforeStart,
+            status: None,
+            pgid: None,
+            signals: Vec::new(),
+            stragglers: None,
+            error: None,
+        }
+    }
+}
+
+/// The signals pgrun blocks and reads synchronously.
+fn handled_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in [libc::SIGCHLD, libc::SIGTERM, libc::SIGPIPE] {
+        set.add(s);
+    }
+    for s in 1..=crate::signame::max_signal() {
+        if supervisor::is_forwarded(s) {
+            set.add(s);
+        }
+    }
+    set
+}
+
+/// Run the command; returns pgrun's exit status.
+pub fn run(args: &RunArgs, started: Instant) -> u8 {
+    say::set_verbose(args.verbose);
+    let report = match args.report.as_deref().map(ReportTarget::check).transpose() {
+        Ok(report) => report,
+        Err(err) => {
+            say::line(format_args!("{err:#}"));
+            return RunExit::Failed.code();
+        }
+    };
+    let finish = execute(args, started);
+    let exit = match finish.exit {
+        RunExit::Timeout if args.preserve_status => finish.status.map_or(RunExit::Timeout, RunExit::Command),
+        exit => exit,
+    };
+    if let Some(err) = &finish.error {
+        say::line(format_args!("{err:#}"));
+    }
+    if let Some(report) = report {
+        let message = finish.error.as_ref().map(|e| format!("{e:#}"));
+        let facts = Facts {
+            exit_code: exit.code(),
+            reason: finish.reason,
+            status: finish.status,
+            pgid: finish.pgid,
+            signals: &finish.signals,
+            stragglers: finish.stragglers,
+            duration: started.elapsed(),
+            error: message.as_deref(),
+        };
+        if let Err(err) = report.write(&facts) {
+            say::line(format_args!("{err:#}"));
+        }
+    }
+    exit.code()
+}
+
+fn execute(args: &RunArgs, started: Instant) -> Finish {
+    let argv: Vec<CString> = match args
+        .command
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()
+    {
+        Ok(argv) => argv,
+        Err(_) => return Finish::failed(RunExit::Failed, anyhow!("an argument of COMMAND contains a NUL byte"), None),
+    };
+    let claim = match args.pidfile.as_deref().map(pidfile::claim).transpose() {
+        Ok(claim) => claim,
+        Err(err) => return Finish::failed(RunExit::Failed, err, None),
+    };
+    let marker: Option<PathBuf> = args.cancel_file.clone().or_else(|| args.pidfile.as_deref().map(pidfile::default_marker));
+    if let Some(marker) = &marker {
+        if pidfile::take_marker(marker) {
+            return Finish::cancelled_before_start();
+        }
+    }
+
+    // Block before spawning, so no signal is lost or handled asynchronously;
+    // the child gets the mask pgrun was started with.
+    let handled = handled_signals();
+    let original_mask = match sigmask::block(&handled) {
+        Ok(mask) => mask,
+        Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot block signals: {e}"), None),
+    };
+    let signals = match SignalSource::new(&handled) {
+        Ok(s) => s,
+        Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot watch signals: {e}"), None),
+    };
+    let subreaper = match process::become_subreaper() {
+        Ok(on) => on,
+        Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot become a child subreaper: {e}"), None),
+    };
+    if sigmask::pending().contains(libc::SIGTERM) {
+        let _ = signals.drain();
+        return Finish::cancelled_before_start();
+    }
+
+    let detach = if args.setsid { Detach::Session } else { Detach::Group };
+    let program = args.command[0].to_string_lossy();
+    let pgid = match process::spawn(&argv, detach, &original_mask) {
+        Ok(pid) => pid,
+        Err(SpawnError::Exec(e)) => {
+            let exit = if e.raw_os_error() == Some(libc::ENOENT) { RunExit::NotFound } else { RunExit::CannotExecute };
+            return Finish::failed(exit, anyhow!("cannot run '{program}': {e}"), None);
+        }
+        Err(SpawnError::Setup(e)) => {
+            return Finish::failed(RunExit::Failed, anyhow!("cannot start '{program}': {e}"), None);
+        }
+    };
+    verbose!("started '{program}' as process group {pgid}");
+    if let Err(e) = signals.activate(&handled) {
+        verbose!("cannot install signal handlers: {e}");
+    }
+
+    let published = match claim.map(|c| c.publish(pgid)).transpose() {
+        Ok(p) => p,
+        Err(err) => {
+            // The command is running but cannot be published: stop it (it
+            // must not run unsupervised) and report the failure.
+            let stopped = supervise(args, pgid, &signals, subreaper, started, marker.as_deref(), Some(StopReason::Cancel));
+            let mut finish = Finish::failed(RunExit::Failed, err, Some(pgid));
+            if let Ok(ended) = stopped {
+                finish.status = Some(ended.status);
+                finish.signals = ended.signals;
+            }
+            return finish;
+        }
+    };
+    let stop_now = marker.as_deref().filter(|m| pidfile::marker_present(m)).map(|_| {
+        verbose!("cancel marker found right after publishing");
+        StopReason::Cancel
+    });
+
+    let ended = supervise(args, pgid, &signals, subreaper, started, marker.as_deref(), stop_now);
+    // The group is gone (or pgrun cannot watch it any more): withdraw the
+    // record, then the marker.
+    if let Some(published) = published {
+        published.remove();
+    }
+    if let Some(marker) = &marker {
+        pidfile::take_marker(marker);
+    }
+    match ended {
+        Ok(ended) => finish_from(ended, pgid),
+        Err(e) => Finish::failed(RunExit::Failed, anyhow!("cannot supervise process group {pgid}: {e}"), Some(pgid)),
+    }
+}
+
+fn supervise(
+    args: &RunArgs,
+    pgid: Pid,
+    signals: &SignalSource,
+    subreaper: bool,
+    started: Instant,
+    marker: Option<&std::path::Path>,
+    stop_now: Option<StopReason>,
+) -> std::io::Result<Ended> {
+    let sequence = args.stop_sequence();
+    // A marker next to a live pid file always means "stopping".
+    let mut on_stop = || {
+        if let Some(marker) = marker {
+            if let Err(e) = pidfile::create_marker(marker).with_context(|| format!("cannot create {}", marker.display())) {
+                verbose!("{e:#}");
+            }
+        }
+    };
+    let watch = Watch {
+        pgid,
+        sequence: &sequence,
+        timeout: args.timeout.filter(|t| !t.is_zero()),
+        wait_group: args.wait_group,
+        signals,
+        started,
+        on_stop: &mut on_stop,
+    };
+    supervisor::supervise(watch, subreaper, stop_now)
+}
+
+fn finish_from(ended: Ended, pgid: Pid) -> Finish {
+    let (exit, reason) = match (ended.stop_reason, ended.status) {
+        (Some(StopReason::Timeout), _) => (RunExit::Timeout, Reason::Timeout),
+        (Some(StopReason::Cancel), status) => (RunExit::Command(status), Reason::Cancelled),
+        (_, status @ ChildStatus::Exited(_)) => (RunExit::Command(status), Reason::Exited),
+        (_, status @ ChildStatus::Signaled(_)) => (RunExit::Command(status), Reason::Signaled),
+    };
+    Finish {
+        exit,
+        reason,
+        status: Some(ended.status),
+        pgid: Some(pgid),
+        signals: ended.signals,
+        stragglers: ended.stragglers,
+        error: None,
+    }
+}

@@ -1,0 +1,67 @@
+//! pgrun's only voice on stderr: `--verbose` action lines and error lines,
+//! each prefixed `pgrun: `.
+//!
+//! Writes ignore every error: a closed or broken stderr must never change
+//! what pgrun does or how it exits (SIGPIPE is blocked, so EPIPE comes back
+//! as a plain error that is dropped here).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Turn `--verbose` lines on.
+pub fn set_verbose(on: bool) {
+    VERBOSE.store(on, Ordering::Relaxed);
+}
+
+/// Whether `--verbose` is on.
+pub fn verbose() -> bool {
+    VERBOSE.load(Ordering::Relaxed)
+}
+
+/// Write one `pgrun: ` line to stderr, ignoring failures. std's
+/// " (os error N)" suffixes are dropped: the text already says it.
+pub fn line(args: std::fmt::Arguments<'_>) {
+    let text = without_os_error_numbers(&args.to_string());
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "pgrun: {text}");
+}
+
+fn without_os_error_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" (os error ") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + " (os error ".len()..];
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && tail[digits..].starts_with(')') {
+            rest = &tail[digits + 1..];
+        } else {
+            out.push_str(" (os error ");
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn drops_os_error_numbers_only() {
+        let f = super::without_os_error_numbers;
+        assert_eq!(f("cannot run 'x': No such file or directory (os error 2)"), "cannot run 'x': No such file or directory");
+        assert_eq!(f("a (os error 13): b (os error x)"), "a: b (os error x)");
+    }
+}
+
+/// One `--verbose` line: `verbose!("sending {} to process group {}", sig, pgid)`.
+#[macro_export]
+macro_rules! verbose {
+    ($($arg:tt)*) => {
+        if $crate::say::verbose() {
+            $crate::say::line(format_args!($($arg)*));
+        }
+    };
+}

@@ -1,0 +1,292 @@
+//! The event loop that watches a running group and stops it.
+//!
+//! It owns the run's state machine:
+//!
+//! ```text
+//! Running ──command exits──▶ Draining (--wait-group) ──group gone──▶ done
+//!    │                          │
+//!    │ timeout, SIGTERM,        │ timeout, SIGTERM
+//!    │ stragglers, marker       ▼
+//!    └────────────────────▶ Stopping { step, deadline } ──group gone──▶ done
+//! ```
+//!
+//! Every wake-up comes from a signal read from the [`SignalSource`] (SIGCHLD,
+//! SIGTERM, forwarded signals) or from a deadline (the timeout, a step's
+//! grace). While the command simply runs, nothing else wakes pgrun. The loop
+//! ends only when the leader has been reaped *and* `kill(-pgid, 0)` reports
+//! ESRCH: a zombie leader would still hold the group, so reaping comes first.
+
+use crate::signame::Signal;
+use crate::stop_sequence::StopSequence;
+use crate::sys::process::{self, ChildStatus, Reaped};
+use crate::sys::wakeup::SignalSource;
+use crate::sys::{self, Pid};
+use crate::verbose;
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+/// Why a stop sequence was started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    Timeout,
+    Cancel,
+    /// The command exited and left members behind.
+    Stragglers,
+}
+
+/// A stop-sequence signal pgrun sent, and when.
+#[derive(Clone, Copy, Debug)]
+pub struct SentSignal {
+    pub signal: Signal,
+    pub at: Duration,
+}
+
+/// What happened to the group, once it is gone.
+#[derive(Debug)]
+pub struct Ended {
+    /// How the command (the group leader) ended.
+    pub status: ChildStatus,
+    /// The first reason a stop sequence was started, if any.
+    pub stop_reason: Option<StopReason>,
+    pub signals: Vec<SentSignal>,
+    /// Members still alive when the command exited (`None`: unknown here).
+    pub stragglers: Option<usize>,
+}
+
+/// Signals pgrun forwards to the group as they are.
+pub fn is_forwarded(signal: i32) -> bool {
+    const FORWARDED: [i32; 8] = [
+        libc::SIGHUP,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGWINCH,
+        libc::SIGCONT,
+    ];
+    FORWARDED.contains(&signal) || crate::signame::realtime_range().is_some_and(|(lo, hi)| (lo..=hi).contains(&signal))
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    Running,
+    Draining,
+    Stopping { step: usize, deadline: Option<Instant> },
+}
+
+/// Settings of one supervised run.
+pub struct Watch<'a> {
+    pub pgid: Pid,
+    pub sequence: &'a StopSequence,
+    pub timeout: Option<Duration>,
+    pub wait_group: bool,
+    pub signals: &'a SignalSource,
+    /// When pgrun started: report times count from here.
+    pub started: Instant,
+    /// Called once, when the first stop sequence starts (creates the marker).
+    pub on_stop: &'a mut dyn FnMut(),
+}
+
+/// Longest pause between group checks when no event can announce the end.
+const MAX_POLL: Duration = Duration::from_millis(100);
+
+struct Supervisor<'a> {
+    w: Watch<'a>,
+    phase: Phase,
+    leader: Option<ChildStatus>,
+    timeout_at: Option<Instant>,
+    stop_reason: Option<StopReason>,
+    sent: Vec<SentSignal>,
+    stragglers: Option<usize>,
+    /// Whether pgrun still has children to hear SIGCHLD from.
+    have_children: bool,
+    subreaper: bool,
+    /// Current pause of the fallback group check, doubled each time.
+    poll_backoff: Duration,
+}
+
+/// Supervise the group until it is gone. `stop_now` starts the stop
+/// sequence at once (a cancel marker found right after publishing).
+pub fn supervise(w: Watch<'_>, subreaper: bool, stop_now: Option<StopReason>) -> std::io::Result<Ended> {
+    let timeout_at = w.timeout.and_then(|t| Instant::now().checked_add(t));
+    let mut s = Supervisor {
+        w,
+        phase: Phase::Running,
+        leader: None,
+        timeout_at,
+        stop_reason: None,
+        sent: Vec::new(),
+        stragglers: None,
+        have_children: true,
+        subreaper,
+        poll_backoff: Duration::from_millis(1),
+    };
+    if let Some(reason) = stop_now {
+        s.start_stop(reason);
+    }
+    s.run()
+}
+
+impl Supervisor<'_> {
+    fn run(mut self) -> std::io::Result<Ended> {
+        loop {
+            self.reap_children()?;
+            if let Some(status) = self.leader {
+                if !process::group_exists(self.w.pgid) {
+                    verbose!("process group {} is gone", self.w.pgid);
+                    return Ok(Ended {
+                        status,
+                        stop_reason: self.stop_reason,
+                        signals: self.sent,
+                        stragglers: self.stragglers,
+                    });
+                }
+            }
+            self.on_deadlines();
+            let wait = self.next_wake().map(|at| at.saturating_duration_since(Instant::now()));
+            if sys::wait_readable(self.w.signals.as_fd(), wait)? {
+                for signal in self.w.signals.drain()? {
+                    self.on_signal(signal);
+                }
+            }
+        }
+    }
+
+    /// Reap every child that has ended; note the leader's status, and what
+    /// its end means for the phase.
+    fn reap_children(&mut self) -> std::io::Result<()> {
+        loop {
+            match process::reap_one()? {
+                Reaped::Child(pid, status) if pid == self.w.pgid => {
+                    self.leader = Some(status);
+                    self.on_leader_exit(status);
+                }
+                Reaped::Child(..) => {}
+                Reaped::NoneReady => return Ok(()),
+                Reaped::NoChildren => {
+                    self.have_children = false;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn on_leader_exit(&mut self, status: ChildStatus) {
+        match status {
+            ChildStatus::Exited(code) => verbose!("command exited with status {code}"),
+            ChildStatus::Signaled(sig) => verbose!("command was ended by signal {}", Signal(sig)),
+        }
+        if !process::group_exists(self.w.pgid) {
+            self.stragglers = Some(0);
+            return;
+        }
+        self.stragglers = process::count_group_members(self.w.pgid);
+        if let Phase::Running = self.phase {
+            let left = self.stragglers.map_or_else(|| "processes".to_string(), |n| format!("{n} process(es)"));
+            if self.w.wait_group {
+                verbose!("{left} left in process group {}; waiting for them", self.w.pgid);
+                self.phase = Phase::Draining;
+            } else {
+                verbose!("{left} left in process group {}; stopping them", self.w.pgid);
+                self.start_stop(StopReason::Stragglers);
+            }
+        }
+    }
+
+    fn on_signal(&mut self, signal: i32) {
+        match signal {
+            libc::SIGCHLD | libc::SIGPIPE => {}
+            libc::SIGTERM => {
+                verbose!("received TERM: cancelling");
+                self.start_stop(StopReason::Cancel);
+            }
+            s if is_forwarded(s) => {
+                verbose!("forwarding {} to process group {}", Signal(s), self.w.pgid);
+                self.send(Signal(s));
+            }
+            _ => {}
+        }
+    }
+
+    /// Act on the timeout and on an expired step grace.
+    fn on_deadlines(&mut self) {
+        let now = Instant::now();
+        if let Phase::Running | Phase::Draining = self.phase {
+            if self.timeout_at.is_some_and(|at| now >= at) {
+                verbose!("timeout: stopping process group {}", self.w.pgid);
+                self.start_stop(StopReason::Timeout);
+            }
+        }
+        if let Phase::Stopping { step, deadline: Some(at) } = self.phase {
+            if now >= at {
+                let last = self.w.sequence.steps().len() - 1;
+                if step < last {
+                    self.enter_step(step + 1);
+                } else {
+                    // After the final KILL something is still there (a member
+                    // we may not signal, or one that forked in the meantime):
+                    // send KILL again, each grace, until the group is gone.
+                    verbose!("process group {} survived KILL; sending it again", self.w.pgid);
+                    self.send(Signal::KILL);
+                    self.phase = Phase::Stopping { step, deadline: now.checked_add(Duration::from_secs(1)) };
+                }
+            }
+        }
+    }
+
+    /// Start the stop sequence; the first reason is the one reported.
+    fn start_stop(&mut self, reason: StopReason) {
+        if let Phase::Stopping { .. } = self.phase {
+            return;
+        }
+        self.stop_reason.get_or_insert(reason);
+        (self.w.on_stop)();
+        self.enter_step(0);
+    }
+
+    fn enter_step(&mut self, step: usize) {
+        let Some(&current) = self.w.sequence.steps().get(step) else { return };
+        let at = self.w.started.elapsed();
+        self.sent.push(SentSignal { signal: current.signal, at });
+        verbose!("sending {} to process group {}", current.signal, self.w.pgid);
+        self.send(current.signal);
+        if current.signal != Signal::KILL && current.signal != Signal::CONT {
+            // A stopped member cannot act on the signal until it is continued.
+            self.send(Signal::CONT);
+        }
+        let grace = if current.signal == Signal::KILL { Duration::from_secs(1) } else { current.grace };
+        self.phase = Phase::Stopping { step, deadline: Instant::now().checked_add(grace) };
+        self.poll_backoff = Duration::from_millis(1);
+    }
+
+    fn send(&self, signal: Signal) {
+        if let Err(err) = process::signal_group(self.w.pgid, signal.0) {
+            verbose!("cannot send {signal} to process group {}: {err}", self.w.pgid);
+        }
+    }
+
+    /// The next moment the loop must wake without an event, if any.
+    fn next_wake(&mut self) -> Option<Instant> {
+        let deadline = match self.phase {
+            Phase::Running | Phase::Draining => self.timeout_at,
+            Phase::Stopping { deadline, .. } => deadline,
+        };
+        // When no SIGCHLD can announce the group's end (no subreaper, or no
+        // children left to hear from while members remain), and also while
+        // stopping, where it is a safety net, check the group on a backoff.
+        // Never while the command simply runs.
+        let blind = self.leader.is_some() && (!self.subreaper || !self.have_children);
+        let poll = match self.phase {
+            Phase::Stopping { .. } => true,
+            Phase::Draining => blind,
+            Phase::Running => false,
+        };
+        if !poll {
+            return deadline;
+        }
+        let check = Instant::now() + self.poll_backoff;
+        self.poll_backoff = (self.poll_backoff * 2).min(MAX_POLL);
+        Some(deadline.map_or(check, |d| d.min(check)))
+    }
+}

@@ -1,0 +1,73 @@
+//! The one place where pgrun talks to the kernel.
+//!
+//! Every `libc`/`nix` call pgrun makes lives below this module, behind a
+//! small safe function with the syscall's name in its doc line; the rest of
+//! the crate never sees a raw pointer or an `unsafe` block. Submodules group
+//! the calls by what they serve: [`process`] (spawning, groups, reaping),
+//! [`sigmask`] (signal sets and masks), [`wakeup`] (turning signals into a
+//! pollable fd), [`lock`] (fcntl record locks and pid-file I/O).
+
+pub mod lock;
+pub mod process;
+pub mod sigmask;
+pub mod wakeup;
+
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::time::Duration;
+
+/// A process or process-group id, as the kernel numbers them.
+pub type Pid = libc::pid_t;
+
+/// `poll(2)` on one fd for readability, for at most `timeout` (`None`: no
+/// limit). Returns whether the fd is readable; EINTR counts as "not yet".
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let ms: libc::c_int = match timeout {
+        None => -1,
+        // Round up so a deadline is never woken for before it is due.
+        Some(d) => {
+            let ms = d.as_nanos().div_ceil(1_000_000);
+            ms.min(libc::c_int::MAX as u128) as libc::c_int
+        }
+    };
+    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: `pfd` is a valid, initialised pollfd and we pass a count of 1.
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    if n < 0 {
+        let err = io::Error::last_os_error();
+        return if err.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(err) };
+    }
+    Ok(n > 0)
+}
+
+/// `getpid(2)`.
+pub fn getpid() -> Pid {
+    // SAFETY: getpid has no preconditions and cannot fail.
+    unsafe { libc::getpid() }
+}
+
+/// `getppid(2)`.
+pub fn getppid() -> Pid {
+    // SAFETY: getppid has no preconditions and cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// `getpgrp(2)`: the caller's process group.
+pub fn getpgrp() -> Pid {
+    // SAFETY: getpgrp has no preconditions and cannot fail.
+    unsafe { libc::getpgrp() }
+}
+
+/// `getpgid(2)` of another process; `None` if it does not exist.
+pub fn getpgid(pid: Pid) -> Option<Pid> {
+    // SAFETY: getpgid takes a plain integer and reports failure with -1.
+    let pgid = unsafe { libc::getpgid(pid) };
+    (pgid >= 0).then_some(pgid)
+}
+
+/// `geteuid(2)`.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}

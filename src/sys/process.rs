@@ -1,0 +1,328 @@
+//! Spawning the command, signalling its group, reaping, and asking whether a
+//! group or a process still exists.
+//!
+//! The spawn is a plain fork and exec, written out here rather than through
+//! `std::process::Command`, because std resets the signal mask and SIGPIPE's
+//! disposition in the child and pgrun's contract is to pass both through
+//! exactly as it received them. Between fork and exec the child makes only
+//! async-signal-safe calls on memory prepared before the fork.
+
+use super::Pid;
+use super::sigmask::SigSet;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// How the command is detached from pgrun's own group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detach {
+    /// `setpgid(0, 0)`: a new process group in pgrun's session.
+    Group,
+    /// `setsid()`: a new session (and group) with no controlling terminal.
+    Session,
+}
+
+/// Why a spawn failed, as the child or the parent saw it.
+#[derive(Debug)]
+pub enum SpawnError {
+    /// exec itself failed: the command was not found or not executable.
+    Exec(io::Error),
+    /// Anything before exec (pipe, fork, setpgid/setsid).
+    Setup(io::Error),
+}
+
+/// What the child reports through the error pipe: a stage byte and errno.
+const STAGE_SETUP: u8 = 1;
+const STAGE_EXEC: u8 = 2;
+
+/// Fork, detach the child into a new group or session, restore `child_mask`,
+/// and `execvp(argv[0], argv)`.
+///
+/// Returns once the child has exec'd (or failed to), so the new group exists
+/// before the caller can publish its id: the child's setpgid/setsid happens
+/// before its exec closes the close-on-exec error pipe the parent reads.
+pub fn spawn(argv: &[CString], detach: Detach, child_mask: &SigSet) -> Result<Pid, SpawnError> {
+    assert!(!argv.is_empty(), "spawn needs a program name");
+    // Everything the child touches is prepared before the fork.
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let (read_end, write_end) = cloexec_pipe().map_err(SpawnError::Setup)?;
+    let mask = *child_mask;
+
+    // SAFETY: pgrun is single-threaded when it forks, so the child may call
+    // any async-signal-safe function. `child_after_fork` makes only such
+    // calls and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(SpawnError::Setup(io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        child_after_fork(&ptrs, detach, &mask, write_end.as_raw_fd());
+    }
+    drop(write_end);
+
+    let mut report = [0u8; 5];
+    let got = read_full(&read_end, &mut report);
+    drop(read_end);
+    match got {
+        Ok(0) => Ok(pid),
+        Ok(5) => {
+            // The child failed and is about to _exit: reap it so no zombie is
+            // left behind.
+            let mut status = 0;
+            // SAFETY: waiting for our own child; `status` is writable.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            let errno = i32::from_ne_bytes([report[1], report[2], report[3], report[4]]);
+            let err = io::Error::from_raw_os_error(errno);
+            Err(if report[0] == STAGE_EXEC { SpawnError::Exec(err) } else { SpawnError::Setup(err) })
+        }
+        Ok(_) | Err(_) => Ok(pid),
+    }
+}
+
+/// The child's side of [`spawn`]. Only async-signal-safe calls; no allocation.
+fn child_after_fork(argv: &[*const libc::c_char], detach: Detach, mask: &SigSet, err_fd: libc::c_int) -> ! {
+    // SAFETY (whole function): every call below is async-signal-safe and works
+    // on memory that was fully prepared before the fork; `argv` is a
+    // NULL-terminated array of valid C strings.
+    unsafe {
+        let rc = match detach {
+            Detach::Group => libc::setpgid(0, 0),
+            Detach::Session => libc::setsid(),
+        };
+        if rc < 0 {
+            report_and_exit(err_fd, STAGE_SETUP);
+        }
+        if libc::sigprocmask(libc::SIG_SETMASK, mask.as_ptr(), std::ptr::null_mut()) != 0 {
+            report_and_exit(err_fd, STAGE_SETUP);
+        }
+        libc::execvp(argv[0], argv.as_ptr());
+        report_and_exit(err_fd, STAGE_EXEC);
+    }
+}
+
+/// Write the stage and errno to the error pipe and `_exit(127)`.
+///
+/// # Safety
+/// Only to be called in the forked child.
+unsafe fn report_and_exit(err_fd: libc::c_int, stage: u8) -> ! {
+    // SAFETY: reading errno and writing a stack buffer are async-signal-safe.
+    unsafe {
+        let errno = *errno_location();
+        let e = errno.to_ne_bytes();
+        let buf = [stage, e[0], e[1], e[2], e[3]];
+        libc::write(err_fd, buf.as_ptr().cast(), buf.len());
+        libc::_exit(127);
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
+    // SAFETY: always valid for the calling thread.
+    unsafe { libc::__errno_location() }
+}
+#[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd", target_os = "dragonfly"))]
+pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
+    // SAFETY: always valid for the calling thread.
+    unsafe { libc::__error() }
+}
+#[cfg(any(target_os = "netbsd", target_os = "openbsd"))]
+pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
+    // SAFETY: always valid for the calling thread.
+    unsafe { libc::__errno() }
+}
+
+/// `pipe(2)` with both ends close-on-exec.
+pub fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two fds pipe writes.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe returned two fresh fds that nothing else owns.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // pipe2 is not on macOS; pgrun is single-threaded, so setting the flag
+    // right after pipe leaves no window for another thread's fork.
+    set_cloexec(&r)?;
+    set_cloexec(&w)?;
+    Ok((r, w))
+}
+
+/// `fcntl(F_SETFD, FD_CLOEXEC)`.
+pub fn set_cloexec(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: a valid open fd; F_SETFD takes an int.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Read until `buf` is full or EOF; returns the byte count.
+fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: the pointer and length describe the unfilled tail of `buf`.
+        let n = unsafe { libc::read(fd.as_raw_fd(), buf[got..].as_mut_ptr().cast(), buf.len() - got) };
+        match n {
+            0 => break,
+            n if n > 0 => got += n as usize,
+            _ => {
+                let err = io::Error::last_os_error();
+                if err.kind() != io::ErrorKind::Interrupted {
+                    return Err(err);
+                }
+            }
+        }
+    }
+    Ok(got)
+}
+
+/// `kill(-pgid, signal)`. Returns `Ok(false)` if the group no longer exists
+/// (ESRCH): "already gone" is not an error.
+pub fn signal_group(pgid: Pid, signal: i32) -> io::Result<bool> {
+    assert!(pgid > 1, "refusing to signal process group {pgid}");
+    signal_raw(-pgid, signal)
+}
+
+/// `kill(pid, signal)` for one process; `Ok(false)` on ESRCH.
+pub fn signal_process(pid: Pid, signal: i32) -> io::Result<bool> {
+    assert!(pid > 0, "refusing to signal pid {pid}");
+    signal_raw(pid, signal)
+}
+
+fn signal_raw(target: Pid, signal: i32) -> io::Result<bool> {
+    // SAFETY: kill takes plain integers; the callers above rule out the
+    // broadcast targets 0 and -1.
+    if unsafe { libc::kill(target, signal) } == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::ESRCH) { Ok(false) } else { Err(err) }
+}
+
+/// Whether any process (zombies included) is left in group `pgid`:
+/// `kill(-pgid, 0)` succeeding or failing with EPERM means a member exists;
+/// only ESRCH means the group is empty.
+pub fn group_exists(pgid: Pid) -> bool {
+    match signal_group(pgid, 0) {
+        Ok(exists) => exists,
+        Err(_) => true, // EPERM: somebody we may not signal is still there.
+    }
+}
+
+/// Whether process `pid` exists (a zombie counts).
+pub fn process_exists(pid: Pid) -> bool {
+    signal_process(pid, 0).unwrap_or(true)
+}
+
+/// How a reaped child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildStatus {
+    Exited(i32),
+    Signaled(i32),
+}
+
+/// The result of one non-blocking `waitpid(-1, WNOHANG)`.
+pub enum Reaped {
+    Child(Pid, ChildStatus),
+    /// Children exist but none has changed state.
+    NoneReady,
+    /// pgrun has no children at all (ECHILD).
+    NoChildren,
+}
+
+/// `waitpid(-1, &status, WNOHANG)`: reap one child that has ended.
+pub fn reap_one() -> io::Result<Reaped> {
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: `status` is writable; WNOHANG makes the call non-blocking.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid > 0 {
+            let how = if libc::WIFSIGNALED(status) {
+                ChildStatus::Signaled(libc::WTERMSIG(status))
+            } else {
+                ChildStatus::Exited(libc::WEXITSTATUS(status))
+            };
+            return Ok(Reaped::Child(pid, how));
+        }
+        if pid == 0 {
+            return Ok(Reaped::NoneReady);
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ECHILD) => return Ok(Reaped::NoChildren),
+            _ => return Err(err),
+        }
+    }
+}
+
+/// `prctl(PR_SET_CHILD_SUBREAPER)`: orphaned descendants are reparented to
+/// pgrun instead of init, so pgrun can reap their zombies and hears of their
+/// deaths. Linux only; elsewhere this does nothing and returns false.
+pub fn become_subreaper() -> io::Result<bool> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument.
+        if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(true)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    Ok(false)
+}
+
+/// How many processes are in group `pgid`, counted from `/proc` (Linux only;
+/// `None` elsewhere or if `/proc` is not mounted).
+pub fn count_group_members(pgid: Pid) -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        let dir = std::fs::read_dir("/proc").ok()?;
+        let mut count = 0;
+        for entry in dir.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else { continue };
+            if stat_pgrp(&stat) == Some(pgid) {
+                count += 1;
+            }
+        }
+        Some(count)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pgid;
+        None
+    }
+}
+
+/// The process-group field of a `/proc/PID/stat` line: the third field after
+/// the command name, which is parenthesised and may itself hold spaces.
+#[cfg(target_os = "linux")]
+fn stat_pgrp(stat: &[u8]) -> Option<Pid> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    rest.split_ascii_whitespace().nth(2)?.parse().ok()
+}
+
+/// A handle that becomes readable when a process exits: a pidfd on Linux
+/// (`pidfd_open(2)`); `None` where the platform has none or the process is
+/// already gone.
+pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: the kernel just gave us this fd; pidfds are close-on-exec.
+        Some(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
