@@ -1,0 +1,142 @@
+//! What the command inherits: fds, signal mask and ignored signals, bytes on
+//! stdio, and its own group (or session) while pgrun stays in the caller's.
+
+use crate::util::*;
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+/// `SigIgn` and `SigBlk` lines of `/proc/self/status` as `cmd` sees them.
+fn signal_lines(cmd: &mut Command) -> String {
+    let out = run(cmd);
+    assert_status(&out, 0, "status reader");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("SigIgn") || l.starts_with("SigBlk"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Make the caller ignore USR1 (and PIPE if asked) and block USR2 and HUP.
+fn with_caller_signals(cmd: &mut Command, ignore_pipe: bool) -> &mut Command {
+    // SAFETY: only async-signal-safe calls on stack data between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGUSR1, libc::SIG_IGN);
+            libc::signal(libc::SIGPIPE, if ignore_pipe { libc::SIG_IGN } else { libc::SIG_DFL });
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGUSR2);
+            libc::sigaddset(&mut set, libc::SIGHUP);
+            libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn signal_mask_and_ignored_signals_pass_through_exactly() {
+    for ignore_pipe in [false, true] {
+        let direct = signal_lines(with_caller_signals(Command::new("cat").arg("/proc/self/status"), ignore_pipe));
+        let through = signal_lines(with_caller_signals(&mut pgrun(["--", "cat", "/proc/self/status"]), ignore_pipe));
+        assert_eq!(through, direct, "ignore_pipe={ignore_pipe}");
+        // The caller's settings are really there, so equality means something.
+        let mask = |name: &str| {
+            let line = direct.lines().find(|l| l.starts_with(name)).expect(name);
+            u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+        };
+        let bit = |signal: i32| 1u64 << (signal - 1);
+        assert_ne!(mask("SigIgn") & bit(libc::SIGUSR1), 0, "{direct}");
+        assert_eq!(mask("SigIgn") & bit(libc::SIGPIPE) != 0, ignore_pipe, "{direct}");
+        assert_eq!(mask("SigBlk") & (bit(libc::SIGUSR2) | bit(libc::SIGHUP)), bit(libc::SIGUSR2) | bit(libc::SIGHUP));
+    }
+}
+
+#[test]
+fn an_inherited_fd_reaches_the_command_and_none_of_pgruns_does() {
+    let scratch = Scratch::new();
+    let file = fs::File::create(scratch.path("fd3")).unwrap();
+    let fd3 = std::os::fd::AsRawFd::as_raw_fd(&file);
+    let give_fd3 = move |cmd: &mut Command| {
+        // SAFETY: dup2 is async-signal-safe; fd3 stays open in the parent.
+        unsafe {
+            cmd.pre_exec(move || {
+                // dup2 onto itself keeps FD_CLOEXEC, so clear it explicitly.
+                if libc::dup2(fd3, 3) < 0 || libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    };
+    let mut cmd = pgrun(["--", "sh", "-c", "echo through-fd3 >&3"]);
+    give_fd3(&mut cmd);
+    assert_status(&run(&mut cmd), 0, "write to fd 3");
+    assert_eq!(fs::read_to_string(scratch.path("fd3")).unwrap(), "through-fd3\n");
+
+    // The fds `ls` sees through pgrun are exactly those it sees without it.
+    let list = |cmd: &mut Command| String::from_utf8(run(cmd).stdout).unwrap();
+    let mut direct = Command::new("ls");
+    direct.arg("/proc/self/fd").stdin(Stdio::null());
+    give_fd3(&mut direct);
+    let mut through = pgrun(["--", "ls", "/proc/self/fd"]);
+    give_fd3(&mut through);
+    let (direct, through) = (list(&mut direct), list(&mut through));
+    assert!(direct.contains("3\n"), "{direct}");
+    assert_eq!(through, direct);
+}
+
+#[test]
+fn stdio_is_byte_exact_with_no_pipes_in_between() {
+    let bytes: Vec<u8> = (0..=255u8).chain(b"no trailing newline".iter().copied()).collect();
+    let mut child = pgrun(["--", "cat"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&bytes).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.stdout, bytes);
+    assert_eq!(out.stderr, b"");
+
+    // The command's stdout is the very pipe pgrun was given, not a copy.
+    let out = run(&mut pgrun(["--", "sh", "-c", "readlink /proc/$$/fd/1; readlink /proc/$PPID/fd/1"]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0], lines[1]);
+}
+
+#[test]
+fn command_gets_a_new_group_and_pgrun_stays_in_the_callers() {
+    let out = run(&mut pgrun(["--", "sh", "-c", "ps -o pid=,pgid=,sid= -p $$ -p $PPID"]));
+    assert_status(&out, 0, "ps");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<Vec<i32>> = text.lines().map(|l| l.split_whitespace().map(|f| f.parse().unwrap()).collect()).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    let me = std::process::id() as i32;
+    // SAFETY: getpgrp/getsid have no preconditions.
+    let (my_pgrp, my_sid) = unsafe { (libc::getpgrp(), libc::getsid(0)) };
+    let (pgrun_row, cmd_row) = if rows[0][1] == my_pgrp { (&rows[0], &rows[1]) } else { (&rows[1], &rows[0]) };
+    assert_eq!(pgrun_row[1], my_pgrp, "pgrun left the caller's group ({me})");
+    assert_eq!(pgrun_row[2], my_sid);
+    assert_eq!(cmd_row[1], cmd_row[0], "the command leads its own group");
+    assert_eq!(cmd_row[2], my_sid, "same session without --setsid");
+}
+
+#[test]
+fn setsid_gives_the_command_its_own_session() {
+    let out = run(&mut pgrun(["--setsid", "--", "sh", "-c", "ps -o pid=,pgid=,sid= -p $$"]));
+    assert_status(&out, 0, "ps");
+    let row: Vec<i32> = String::from_utf8(out.stdout).unwrap().split_whitespace().map(|f| f.parse().unwrap()).collect();
+    assert_eq!(row[0], row[1]);
+    assert_eq!(row[0], row[2], "session id equals its pid");
+}
+
+#[test]
+fn environment_and_working_directory_pass_through() {
+    let scratch = Scratch::new();
+    let out = run(pgrun(["--", "sh", "-c", "echo \"$PGRUN_TEST_VAR\"; pwd"]).env("PGRUN_TEST_VAR", "x y").current_dir(scratch.dir()));
+    let want = format!("x y\n{}\n", scratch.dir().canonicalize().unwrap().display());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+}

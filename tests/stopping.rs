@@ -1,0 +1,256 @@
+//! Stopping the whole group: stragglers, timeouts, escalation, SIGTERM to
+//! pgrun, stopped members, forwarded signals, and pgrun as PID 1.
+
+use crate::util::*;
+use std::fs;
+use std::process::Stdio;
+
+/// A payload member that logs TERM and survives it: `trap` with a handler
+/// (not SIG_IGN) so the test can see TERM arrive and the process live on.
+fn term_ignorer(dir: &str, name: &str) -> String {
+    format!("sh -c 'trap \"echo TERM >> {dir}/{name}.log\" TERM; echo $$ > {dir}/{name}.pid; while :; do sleep 0.2; done'")
+}
+
+#[test]
+fn term_ignoring_fake_really_survives_term() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", &term_ignorer(&scratch.sh(), "gc")]).stdin(Stdio::null());
+    guard.spawn(&mut cmd);
+    let pid = wait_pid(&scratch.path("gc.pid"), &mut guard);
+    send(pid, libc::SIGTERM);
+    assert_eq!(wait_line(&scratch.path("gc.log")), "TERM");
+    assert!(!is_dead(pid), "the fake died of TERM");
+}
+
+#[test]
+fn straggler_is_gone_when_pgrun_returns_and_status_is_kept() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let out = run(&mut pgrun(["--", "sh", "-c", &format!("sleep 300 & echo $! > {dir}/bg.pid; exit 3")]));
+    let pid = wait_pid(&scratch.path("bg.pid"), &mut guard);
+    assert_status(&out, 3, "straggler run");
+    assert!(is_dead(pid), "the background sleep survived pgrun");
+}
+
+#[test]
+fn wait_group_lets_a_short_straggler_finish() {
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let payload = format!("(sleep 0.3; echo done > {dir}/late) & exit 3");
+    let out = run(&mut pgrun(["--wait-group", "--", "sh", "-c", &payload]));
+    assert_status(&out, 3, "--wait-group");
+    assert_eq!(fs::read_to_string(scratch.path("late")).unwrap_or_default(), "done\n", "straggler was not waited for");
+
+    // Without --wait-group the same straggler is stopped before it writes.
+    let _ = fs::remove_file(scratch.path("late"));
+    let out = run(&mut pgrun(["--", "sh", "-c", &payload]));
+    assert_status(&out, 3, "default");
+    assert!(!scratch.path("late").exists(), "straggler was not stopped");
+}
+
+#[test]
+fn wait_group_still_honours_the_timeout() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let out = run(&mut pgrun(["--wait-group", "-t", "0.5", "--", "sh", "-c", &format!("sleep 300 & echo $! > {dir}/bg.pid; exit 0")]));
+    let pid = wait_pid(&scratch.path("bg.pid"), &mut guard);
+    assert_status(&out, 124, "timeout while draining");
+    assert!(is_dead(pid));
+}
+
+#[test]
+fn captured_output_returns_at_once_despite_a_straggler_holding_the_pipe() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let harness = format!(
+        "import subprocess, sys\n\
+         r = subprocess.run([{pgrun:?}, '--', 'sh', '-c', 'sleep 300 & echo $! > {dir}/bg.pid; echo hi'], capture_output=True, timeout=60)\n\
+         sys.stdout.write(repr((r.returncode, r.stdout)))\n",
+        pgrun = pgrun_path()
+    );
+    let out = run(std::process::Command::new("python3").args(["-c", &harness]));
+    let pid = wait_pid(&scratch.path("bg.pid"), &mut guard);
+    assert_status(&out, 0, "python harness");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "(0, b'hi\\n')");
+    assert!(is_dead(pid));
+}
+
+#[test]
+fn timeout_kills_a_grandchild_that_ignores_term() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let payload = format!("{} & wait", term_ignorer(&dir, "gc"));
+    let out = run(&mut pgrun(["--timeout", "1", "-k", "1", "--", "sh", "-c", &payload]));
+    let pid = wait_pid(&scratch.path("gc.pid"), &mut guard);
+    assert_status(&out, 124, "timeout");
+    assert!(is_dead(pid), "the TERM-ignoring grandchild survived");
+}
+
+#[test]
+fn sigterm_to_pgrun_returns_only_after_a_term_ignoring_grandchild_is_dead() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let payload = format!("{} & wait", term_ignorer(&dir, "gc"));
+    let mut cmd = pgrun(["-k", "1", "--", "sh", "-c", &payload]);
+    let index = guard.spawn(&mut cmd);
+    let pid = wait_pid(&scratch.path("gc.pid"), &mut guard);
+    send(guard.child(index).id() as i32, libc::SIGTERM);
+    let status = guard.wait(index);
+    assert!(is_dead(pid), "pgrun returned while the grandchild lived");
+    assert_eq!(fs::read_to_string(scratch.path("gc.log")).unwrap_or_default(), "TERM\n", "grandchild never got TERM");
+    assert_eq!(status, 143, "the leader sh died of TERM");
+}
+
+#[test]
+fn escalate_sends_each_step_in_order() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    // `wait` returns when a trapped signal arrives, so each is logged at once.
+    let payload = format!(
+        "trap 'echo INT >> {dir}/log' INT; trap 'echo TERM >> {dir}/log' TERM; echo $$ > {dir}/pid; \
+         while :; do sleep 300 & wait $!; done"
+    );
+    let out = run(&mut pgrun(["--escalate", "INT/1s/TERM/1s/KILL", "-t", "0.2", "--", "sh", "-c", &payload]));
+    let pid = wait_pid(&scratch.path("pid"), &mut guard);
+    assert_status(&out, 124, "escalate");
+    assert_eq!(fs::read_to_string(scratch.path("log")).unwrap(), "INT\nTERM\n");
+    assert!(is_dead(pid));
+}
+
+#[test]
+fn a_stopped_command_is_still_ended_by_the_timeout() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let mut cmd = pgrun(["--timeout", "3", "-k", "5", "--", "sh", "-c", &format!("echo $$ > {dir}/pid; kill -STOP $$; sleep 300")]);
+    let index = guard.spawn(&mut cmd);
+    let pid = wait_pid(&scratch.path("pid"), &mut guard);
+    eventually("the payload to stop itself", || state(pid).as_deref() == Some("T") || is_dead(pid));
+    assert_eq!(guard.wait(index), 124);
+    assert!(is_dead(pid));
+}
+
+#[test]
+fn forwarded_signals_arrive_once_each_and_pgrun_carries_on() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let names = ["HUP", "INT", "QUIT", "USR1", "USR2", "ALRM", "WINCH", "CONT", "RTMIN", "RTMAX"];
+    let payload = format!(
+        "import os, signal\n\
+         names = {names:?}\n\
+         def on(sig, frame):\n\
+         \x20   with open('{dir}/log', 'a') as f: f.write(signal.Signals(sig).name[3:] + '\\n')\n\
+         for n in names: signal.signal(getattr(signal, 'SIG' + n), on)\n\
+         open('{dir}/pid', 'w').write(str(os.getpid()) + '\\n')\n\
+         while True: signal.pause()\n"
+    );
+    let mut cmd = pgrun(["--", "python3", "-c", &payload]);
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let pid = wait_pid(&scratch.path("pid"), &mut guard);
+    let rtmin = libc::SIGRTMIN();
+    let rtmax = libc::SIGRTMAX();
+    let numbers = [
+        libc::SIGHUP,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGWINCH,
+        libc::SIGCONT,
+        rtmin,
+        rtmax,
+    ];
+    let mut expected = String::new();
+    for (name, number) in names.iter().zip(numbers) {
+        send(pgrun_pid, number);
+        expected.push_str(name);
+        expected.push('\n');
+        eventually(&format!("{name} to reach the command"), || {
+            fs::read_to_string(scratch.path("log")).unwrap_or_default().len() >= expected.len()
+        });
+        assert!(!is_dead(pgrun_pid), "pgrun died of {name}");
+    }
+    assert_eq!(fs::read_to_string(scratch.path("log")).unwrap(), expected, "each signal exactly once, in order");
+    send(pgrun_pid, libc::SIGTERM);
+    assert_eq!(guard.wait(index), 143);
+    assert!(is_dead(pid));
+}
+
+#[test]
+fn a_hundred_background_children_are_all_gone_and_reaped() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let payload = format!("for i in $(seq 100); do sleep 300 & echo $! >> {dir}/pids; done; echo $$ > {dir}/leader");
+    let out = run(&mut pgrun(["--", "sh", "-c", &payload]));
+    assert_status(&out, 0, "100 children");
+    let pgid: i32 = wait_line(&scratch.path("leader")).parse().unwrap();
+    let pids: Vec<i32> = fs::read_to_string(scratch.path("pids")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(pids.len(), 100);
+    for pid in pids {
+        guard.record(pid);
+        // Gone, not a zombie; a pid already reused by an unrelated process
+        // is in another group.
+        let left = state(pid);
+        assert!(
+            left.is_none() || (left.as_deref() != Some("Z") && pgrp(pid) != Some(pgid)),
+            "pid {pid} left behind in state {left:?}"
+        );
+    }
+}
+
+#[test]
+fn pgrun_as_pid_1_of_a_new_pid_namespace() {
+    let probe = run(std::process::Command::new("unshare").args(["--pid", "--fork", "--mount-proc", "true"]));
+    if !probe.status.success() {
+        eprintln!("skipping: unshare --pid is not permitted here: {}", stderr_of(&probe));
+        return;
+    }
+    let out = run(std::process::Command::new("unshare").args([
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        pgrun_path(),
+        "--timeout",
+        ".2",
+        "--",
+        "sleep",
+        "10",
+    ]));
+    assert_status(&out, 124, "pgrun as PID 1");
+    let out = run(std::process::Command::new("unshare").args([
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        pgrun_path(),
+        "--",
+        "sh",
+        "-c",
+        "sleep 300 & sleep 300 & exit 5",
+    ]));
+    assert_status(&out, 5, "stragglers under PID 1");
+}
+
+#[test]
+fn a_broken_stderr_does_not_change_the_status() {
+    let scratch = Scratch::new();
+    let st = scratch.path("st");
+    for flags in ["", "-v"] {
+        let script = format!("{{ {} {flags} --timeout .1 -- sleep 10 2>&1; echo $? > {}; }} | :", pgrun_path(), st.display());
+        let out = run(std::process::Command::new("bash").args(["-c", &script]));
+        assert_status(&out, 0, "pipeline");
+        assert_eq!(wait_line(&st), "124", "flags {flags:?}");
+        fs::remove_file(&st).unwrap();
+    }
+}

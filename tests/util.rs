@@ -1,0 +1,215 @@
+//! Helpers shared by the integration tests: running the built binary,
+//! polling for files with a deadline, telling whether a process is dead, and
+//! cleaning up every process a test started (and only those).
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Generous: the suite runs in parallel on a busy 2-core machine.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// The binary under test.
+pub fn pgrun_path() -> &'static str {
+    env!("CARGO_BIN_EXE_pgrun")
+}
+
+/// `pgrun ARGS...` as a std Command, stdio inherited from nothing.
+pub fn pgrun<I, S>(args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut cmd = Command::new(pgrun_path());
+    cmd.args(args).stdin(Stdio::null());
+    cmd
+}
+
+/// A scratch folder, removed at the end of the test.
+pub struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Self {
+        Scratch { dir: tempfile::Builder::new().prefix("pgrun-test-").tempdir().expect("tempdir") }
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+    /// The folder as a string, for shell payloads.
+    pub fn sh(&self) -> String {
+        self.dir.path().to_str().expect("utf-8 temp path").to_string()
+    }
+}
+
+/// Poll `cond` with backoff until it holds or the deadline passes.
+pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    while !cond() {
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Wait until `path` holds a complete line (ends in a newline) and return
+/// its content without the newline.
+pub fn wait_line(path: &Path) -> String {
+    let mut text = String::new();
+    eventually(&format!("a line in {}", path.display()), || {
+        text = fs::read_to_string(path).unwrap_or_default();
+        text.ends_with('\n')
+    });
+    text.trim_end().to_string()
+}
+
+/// Wait for a pid written by a payload (`echo $$ > FILE`) and guard it.
+pub fn wait_pid(path: &Path, guard: &mut Guard) -> i32 {
+    let pid: i32 = wait_line(path).parse().expect("a pid");
+    guard.record(pid);
+    pid
+}
+
+/// `/proc/PID/stat` fields after the command name: state is index 0, pgrp 2,
+/// starttime 19. `None` if the process is gone.
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.rfind(')')?;
+    Some(stat[close + 1..].split_whitespace().map(str::to_string).collect())
+}
+
+/// Dead: `/proc/PID/stat` is gone or shows state Z.
+pub fn is_dead(pid: i32) -> bool {
+    stat_fields(pid).is_none_or(|f| f[0] == "Z")
+}
+
+/// The process state letter (`R`, `S`, `T`, `Z`...), if it exists.
+pub fn state(pid: i32) -> Option<String> {
+    stat_fields(pid).map(|f| f[0].clone())
+}
+
+/// The process group of `pid`, if it exists.
+pub fn pgrp(pid: i32) -> Option<i32> {
+    stat_fields(pid).and_then(|f| f[2].parse().ok())
+}
+
+pub fn wait_dead(pid: i32) {
+    eventually(&format!("pid {pid} to die"), || is_dead(pid));
+}
+
+/// Records the processes a test started; on drop SIGKILLs those still alive,
+/// and only if the pid still names the same process (same start time), so a
+/// reused pid is never hit.
+#[derive(Default)]
+pub struct Guard {
+    pids: Vec<(i32, String)>,
+    children: Vec<Child>,
+}
+
+impl Guard {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn record(&mut self, pid: i32) {
+        if let Some(f) = stat_fields(pid) {
+            self.pids.push((pid, f[19].clone()));
+        }
+    }
+    /// Spawn `cmd` and keep its handle; killed on drop if still running.
+    pub fn spawn(&mut self, cmd: &mut Command) -> usize {
+        let child = cmd.spawn().expect("spawn");
+        self.children.push(child);
+        self.children.len() - 1
+    }
+    pub fn child(&mut self, index: usize) -> &mut Child {
+        &mut self.children[index]
+    }
+    /// Wait for child `index` with the suite deadline; returns its output
+    /// status code (or 128+signal).
+    pub fn wait(&mut self, index: usize) -> i32 {
+        let child = &mut self.children[index];
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                return code_of(status);
+            }
+            assert!(start.elapsed() < DEADLINE, "pgrun did not exit in time");
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            if child.try_wait().ok().flatten().is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        for (pid, start) in &self.pids {
+            if let Some(f) = stat_fields(*pid) {
+                if &f[19] == start && f[0] != "Z" {
+                    // SAFETY: a pid we recorded, verified by its start time.
+                    unsafe { libc::kill(*pid, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+}
+
+/// Exit code, or 128+N for death by signal N.
+pub fn code_of(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// Run to completion with the suite deadline; panics with argv, status,
+/// stdout and stderr if it does not end in time.
+pub fn run(cmd: &mut Command) -> Output {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn pgrun");
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(DEADLINE) {
+        Ok(out) => out.expect("wait"),
+        Err(_) => {
+            // SAFETY: our own child, not yet reaped (the waiter thread is stuck).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{cmd:?} did not finish within {DEADLINE:?}");
+        }
+    }
+}
+
+/// Assert the exit status, showing everything about the run if it differs.
+pub fn assert_status(out: &Output, want: i32, what: &str) {
+    let got = code_of(out.status);
+    assert_eq!(
+        got,
+        want,
+        "{what}: exit {got}, want {want}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+pub fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Send `signal` to a process this test started.
+pub fn send(pid: i32, signal: i32) {
+    // SAFETY: kill with a positive pid the test recorded.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill({pid}, {signal})");
+}
