@@ -12,7 +12,7 @@ use std::ffi::{CStr, OsString, c_char, c_int};
 use std::os::unix::ffi::OsStringExt;
 
 #[unsafe(no_mangle)]
-pub extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
+extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
     let args: Vec<OsString> = (0..argc.max(0) as usize)
         .map(|i| {
             // SAFETY: the C runtime passes `argc` valid, NUL-terminated

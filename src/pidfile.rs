@@ -137,10 +137,11 @@ impl Claim {
 impl Published {
     /// Remove the pid file if it is still ours; the lock goes with it.
     pub fn remove(self) {
-        if let Ok(meta) = fs::symlink_metadata(&self.path) {
-            if meta.dev() == self.dev && meta.ino() == self.ino {
-                let _ = fs::remove_file(&self.path);
-            }
+        if let Ok(meta) = fs::symlink_metadata(&self.path)
+            && meta.dev() == self.dev
+            && meta.ino() == self.ino
+        {
+            let _ = fs::remove_file(&self.path);
         }
     }
 }

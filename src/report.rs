@@ -106,8 +106,12 @@ impl ReportTarget {
         let tmp = folder_of(&self.path).join(name);
         let _ = fs::remove_file(&tmp);
         let written = (|| -> std::io::Result<()> {
-            let mut file =
-                fs::OpenOptions::new().write(true).create_new(true).mode(0o644).custom_flags(libc::O_NOFOLLOW).open(&tmp)?;
+            let mut file = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
             file.set_permissions(fs::Permissions::from_mode(0o644))?;
             file.write_all(&json)?;
             fs::rename(&tmp, &self.path)

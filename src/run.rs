@@ -12,10 +12,10 @@ use crate::exit::RunExit;
 use crate::pidfile;
 use crate::report::{Facts, Reason, ReportTarget};
 use crate::supervisor::{self, Ended, SentSignal, StopReason, Watch};
+use crate::sys::Pid;
 use crate::sys::process::{self, ChildStatus, Detach, SpawnError};
 use crate::sys::sigmask::{self, SigSet};
 use crate::sys::wakeup::SignalSource;
-use crate::sys::Pid;
 use crate::{say, verbose};
 use anyhow::{Context, anyhow};
 use std::ffi::CString;
@@ -36,7 +36,15 @@ struct Finish {
 
 impl Finish {
     fn failed(exit: RunExit, error: anyhow::Error, pgid: Option<Pid>) -> Self {
-        Finish { exit, reason: Reason::Error, status: None, pgid, signals: Vec::new(), stragglers: None, error: Some(error) }
+        Finish {
+            exit,
+            reason: Reason::Error,
+            status: None,
+            pgid,
+            signals: Vec::new(),
+            stragglers: None,
+            error: Some(error),
+        }
     }
 
     fn cancelled_before_start() -> Self {
@@ -105,12 +113,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
 }
 
 fn execute(args: &RunArgs, started: Instant) -> Finish {
-    let argv: Vec<CString> = match args
-        .command
-        .iter()
-        .map(|a| CString::new(a.as_bytes()))
-        .collect::<Result<_, _>>()
-    {
+    let argv: Vec<CString> = match args.command.iter().map(|a| CString::new(a.as_bytes())).collect::<Result<_, _>>() {
         Ok(argv) => argv,
         Err(_) => return Finish::failed(RunExit::Failed, anyhow!("an argument of COMMAND contains a NUL byte"), None),
     };
@@ -118,11 +121,12 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         Ok(claim) => claim,
         Err(err) => return Finish::failed(RunExit::Failed, err, None),
     };
-    let marker: Option<PathBuf> = args.cancel_file.clone().or_else(|| args.pidfile.as_deref().map(pidfile::default_marker));
-    if let Some(marker) = &marker {
-        if pidfile::take_marker(marker) {
-            return Finish::cancelled_before_start();
-        }
+    let marker: Option<PathBuf> =
+        args.cancel_file.clone().or_else(|| args.pidfile.as_deref().map(pidfile::default_marker));
+    if let Some(marker) = &marker
+        && pidfile::take_marker(marker)
+    {
+        return Finish::cancelled_before_start();
     }
 
     // Block before spawning, so no signal is lost or handled asynchronously;
@@ -167,7 +171,8 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         Err(err) => {
             // The command is running but cannot be published: stop it (it
             // must not run unsupervised) and report the failure.
-            let stopped = supervise(args, pgid, &signals, subreaper, started, marker.as_deref(), Some(StopReason::Cancel));
+            let stopped =
+                supervise(args, pgid, &signals, subreaper, started, marker.as_deref(), Some(StopReason::Cancel));
             let mut finish = Finish::failed(RunExit::Failed, err, Some(pgid));
             if let Ok(ended) = stopped {
                 finish.status = Some(ended.status);
@@ -208,10 +213,11 @@ fn supervise(
     let sequence = args.stop_sequence();
     // A marker next to a live pid file always means "stopping".
     let mut on_stop = || {
-        if let Some(marker) = marker {
-            if let Err(e) = pidfile::create_marker(marker).with_context(|| format!("cannot create {}", marker.display())) {
-                verbose!("{e:#}");
-            }
+        if let Some(marker) = marker
+            && let Err(e) =
+                pidfile::create_marker(marker).with_context(|| format!("cannot create {}", marker.display()))
+        {
+            verbose!("{e:#}");
         }
     };
     let watch = Watch {

@@ -46,16 +46,6 @@ fn without_os_error_numbers(text: &str) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn drops_os_error_numbers_only() {
-        let f = super::without_os_error_numbers;
-        assert_eq!(f("cannot run 'x': No such file or directory (os error 2)"), "cannot run 'x': No such file or directory");
-        assert_eq!(f("a (os error 13): b (os error x)"), "a: b (os error x)");
-    }
-}
-
 /// One `--verbose` line: `verbose!("sending {} to process group {}", sig, pgid)`.
 #[macro_export]
 macro_rules! verbose {
@@ -64,4 +54,17 @@ macro_rules! verbose {
             $crate::say::line(format_args!($($arg)*));
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn drops_os_error_numbers_only() {
+        let f = super::without_os_error_numbers;
+        assert_eq!(
+            f("cannot run 'x': No such file or directory (os error 2)"),
+            "cannot run 'x': No such file or directory"
+        );
+        assert_eq!(f("a (os error 13): b (os error x)"), "a: b (os error x)");
+    }
 }

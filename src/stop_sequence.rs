@@ -40,12 +40,12 @@ impl StopSequence {
         let mut steps: Vec<Step> = Vec::new();
         let mut grace_given = false;
         for token in text.split('/') {
-            if let (Some(last), false) = (steps.last_mut(), grace_given) {
-                if let Ok(grace) = parse_duration(token) {
-                    last.grace = grace;
-                    grace_given = true;
-                    continue;
-                }
+            if let (Some(last), false) = (steps.last_mut(), grace_given)
+                && let Ok(grace) = parse_duration(token)
+            {
+                last.grace = grace;
+                grace_given = true;
+                continue;
             }
             let signal = parse_signal(token).map_err(|e| format!("in --escalate '{text}': {e}"))?;
             steps.push(Step { signal, grace: DEFAULT_GRACE });

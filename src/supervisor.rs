@@ -132,16 +132,16 @@ impl Supervisor<'_> {
     fn run(mut self) -> std::io::Result<Ended> {
         loop {
             self.reap_children()?;
-            if let Some(status) = self.leader {
-                if !process::group_exists(self.w.pgid) {
-                    verbose!("process group {} is gone", self.w.pgid);
-                    return Ok(Ended {
-                        status,
-                        stop_reason: self.stop_reason,
-                        signals: self.sent,
-                        stragglers: self.stragglers,
-                    });
-                }
+            if let Some(status) = self.leader
+                && !process::group_exists(self.w.pgid)
+            {
+                verbose!("process group {} is gone", self.w.pgid);
+                return Ok(Ended {
+                    status,
+                    stop_reason: self.stop_reason,
+                    signals: self.sent,
+                    stragglers: self.stragglers,
+                });
             }
             self.on_deadlines();
             let wait = self.next_wake().map(|at| at.saturating_duration_since(Instant::now()));
@@ -212,25 +212,25 @@ impl Supervisor<'_> {
     /// Act on the timeout and on an expired step grace.
     fn on_deadlines(&mut self) {
         let now = Instant::now();
-        if let Phase::Running | Phase::Draining = self.phase {
-            if self.timeout_at.is_some_and(|at| now >= at) {
-                verbose!("timeout: stopping process group {}", self.w.pgid);
-                self.start_stop(StopReason::Timeout);
-            }
+        if let Phase::Running | Phase::Draining = self.phase
+            && self.timeout_at.is_some_and(|at| now >= at)
+        {
+            verbose!("timeout: stopping process group {}", self.w.pgid);
+            self.start_stop(StopReason::Timeout);
         }
-        if let Phase::Stopping { step, deadline: Some(at) } = self.phase {
-            if now >= at {
-                let last = self.w.sequence.steps().len() - 1;
-                if step < last {
-                    self.enter_step(step + 1);
-                } else {
-                    // After the final KILL something is still there (a member
-                    // we may not signal, or one that forked in the meantime):
-                    // send KILL again, each grace, until the group is gone.
-                    verbose!("process group {} survived KILL; sending it again", self.w.pgid);
-                    self.send(Signal::KILL);
-                    self.phase = Phase::Stopping { step, deadline: now.checked_add(Duration::from_secs(1)) };
-                }
+        if let Phase::Stopping { step, deadline: Some(at) } = self.phase
+            && now >= at
+        {
+            let last = self.w.sequence.steps().len() - 1;
+            if step < last {
+                self.enter_step(step + 1);
+            } else {
+                // After the final KILL something is still there (a member
+                // we may not signal, or one that forked in the meantime):
+                // send KILL again, each grace, until the group is gone.
+                verbose!("process group {} survived KILL; sending it again", self.w.pgid);
+                self.send(Signal::KILL);
+                self.phase = Phase::Stopping { step, deadline: now.checked_add(Duration::from_secs(1)) };
             }
         }
     }

@@ -45,7 +45,15 @@ fn timeout_is_124_and_preserve_status_keeps_the_commands() {
     assert_status(&out, 124, "timeout");
     let out = run(&mut pgrun(["--timeout", "0.2", "--preserve-status", "--", "sleep", "30"]));
     assert_status(&out, 143, "preserve-status, killed by TERM");
-    let out = run(&mut pgrun(["--timeout", "0.2", "--preserve-status", "--", "sh", "-c", "trap 'exit 7' TERM; sleep 30 & wait"]));
+    let out = run(&mut pgrun([
+        "--timeout",
+        "0.2",
+        "--preserve-status",
+        "--",
+        "sh",
+        "-c",
+        "trap 'exit 7' TERM; sleep 30 & wait",
+    ]));
     assert_status(&out, 7, "preserve-status, handled TERM");
     let out = run(&mut pgrun(["--timeout", "0", "--", "true"]));
     assert_status(&out, 0, "timeout 0 means none");

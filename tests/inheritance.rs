@@ -89,7 +89,8 @@ fn an_inherited_fd_reaches_the_command_and_none_of_pgruns_does() {
 #[test]
 fn stdio_is_byte_exact_with_no_pipes_in_between() {
     let bytes: Vec<u8> = (0..=255u8).chain(b"no trailing newline".iter().copied()).collect();
-    let mut child = pgrun(["--", "cat"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        pgrun(["--", "cat"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().unwrap();
@@ -112,7 +113,8 @@ fn command_gets_a_new_group_and_pgrun_stays_in_the_callers() {
     let out = run(&mut pgrun(["--", "sh", "-c", "ps -o pid=,pgid=,sid= -p $$ -p $PPID"]));
     assert_status(&out, 0, "ps");
     let text = String::from_utf8(out.stdout).unwrap();
-    let rows: Vec<Vec<i32>> = text.lines().map(|l| l.split_whitespace().map(|f| f.parse().unwrap()).collect()).collect();
+    let rows: Vec<Vec<i32>> =
+        text.lines().map(|l| l.split_whitespace().map(|f| f.parse().unwrap()).collect()).collect();
     assert_eq!(rows.len(), 2, "{text}");
     let me = std::process::id() as i32;
     // SAFETY: getpgrp/getsid have no preconditions.
@@ -136,7 +138,9 @@ fn setsid_gives_the_command_its_own_session() {
 #[test]
 fn environment_and_working_directory_pass_through() {
     let scratch = Scratch::new();
-    let out = run(pgrun(["--", "sh", "-c", "echo \"$PGRUN_TEST_VAR\"; pwd"]).env("PGRUN_TEST_VAR", "x y").current_dir(scratch.dir()));
+    let out = run(pgrun(["--", "sh", "-c", "echo \"$PGRUN_TEST_VAR\"; pwd"])
+        .env("PGRUN_TEST_VAR", "x y")
+        .current_dir(scratch.dir()));
     let want = format!("x y\n{}\n", scratch.dir().canonicalize().unwrap().display());
     assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
 }

@@ -8,7 +8,9 @@ use std::process::Stdio;
 /// A payload member that logs TERM and survives it: `trap` with a handler
 /// (not SIG_IGN) so the test can see TERM arrive and the process live on.
 fn term_ignorer(dir: &str, name: &str) -> String {
-    format!("sh -c 'trap \"echo TERM >> {dir}/{name}.log\" TERM; echo $$ > {dir}/{name}.pid; while :; do sleep 0.2; done'")
+    format!(
+        "sh -c 'trap \"echo TERM >> {dir}/{name}.log\" TERM; echo $$ > {dir}/{name}.pid; while :; do sleep 0.2; done'"
+    )
 }
 
 #[test]
@@ -56,7 +58,15 @@ fn wait_group_still_honours_the_timeout() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let dir = scratch.sh();
-    let out = run(&mut pgrun(["--wait-group", "-t", "0.5", "--", "sh", "-c", &format!("sleep 300 & echo $! > {dir}/bg.pid; exit 0")]));
+    let out = run(&mut pgrun([
+        "--wait-group",
+        "-t",
+        "0.5",
+        "--",
+        "sh",
+        "-c",
+        &format!("sleep 300 & echo $! > {dir}/bg.pid; exit 0"),
+    ]));
     let pid = wait_pid(&scratch.path("bg.pid"), &mut guard);
     assert_status(&out, 124, "timeout while draining");
     assert!(is_dead(pid));
@@ -130,9 +140,19 @@ fn a_stopped_command_is_still_ended_by_the_timeout() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let dir = scratch.sh();
-    let mut cmd = pgrun(["--timeout", "3", "-k", "5", "--", "sh", "-c", &format!("echo $$ > {dir}/pid; kill -STOP $$; sleep 300")]);
+    let mut cmd = pgrun([
+        "--timeout",
+        "3",
+        "-k",
+        "100",
+        "--",
+        "sh",
+        "-c",
+        &format!("echo $$ > {dir}/pid; kill -STOP $$; sleep 300"),
+    ]);
     let index = guard.spawn(&mut cmd);
     let pid = wait_pid(&scratch.path("pid"), &mut guard);
+    // -k 100: only the SIGCONT after TERM can end it within the deadline.
     eventually("the payload to stop itself", || state(pid).as_deref() == Some("T") || is_dead(pid));
     assert_eq!(guard.wait(index), 124);
     assert!(is_dead(pid));
@@ -196,7 +216,8 @@ fn a_hundred_background_children_are_all_gone_and_reaped() {
     let out = run(&mut pgrun(["--", "sh", "-c", &payload]));
     assert_status(&out, 0, "100 children");
     let pgid: i32 = wait_line(&scratch.path("leader")).parse().unwrap();
-    let pids: Vec<i32> = fs::read_to_string(scratch.path("pids")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    let pids: Vec<i32> =
+        fs::read_to_string(scratch.path("pids")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
     assert_eq!(pids.len(), 100);
     for pid in pids {
         guard.record(pid);
@@ -247,7 +268,8 @@ fn a_broken_stderr_does_not_change_the_status() {
     let scratch = Scratch::new();
     let st = scratch.path("st");
     for flags in ["", "-v"] {
-        let script = format!("{{ {} {flags} --timeout .1 -- sleep 10 2>&1; echo $? > {}; }} | :", pgrun_path(), st.display());
+        let script =
+            format!("{{ {} {flags} --timeout .1 -- sleep 10 2>&1; echo $? > {}; }} | :", pgrun_path(), st.display());
         let out = run(std::process::Command::new("bash").args(["-c", &script]));
         assert_status(&out, 0, "pipeline");
         assert_eq!(wait_line(&st), "124", "flags {flags:?}");

@@ -157,11 +157,12 @@ impl Drop for Guard {
             }
         }
         for (pid, start) in &self.pids {
-            if let Some(f) = stat_fields(*pid) {
-                if &f[19] == start && f[0] != "Z" {
-                    // SAFETY: a pid we recorded, verified by its start time.
-                    unsafe { libc::kill(*pid, libc::SIGKILL) };
-                }
+            if let Some(f) = stat_fields(*pid)
+                && &f[19] == start
+                && f[0] != "Z"
+            {
+                // SAFETY: a pid we recorded, verified by its start time.
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
             }
         }
     }

@@ -204,10 +204,7 @@ fn signal_raw(target: Pid, signal: i32) -> io::Result<bool> {
 /// `kill(-pgid, 0)` succeeding or failing with EPERM means a member exists;
 /// only ESRCH means the group is empty.
 pub fn group_exists(pgid: Pid) -> bool {
-    match signal_group(pgid, 0) {
-        Ok(exists) => exists,
-        Err(_) => true, // EPERM: somebody we may not signal is still there.
-    }
+    signal_group(pgid, 0).unwrap_or(true)
 }
 
 /// Whether process `pid` exists (a zombie counts).
