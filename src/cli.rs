@@ -179,6 +179,10 @@ pub struct CancelArgs {
     #[arg(long)]
     pub force: bool,
 
+    /// The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel].
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub cancel_file: Option<PathBuf>,
+
     /// Say what cancel does, on stderr.
     #[arg(short = 'v', long)]
     pub verbose: bool,
@@ -194,6 +198,10 @@ pub struct StatusArgs {
     /// Print one JSON object instead of a line.
     #[arg(long)]
     pub json: bool,
+
+    /// The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel].
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub cancel_file: Option<PathBuf>,
 
     /// The run's pid file.
     #[arg(value_name = "PIDFILE", value_hint = clap::ValueHint::FilePath)]

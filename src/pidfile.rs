@@ -182,3 +182,101 @@ pub fn create_marker(marker: &Path) -> io::Result<bool> {
         Err(e) => Err(e),
     }
 }
+
+/// A pid file as a reader (`cancel`, `status`) finds it.
+pub struct Record {
+    /// Open without following symlinks; used for `F_GETLK`.
+    pub file: File,
+    pub pgid: Pid,
+    pub meta: fs::Metadata,
+}
+
+/// Why a pid file could not be read as a record.
+#[derive(Debug)]
+pub enum RecordError {
+    Missing,
+    Symlink,
+    NotRegular,
+    Unreadable(io::Error),
+    /// Its content is not one decimal group id and a newline.
+    NotAGroupId(String),
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Missing => write!(f, "no such file"),
+            RecordError::Symlink => write!(f, "it is a symlink"),
+            RecordError::NotRegular => write!(f, "it is not a regular file"),
+            RecordError::Unreadable(e) => write!(f, "{e}"),
+            RecordError::NotAGroupId(text) => write!(f, "its content {text:?} is not a process-group id"),
+        }
+    }
+}
+
+/// Open and parse the pid file at `path` without following a symlink.
+/// `writable` asks for a read-write fd (needed to take its lock).
+pub fn read_record(path: &Path, writable: bool) -> Result<Record, RecordError> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(RecordError::Missing),
+        Err(e) => return Err(RecordError::Unreadable(e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(RecordError::Symlink);
+    }
+    if !meta.is_file() {
+        return Err(RecordError::NotRegular);
+    }
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(writable)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => RecordError::Missing,
+            _ if e.raw_os_error() == Some(libc::ELOOP) => RecordError::Symlink,
+            _ => RecordError::Unreadable(e),
+        })?;
+    let mut text = String::new();
+    let mut limited = io::Read::take(&mut file, 64);
+    io::Read::read_to_string(&mut limited, &mut text).map_err(|_| RecordError::NotAGroupId("<not text>".into()))?;
+    let meta = file.metadata().map_err(RecordError::Unreadable)?;
+    let pgid = parse_group_id(&text).ok_or_else(|| RecordError::NotAGroupId(text.clone()))?;
+    Ok(Record { file, pgid, meta })
+}
+
+/// Exactly one positive decimal number and a newline.
+fn parse_group_id(text: &str) -> Option<Pid> {
+    let digits = text.strip_suffix('\n')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.starts_with('0') {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Remove a stale record, but only if nobody took it meanwhile: lock it
+/// ourselves first, and unlink only if `path` still names the same file.
+/// Returns whether it was removed.
+pub fn remove_if_stale(path: &Path, record: &Record) -> bool {
+    if !matches!(lock::try_write_lock(&record.file), Ok(true)) {
+        return false;
+    }
+    match fs::symlink_metadata(path) {
+        Ok(now) if now.dev() == record.meta.dev() && now.ino() == record.meta.ino() => fs::remove_file(path).is_ok(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_group_id;
+
+    #[test]
+    fn group_ids_are_one_decimal_line() {
+        assert_eq!(parse_group_id("4242\n"), Some(4242));
+        for bad in ["", "\n", "4242", "-1\n", "0\n", "042\n", " 42\n", "42 \n", "42\n\n", "4x\n", "99999999999\n"] {
+            assert_eq!(parse_group_id(bad), None, "{bad:?}");
+        }
+    }
+}
