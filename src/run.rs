@@ -94,7 +94,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
         say::line(format_args!("{err:#}"));
     }
     if let Some(report) = report {
-        let message = finish.error.as_ref().map(|e| format!("{e:#}"));
+        let message = finish.error.as_ref().map(say::error_text);
         let facts = Facts {
             exit_code: exit.code(),
             reason: finish.reason,

@@ -28,6 +28,11 @@ pub fn line(args: std::fmt::Arguments<'_>) {
     let _ = writeln!(err, "pgrun: {text}");
 }
 
+/// An error chain as one line (`{:#}`) without " (os error N)" suffixes.
+pub fn error_text(err: &anyhow::Error) -> String {
+    without_os_error_numbers(&format!("{err:#}"))
+}
+
 fn without_os_error_numbers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

@@ -2,6 +2,9 @@
 
 mod util;
 
+mod cancel;
 mod exit_status;
 mod inheritance;
+mod publish;
+mod status;
 mod stopping;

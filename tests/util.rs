@@ -130,6 +130,18 @@ impl Guard {
         self.children.push(child);
         self.children.len() - 1
     }
+    /// Spawn `cmd` and reap it from a thread as soon as it ends (so it never
+    /// lingers as a zombie of the test); the receiver gets its status.
+    pub fn spawn_reaped(&mut self, cmd: &mut Command) -> (i32, std::sync::mpsc::Receiver<i32>) {
+        let mut child = cmd.spawn().expect("spawn");
+        let pid = child.id() as i32;
+        self.record(pid);
+        let (tx, rx) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            let _ = tx.send(code_of(child.wait().expect("wait")));
+        });
+        (pid, rx)
+    }
     pub fn child(&mut self, index: usize) -> &mut Child {
         &mut self.children[index]
     }
@@ -213,4 +225,49 @@ pub fn stderr_of(out: &Output) -> String {
 pub fn send(pid: i32, signal: i32) {
     // SAFETY: kill with a positive pid the test recorded.
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill({pid}, {signal})");
+}
+
+/// The pid that holds a lock on `path` (F_GETLK), if any.
+pub fn lock_holder(path: &Path) -> Option<i32> {
+    use std::os::fd::AsRawFd;
+    let file = fs::File::open(path).ok()?;
+    // SAFETY: a zeroed flock is valid; F_GETLK fills it in.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: a valid fd and a writable flock.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut lock) };
+    assert_eq!(rc, 0, "F_GETLK on {}", path.display());
+    (lock.l_type != libc::F_UNLCK as libc::c_short).then_some(lock.l_pid)
+}
+
+/// Whether a non-blocking write lock on `path` can be taken right now (the
+/// attempt is released at once).
+pub fn can_lock(path: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let file = fs::OpenOptions::new().read(true).write(true).open(path).expect("open for locking");
+    // SAFETY: as above.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: a valid fd and flock; the lock dies with `file`.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) == 0 }
+}
+
+/// Start `pgrun -p PIDFILE ARGS... -- sh -c PAYLOAD` in the background and
+/// wait until its pid file is published. Returns the child's index and the
+/// group id it published.
+pub fn start_published(guard: &mut Guard, pidfile: &Path, extra: &[&str], payload: &str) -> (usize, i32) {
+    let mut args: Vec<&str> = vec!["-p", pidfile.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "sh", "-c", payload]);
+    let index = guard.spawn(&mut pgrun(&args));
+    let pgid: i32 = wait_line(pidfile).parse().expect("pid file holds a number");
+    guard.record(pgid);
+    (index, pgid)
+}
+
+/// Read a JSON file.
+pub fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&fs::read_to_string(path).expect("report exists")).expect("valid JSON")
 }

@@ -1,0 +1,275 @@
+//! `pgrun cancel`: every exit status, every refusal, and the start/cancel race.
+
+use crate::util::*;
+use std::fs;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+fn cancel(args: &[&str]) -> std::process::Output {
+    let mut all = vec!["cancel"];
+    all.extend_from_slice(args);
+    run(&mut pgrun(&all))
+}
+
+#[test]
+fn cancel_stops_a_live_run_and_waits_until_it_is_gone() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let (index, _) = start_published(&mut guard, &pidfile, &[], &format!("sleep 300 & echo $! > {dir}/bg; wait"));
+    let bg = wait_pid(&scratch.path("bg"), &mut guard);
+    let out = cancel(&[pidfile.to_str().unwrap()]);
+    assert_status(&out, 0, "cancel");
+    // cancel returned: the group must already be gone.
+    assert!(is_dead(bg), "cancel returned while a member lived");
+    assert!(!pidfile.exists() && !scratch.path("job.pid.cancel").exists(), "files left behind");
+    assert_eq!(guard.wait(index), 143);
+}
+
+#[test]
+fn cancel_of_a_term_ignoring_group_escalates_to_kill() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    // Leader and grandchild both log TERM and live on.
+    let payload = format!(
+        "trap 'echo TERM >> {dir}/leader.log' TERM; \
+         sh -c 'trap \"echo TERM >> {dir}/gc.log\" TERM; echo $$ > {dir}/gc; while :; do sleep 0.2; done' & \
+         while :; do sleep 0.2; done"
+    );
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["-k", "1"], &payload);
+    let gc = wait_pid(&scratch.path("gc"), &mut guard);
+    let out = cancel(&[pidfile.to_str().unwrap()]);
+    assert_status(&out, 0, "cancel");
+    assert!(is_dead(gc) && is_dead(pgid), "a member survived the cancel");
+    assert_eq!(guard.wait(index), 137, "the leader ignored TERM, so KILL ended it");
+    assert_eq!(fs::read_to_string(scratch.path("gc.log")).unwrap_or_default(), "TERM\n");
+}
+
+#[test]
+fn cancel_ends_the_members_of_a_run_whose_leader_was_killed() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let payload = format!("sleep 300 & echo $! > {dir}/bg; sleep 300 & wait");
+    let (index, leader) = start_published(&mut guard, &pidfile, &["--wait-group"], &payload);
+    let bg = wait_pid(&scratch.path("bg"), &mut guard);
+    send(leader, libc::SIGKILL);
+    wait_dead(leader);
+    assert!(!is_dead(bg), "--wait-group keeps the rest alive until cancelled");
+    let out = cancel(&[pidfile.to_str().unwrap()]);
+    assert_status(&out, 0, "cancel");
+    assert!(is_dead(bg));
+    assert_eq!(guard.wait(index), 137, "the command's own status");
+}
+
+#[test]
+fn no_run_is_exit_1_and_the_marker_is_withdrawn() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let out = cancel(&["--wait-start", "0.1", pidfile.to_str().unwrap()]);
+    assert_status(&out, 1, "no run");
+    assert!(!scratch.path("job.pid.cancel").exists());
+    assert!(stderr_of(&out).starts_with("pgrun: no run at "), "{}", stderr_of(&out));
+}
+
+#[test]
+fn cancel_waits_for_a_run_that_publishes_late() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let canceller = guard.spawn(pgrun(["cancel", "--wait-start", "20", pidfile.to_str().unwrap()]).stderr(Stdio::null()));
+    eventually("cancel to drop its marker", || scratch.path("job.pid.cancel").exists());
+    let witness = scratch.path("ran");
+    let out = run(&mut pgrun(["-p", pidfile.to_str().unwrap(), "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 143, "the run found the marker");
+    assert!(!witness.exists());
+    assert_eq!(guard.wait(canceller), 0, "cancel: the run was kept from starting");
+}
+
+#[test]
+fn a_stale_pid_file_is_removed_and_its_group_left_alone_unless_forced() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let mut sleeper = Command::new("sleep");
+    sleeper.arg("300").process_group(0);
+    let (pgid, ended) = guard.spawn_reaped(&mut sleeper);
+
+    fs::write(&pidfile, format!("{pgid}\n")).unwrap();
+    let out = cancel(&[pidfile.to_str().unwrap()]);
+    assert_status(&out, 1, "stale");
+    assert!(!pidfile.exists() && !scratch.path("job.pid.cancel").exists());
+    assert!(ended.try_recv().is_err(), "a stale group id was trusted without --force");
+
+    fs::write(&pidfile, format!("{pgid}\n")).unwrap();
+    let out = cancel(&["--force", pidfile.to_str().unwrap()]);
+    assert_status(&out, 0, "stale with --force");
+    assert_eq!(ended.recv_timeout(DEADLINE), Ok(143), "the group got the stop sequence");
+}
+
+#[test]
+fn timeout_kills_the_group_and_2_means_it_survived() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    // The run's own grace is long; cancel's --timeout cuts it short.
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["-k", "100"], "trap '' TERM; exec sleep 300");
+    let out = cancel(&["--timeout", "0.3", pidfile.to_str().unwrap()]);
+    assert_status(&out, 0, "timeout then KILL");
+    assert!(is_dead(pgid));
+    assert_eq!(guard.wait(index), 137);
+
+    // A zombie leader whose parent (this test) does not reap it cannot be
+    // killed: the group outlives SIGKILL.
+    let mut zombie = Command::new("true");
+    zombie.process_group(0);
+    let z = guard.spawn(&mut zombie);
+    let zpid = guard.child(z).id() as i32;
+    eventually("the leader to become a zombie", || state(zpid).as_deref() == Some("Z"));
+    fs::write(&pidfile, format!("{zpid}\n")).unwrap();
+    let out = cancel(&["--force", "--timeout", "0.2", pidfile.to_str().unwrap()]);
+    assert_status(&out, 2, "survived");
+    assert!(stderr_of(&out).contains("still alive"), "{}", stderr_of(&out));
+    guard.wait(z);
+}
+
+#[test]
+fn no_wait_returns_once_the_request_is_delivered() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let (index, _) = start_published(&mut guard, &pidfile, &["-k", "100"], "trap 'echo TERM' TERM; while :; do sleep 0.2; done");
+    let out = cancel(&["--no-wait", pidfile.to_str().unwrap()]);
+    assert_status(&out, 0, "--no-wait");
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "the run cannot be gone yet: it ignores TERM for 100s");
+}
+
+/// Refusals: one line, exit 125, nothing signalled, the marker withdrawn.
+fn assert_refused(pidfile: &std::path::Path, marker: &std::path::Path, what: &str, extra: &[&str]) {
+    let mut args = extra.to_vec();
+    args.push(pidfile.to_str().unwrap());
+    let out = cancel(&args);
+    assert_status(&out, 125, what);
+    let err = stderr_of(&out);
+    assert!(err.starts_with("pgrun: ") && err.lines().count() == 1, "{what}: {err}");
+    assert!(!marker.exists(), "{what}: marker left behind");
+}
+
+#[test]
+fn unsafe_pid_files_are_refused() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let mut sleeper = Command::new("sleep");
+    sleeper.arg("300").process_group(0);
+    let index = guard.spawn(&mut sleeper);
+    let victim = guard.child(index).id() as i32;
+
+    fs::write(&pidfile, "not a group\n").unwrap();
+    assert_refused(&pidfile, &marker, "garbage", &[]);
+    for unsafe_id in ["1\n"] {
+        fs::write(&pidfile, unsafe_id).unwrap();
+        assert_refused(&pidfile, &marker, "group 1", &["--force"]);
+    }
+    // SAFETY: getpgrp has no preconditions.
+    let own = unsafe { libc::getpgrp() };
+    fs::write(&pidfile, format!("{own}\n")).unwrap();
+    assert_refused(&pidfile, &marker, "cancel's own group", &["--force"]);
+
+    fs::write(&pidfile, format!("{victim}\n")).unwrap();
+    fs::set_permissions(&pidfile, fs::Permissions::from_mode(0o666)).unwrap();
+    assert_refused(&pidfile, &marker, "world-writable", &["--force"]);
+    fs::set_permissions(&pidfile, fs::Permissions::from_mode(0o644)).unwrap();
+
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&pidfile, Some(65534), None).unwrap();
+        assert_refused(&pidfile, &marker, "owned by nobody", &["--force"]);
+    }
+    fs::remove_file(&pidfile).unwrap();
+    fs::write(scratch.path("real.pid"), format!("{victim}\n")).unwrap();
+    symlink(scratch.path("real.pid"), &pidfile).unwrap();
+    assert_refused(&pidfile, &marker, "symlink", &["--force"]);
+
+    // A marker that was already there is somebody else's: left alone.
+    fs::remove_file(&pidfile).unwrap();
+    fs::write(&pidfile, "garbage\n").unwrap();
+    fs::write(&marker, "").unwrap();
+    let out = cancel(&[pidfile.to_str().unwrap()]);
+    assert_status(&out, 125, "garbage with a pending marker");
+    assert!(marker.exists(), "a marker cancel did not create was removed");
+
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "a refused cancel signalled the group");
+}
+
+#[test]
+fn the_callers_group_is_refused() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    // SAFETY: getpgrp has no preconditions.
+    let callers = unsafe { libc::getpgrp() };
+    fs::write(&pidfile, format!("{callers}\n")).unwrap();
+    // cancel in a group of its own, so only "its parent's group" can refuse.
+    let out = run(pgrun(["cancel", "--force", pidfile.to_str().unwrap()]).process_group(0));
+    assert_status(&out, 125, "parent's group");
+    assert!(stderr_of(&out).contains("caller"), "{}", stderr_of(&out));
+}
+
+#[test]
+fn cancel_usage_errors_are_125() {
+    let out = cancel(&[]);
+    assert_status(&out, 125, "no pid file");
+    let out = cancel(&["--wait-start", "soon", "x.pid"]);
+    assert_status(&out, 125, "bad duration");
+}
+
+/// A small deterministic generator for the race delays (no rand crate).
+fn delays(n: usize) -> Vec<u64> {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 10 == 0 { 0 } else { x % 5_001 } // microseconds, 0 included
+        })
+        .collect()
+}
+
+#[test]
+fn stress_200_starts_cancelled_after_0_to_5_ms() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pids = scratch.path("pids");
+    for (i, delay) in delays(200).into_iter().enumerate() {
+        let pidfile = scratch.path(&format!("run{i}.pid"));
+        let payload = format!("echo $$ >> {dir}/pids; exec sleep 300");
+        let runner = guard.spawn(pgrun(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &payload]).stderr(Stdio::null()));
+        std::thread::sleep(std::time::Duration::from_micros(delay));
+        let out = run(&mut pgrun(["cancel", "--wait-start", "20", pidfile.to_str().unwrap()]));
+        let run_status = guard.wait(runner);
+        let cancel_status = code_of(out.status);
+        assert_eq!(
+            (cancel_status, run_status),
+            (0, 143),
+            "iteration {i} (delay {delay}us): cancel {cancel_status} ({}), run {run_status}",
+            stderr_of(&out)
+        );
+        assert!(!pidfile.exists(), "iteration {i}: pid file left");
+        assert!(!scratch.path(&format!("run{i}.pid.cancel")).exists(), "iteration {i}: marker left");
+    }
+    for line in fs::read_to_string(&pids).unwrap_or_default().lines() {
+        let pid: i32 = line.parse().unwrap();
+        guard.record(pid);
+        assert!(is_dead(pid), "pid {pid} survived its cancel");
+    }
+    let leftovers: Vec<_> = fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), usize::from(pids.exists()), "files left: {leftovers:?}");
+}

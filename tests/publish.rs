@@ -1,0 +1,244 @@
+//! The pid file, the cancel marker and the report, as a run writes them.
+
+use crate::util::*;
+use std::fs;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::process::CommandExt;
+
+#[test]
+fn pid_file_names_the_group_is_locked_0644_and_removed_at_exit() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &format!("echo $$ > {dir}/me; read x < {dir}/fifo")]);
+    // SAFETY: umask is async-signal-safe.
+    unsafe { cmd.pre_exec(|| { libc::umask(0o077); Ok(()) }) };
+    assert!(std::process::Command::new("mkfifo").arg(scratch.path("fifo")).status().unwrap().success());
+    let index = guard.spawn(&mut cmd);
+    let me = wait_pid(&scratch.path("me"), &mut guard);
+    let pgrun_pid = guard.child(index).id() as i32;
+
+    assert_eq!(fs::read_to_string(&pidfile).unwrap(), format!("{me}\n"), "the group id is the command's pid");
+    assert_eq!(fs::metadata(&pidfile).unwrap().permissions().mode() & 0o777, 0o644, "mode despite umask 077");
+    assert_eq!(lock_holder(&pidfile), Some(pgrun_pid), "F_GETLK names pgrun");
+    assert!(!can_lock(&pidfile), "a non-blocking lock attempt must fail while the run lives");
+    assert!(fs::read_dir(scratch.dir()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+
+    fs::write(scratch.path("fifo"), "go\n").unwrap();
+    assert_eq!(guard.wait(index), 0);
+    assert!(!pidfile.exists(), "pid file left behind");
+    assert!(!scratch.path("job.pid.cancel").exists());
+}
+
+#[test]
+fn a_reader_never_sees_a_partial_pid_file_across_100_starts() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (pidfile, stop) = (pidfile.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (mut seen, mut bad) = (0, Vec::new());
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(text) = fs::read_to_string(&pidfile) {
+                    seen += 1;
+                    let ok = text.ends_with('\n') && text.trim_end().parse::<u32>().is_ok_and(|n| n > 1);
+                    if !ok {
+                        bad.push(text);
+                    }
+                }
+            }
+            (seen, bad)
+        })
+    };
+    let script = format!(
+        "for i in $(seq 100); do {} -p {} -- sh -c 'i=0; while [ $i -lt 50 ]; do i=$((i+1)); done' || exit 1; done",
+        pgrun_path(),
+        pidfile.display()
+    );
+    let out = run(std::process::Command::new("sh").args(["-c", &script]));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (seen, bad) = reader.join().unwrap();
+    assert_status(&out, 0, "100 runs");
+    assert!(bad.is_empty(), "partial pid files seen: {bad:?}");
+    assert!(seen > 0, "the reader never saw a pid file; the test proves nothing");
+}
+
+#[test]
+fn a_second_run_on_a_live_pid_file_is_refused_and_the_first_goes_on() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let (first, pgid) = start_published(&mut guard, &pidfile, &[], "sleep 300");
+    let witness = scratch.path("second-ran");
+    let out = run(&mut pgrun(["-p", pidfile.to_str().unwrap(), "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 125, "second run");
+    assert!(stderr_of(&out).contains("held by a live run"), "{}", stderr_of(&out));
+    assert!(!witness.exists(), "the second command ran");
+    assert_eq!(fs::read_to_string(&pidfile).unwrap(), format!("{pgid}\n"));
+    assert!(guard.child(first).try_wait().unwrap().is_none(), "the first run was disturbed");
+    send(guard.child(first).id() as i32, libc::SIGTERM);
+    assert_eq!(guard.wait(first), 143);
+}
+
+#[test]
+fn a_stale_pid_file_is_replaced() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    fs::write(&pidfile, "99999\n").unwrap();
+    let dir = scratch.sh();
+    let payload = format!("echo $$ > {dir}/me; exec sleep 300");
+    let index = guard.spawn(&mut pgrun(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &payload]));
+    let me = wait_pid(&scratch.path("me"), &mut guard);
+    eventually("the stale pid file to be replaced", || fs::read_to_string(&pidfile).unwrap_or_default() == format!("{me}\n"));
+    assert_eq!(lock_holder(&pidfile), Some(guard.child(index).id() as i32));
+    send(guard.child(index).id() as i32, libc::SIGTERM);
+    assert_eq!(guard.wait(index), 143);
+    assert!(!pidfile.exists());
+
+    // Garbage content is stale too: nobody holds it.
+    fs::write(&pidfile, "not a pid").unwrap();
+    let out = run(&mut pgrun(["-p", pidfile.to_str().unwrap(), "--", "true"]));
+    assert_status(&out, 0, "garbage pid file");
+}
+
+#[test]
+fn unusable_pid_file_and_report_paths_are_refused_before_the_start() {
+    let scratch = Scratch::new();
+    let witness = scratch.path("ran");
+    let touch = ["touch", witness.to_str().unwrap()];
+    let link = scratch.path("link.pid");
+    symlink(scratch.path("target"), &link).unwrap();
+    let report_link = scratch.path("report.json");
+    symlink(scratch.path("report-target"), &report_link).unwrap();
+    let missing = scratch.path("no/such/folder/job.pid");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["-p", link.to_str().unwrap()],
+        vec!["-p", missing.to_str().unwrap()],
+        vec!["-p", scratch.sh().leak()],
+        vec!["--report", report_link.to_str().unwrap()],
+        vec!["--report", missing.to_str().unwrap()],
+    ];
+    for case in cases {
+        let mut args = case.clone();
+        args.push("--");
+        args.extend(touch);
+        let out = run(&mut pgrun(&args));
+        assert_status(&out, 125, &format!("{case:?}"));
+        let err = stderr_of(&out);
+        assert!(err.starts_with("pgrun: ") && err.lines().count() == 1, "{case:?}: {err}");
+        assert!(!witness.exists(), "{case:?} ran the command");
+    }
+    assert!(!scratch.path("target").exists(), "the symlink was followed");
+    assert!(!scratch.path("report-target").exists(), "the report symlink was followed");
+}
+
+#[test]
+fn a_marker_before_the_start_means_143_and_nothing_runs() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let witness = scratch.path("ran");
+    let report = scratch.path("report.json");
+    fs::write(scratch.path("job.pid.cancel"), "").unwrap();
+    let out = run(&mut pgrun([
+        "-p",
+        pidfile.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "touch",
+        witness.to_str().unwrap(),
+    ]));
+    assert_status(&out, 143, "pending cancel");
+    assert!(!witness.exists(), "the command ran");
+    assert!(!scratch.path("job.pid.cancel").exists(), "marker not taken");
+    assert!(!pidfile.exists());
+    let r = json(&report);
+    assert_eq!(r["reason"], "cancelled-before-start");
+    assert_eq!(r["pgid"], serde_json::Value::Null);
+    assert_eq!(r["exit_code"], 143);
+
+    // --cancel-file names another marker.
+    let custom = scratch.path("custom.cancel");
+    fs::write(&custom, "").unwrap();
+    let out = run(&mut pgrun(["--cancel-file", custom.to_str().unwrap(), "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 143, "custom marker");
+    assert!(!witness.exists() && !custom.exists());
+}
+
+#[test]
+fn keep_pending_cancels_a_later_run() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let out = run(&mut pgrun(["cancel", "--wait-start", "0.1", "--keep-pending", pidfile.to_str().unwrap()]));
+    assert_status(&out, 1, "cancel with no run");
+    assert!(scratch.path("job.pid.cancel").exists(), "marker not kept");
+    let witness = scratch.path("ran");
+    let out = run(&mut pgrun(["-p", pidfile.to_str().unwrap(), "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 143, "later run");
+    assert!(!witness.exists());
+}
+
+fn report_of(args: &[&str], scratch: &Scratch) -> serde_json::Value {
+    let report = scratch.path("r.json");
+    let _ = fs::remove_file(&report);
+    let mut all = vec!["--report", report.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = run(&mut pgrun(&all));
+    let r = json(&report);
+    assert_eq!(r["exit_code"], crate::util::code_of(out.status), "{args:?}: exit_code field");
+    r
+}
+
+#[test]
+fn the_report_says_how_each_run_ended() {
+    let scratch = Scratch::new();
+    let r = report_of(&["--", "sh", "-c", "exit 3"], &scratch);
+    assert_eq!((r["reason"].as_str(), r["status"]["code"].as_i64()), (Some("exited"), Some(3)));
+    assert_eq!(r["signals"], serde_json::json!([]));
+    assert_eq!(r["stragglers"], 0);
+    assert!(r["pgid"].as_i64().unwrap() > 1 && r["duration_ms"].is_u64());
+
+    let r = report_of(&["--", "sh", "-c", "kill -USR1 $$"], &scratch);
+    assert_eq!((r["reason"].as_str(), r["status"]["signal"].as_str()), (Some("signaled"), Some("USR1")));
+    assert_eq!(r["status"]["code"], serde_json::Value::Null);
+
+    let r = report_of(&["-t", "0.2", "-k", "0.2", "--", "sh", "-c", "trap '' TERM; sleep 300"], &scratch);
+    assert_eq!(r["reason"], "timeout");
+    assert_eq!(r["exit_code"], 124);
+    let sent: Vec<&str> = r["signals"].as_array().unwrap().iter().map(|s| s["signal"].as_str().unwrap()).collect();
+    assert_eq!(sent, ["TERM", "KILL"]);
+    let t0 = r["signals"][0]["at_ms"].as_u64().unwrap();
+    let t1 = r["signals"][1]["at_ms"].as_u64().unwrap();
+    assert!((150..5000).contains(&t0) && t1 >= t0 + 150, "times {t0} {t1}");
+
+    let r = report_of(&["--", "sh", "-c", "sleep 300 & sleep 300 & exit 0"], &scratch);
+    assert_eq!((r["reason"].as_str(), r["stragglers"].as_u64()), (Some("exited"), Some(2)));
+    assert_eq!(r["signals"][0]["signal"], "TERM");
+
+    let r = report_of(&["--", "pgrun-test-no-such-command"], &scratch);
+    assert_eq!((r["reason"].as_str(), r["exit_code"].as_i64()), (Some("error"), Some(127)));
+    assert!(r["error"].as_str().unwrap().contains("pgrun-test-no-such-command"));
+    assert_eq!(r["pgid"], serde_json::Value::Null);
+}
+
+#[test]
+fn the_report_of_a_cancelled_run_is_written_after_the_group_is_gone() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let report = scratch.path("r.json");
+    let dir = scratch.sh();
+    let payload = format!("sleep 300 & echo $! > {dir}/bg; wait");
+    let (index, _) = start_published(&mut guard, &pidfile, &["--report", report.to_str().unwrap()], &payload);
+    let bg = wait_pid(&scratch.path("bg"), &mut guard);
+    let out = run(&mut pgrun(["cancel", pidfile.to_str().unwrap()]));
+    assert_status(&out, 0, "cancel");
+    assert_eq!(guard.wait(index), 143);
+    assert!(is_dead(bg));
+    let r = json(&report);
+    assert_eq!(r["reason"], "cancelled");
+    assert_eq!(r["status"]["signal"], "TERM");
+}
