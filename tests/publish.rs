@@ -11,9 +11,15 @@ fn pid_file_names_the_group_is_locked_0644_and_removed_at_exit() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
     let dir = scratch.sh();
-    let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &format!("echo $$ > {dir}/me; read x < {dir}/fifo")]);
+    let mut cmd =
+        pgrun(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &format!("echo $$ > {dir}/me; read x < {dir}/fifo")]);
     // SAFETY: umask is async-signal-safe.
-    unsafe { cmd.pre_exec(|| { libc::umask(0o077); Ok(()) }) };
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::umask(0o077);
+            Ok(())
+        })
+    };
     assert!(std::process::Command::new("mkfifo").arg(scratch.path("fifo")).status().unwrap().success());
     let index = guard.spawn(&mut cmd);
     let me = wait_pid(&scratch.path("me"), &mut guard);
@@ -92,7 +98,9 @@ fn a_stale_pid_file_is_replaced() {
     let payload = format!("echo $$ > {dir}/me; exec sleep 300");
     let index = guard.spawn(&mut pgrun(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &payload]));
     let me = wait_pid(&scratch.path("me"), &mut guard);
-    eventually("the stale pid file to be replaced", || fs::read_to_string(&pidfile).unwrap_or_default() == format!("{me}\n"));
+    eventually("the stale pid file to be replaced", || {
+        fs::read_to_string(&pidfile).unwrap_or_default() == format!("{me}\n")
+    });
     assert_eq!(lock_holder(&pidfile), Some(guard.child(index).id() as i32));
     send(guard.child(index).id() as i32, libc::SIGTERM);
     assert_eq!(guard.wait(index), 143);

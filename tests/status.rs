@@ -26,7 +26,10 @@ fn running_then_stopping_then_not_running() {
     let (code, text) = status(&["--json", p]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!((v["state"].as_str(), v["pgid"].as_i64(), v["pid"].as_i64()), (Some("running"), Some(pgid as i64), Some(pgrun_pid as i64)));
+    assert_eq!(
+        (v["state"].as_str(), v["pgid"].as_i64(), v["pid"].as_i64()),
+        (Some("running"), Some(pgid as i64), Some(pgrun_pid as i64))
+    );
 
     fs::write(scratch.path("job.pid.cancel"), "").unwrap();
     let (code, text) = status(&[p]);
