@@ -13,7 +13,8 @@ use crate::pidfile;
 use crate::report::{Facts, Reason, ReportTarget};
 use crate::supervisor::{self, Ended, SentSignal, StopReason, Watch};
 use crate::sys::Pid;
-use crate::sys::process::{self, ChildStatus, Detach, SpawnError};
+use crate::sys::process::{self, ChildStatus, Detach, SpawnError, SpawnOptions};
+use crate::sys::terminal;
 use crate::sys::sigmask::{self, SigSet};
 use crate::sys::wakeup::SignalSource;
 use crate::{say, verbose};
@@ -64,7 +65,8 @@ impl Finish {
 /// The signals pgrun blocks and reads synchronously.
 fn handled_signals() -> SigSet {
     let mut set = SigSet::empty();
-    for s in [libc::SIGCHLD, libc::SIGTERM, libc::SIGPIPE] {
+    // SIGTTOU: so pgrun may hand the terminal over from the background.
+    for s in [libc::SIGCHLD, libc::SIGTERM, libc::SIGPIPE, libc::SIGTTOU] {
         set.add(s);
     }
     for s in 1..=crate::signame::max_signal() {
@@ -149,9 +151,16 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         return Finish::cancelled_before_start();
     }
 
-    let detach = if args.setsid { Detach::Session } else { Detach::Group };
+    // Only a pgrun in the foreground of its terminal hands it over; with
+    // --setsid the command has no controlling terminal at all.
+    let terminal = if args.setsid { None } else { terminal::foreground_terminal() };
+    let options = SpawnOptions {
+        detach: if args.setsid { Detach::Session } else { Detach::Group },
+        child_mask: original_mask,
+        take_terminal: terminal,
+    };
     let program = args.command[0].to_string_lossy();
-    let pgid = match process::spawn(&argv, detach, &original_mask) {
+    let pgid = match process::spawn(&argv, &options) {
         Ok(pid) => pid,
         Err(SpawnError::Exec(e)) => {
             let exit = if e.raw_os_error() == Some(libc::ENOENT) { RunExit::NotFound } else { RunExit::CannotExecute };
@@ -162,6 +171,8 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         }
     };
     verbose!("started '{program}' as process group {pgid}");
+    let _lease = terminal.map(|tty| TerminalLease::hand_over(tty, pgid));
+    let ctx = Supervision { pgid, signals: &signals, subreaper, started, marker: marker.as_deref(), terminal };
     if let Err(e) = signals.activate(&handled) {
         verbose!("cannot install signal handlers: {e}");
     }
@@ -171,8 +182,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         Err(err) => {
             // The command is running but cannot be published: stop it (it
             // must not run unsupervised) and report the failure.
-            let stopped =
-                supervise(args, pgid, &signals, subreaper, started, marker.as_deref(), Some(StopReason::Cancel));
+            let stopped = supervise(args, &ctx, Some(StopReason::Cancel));
             let mut finish = Finish::failed(RunExit::Failed, err, Some(pgid));
             if let Ok(ended) = stopped {
                 finish.status = Some(ended.status);
@@ -186,7 +196,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         StopReason::Cancel
     });
 
-    let ended = supervise(args, pgid, &signals, subreaper, started, marker.as_deref(), stop_now);
+    let ended = supervise(args, &ctx, stop_now);
     // The group is gone (or pgrun cannot watch it any more): withdraw the
     // record, then the marker.
     if let Some(published) = published {
@@ -201,15 +211,18 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     }
 }
 
-fn supervise(
-    args: &RunArgs,
+/// What the supervisor needs besides the options.
+struct Supervision<'a> {
     pgid: Pid,
-    signals: &SignalSource,
+    signals: &'a SignalSource,
     subreaper: bool,
     started: Instant,
-    marker: Option<&std::path::Path>,
-    stop_now: Option<StopReason>,
-) -> std::io::Result<Ended> {
+    marker: Option<&'a std::path::Path>,
+    terminal: Option<i32>,
+}
+
+fn supervise(args: &RunArgs, ctx: &Supervision<'_>, stop_now: Option<StopReason>) -> std::io::Result<Ended> {
+    let Supervision { pgid, signals, subreaper, started, marker, .. } = *ctx;
     let sequence = args.stop_sequence();
     // A marker next to a live pid file always means "stopping".
     let mut on_stop = || {
@@ -228,6 +241,7 @@ fn supervise(
         signals,
         started,
         on_stop: &mut on_stop,
+        terminal: ctx.terminal,
     };
     supervisor::supervise(watch, subreaper, stop_now)
 }
@@ -247,5 +261,31 @@ fn finish_from(ended: Ended, pgid: Pid) -> Finish {
         signals: ended.signals,
         stragglers: ended.stragglers,
         error: None,
+    }
+}
+
+/// The terminal, lent to the command's group for the length of the run.
+/// Dropping it gives the terminal back to pgrun's own group, on every way
+/// out of the run (exit, timeout, cancel, error), but only if the command's
+/// group still has it: a shell that took the terminal back keeps it.
+struct TerminalLease {
+    tty: i32,
+    pgid: Pid,
+}
+
+impl TerminalLease {
+    fn hand_over(tty: i32, pgid: Pid) -> Self {
+        if let Err(e) = terminal::set_foreground_group(tty, pgid) {
+            verbose!("cannot hand the terminal to process group {pgid}: {e}");
+        }
+        TerminalLease { tty, pgid }
+    }
+}
+
+impl Drop for TerminalLease {
+    fn drop(&mut self) {
+        if terminal::foreground_group(self.tty) == Some(self.pgid) {
+            let _ = terminal::set_foreground_group(self.tty, crate::sys::getpgrp());
+        }
     }
 }

@@ -19,6 +19,7 @@
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
 use crate::sys::process::{self, ChildStatus, Reaped};
+use crate::sys::terminal;
 use crate::sys::wakeup::SignalSource;
 use crate::sys::{self, Pid};
 use crate::verbose;
@@ -86,6 +87,8 @@ pub struct Watch<'a> {
     pub started: Instant,
     /// Called once, when the first stop sequence starts (creates the marker).
     pub on_stop: &'a mut dyn FnMut(),
+    /// The terminal handed to the command's group, if any (job control).
+    pub terminal: Option<i32>,
 }
 
 /// Longest pause between group checks when no event can announce the end.
@@ -163,6 +166,8 @@ impl Supervisor<'_> {
                     self.on_leader_exit(status);
                 }
                 Reaped::Child(..) => {}
+                Reaped::Stopped(pid, signal) if pid == self.w.pgid => self.on_leader_stopped(signal),
+                Reaped::Stopped(..) => {}
                 Reaped::NoneReady => return Ok(()),
                 Reaped::NoChildren => {
                     self.have_children = false;
@@ -194,9 +199,31 @@ impl Supervisor<'_> {
         }
     }
 
+    /// Job control: the command was stopped (Ctrl-Z, or it read the terminal
+    /// from the background). If pgrun holds the terminal for it, take the
+    /// terminal back and stop pgrun the same way, so the shell sees the job
+    /// stopped. Once continued (`fg`), hand the terminal back if pgrun is in
+    /// the foreground again, and continue the group. The timeout keeps
+    /// counting meanwhile: its deadline is on the monotonic clock.
+    fn on_leader_stopped(&mut self, signal: i32) {
+        let Some(tty) = self.w.terminal else { return };
+        if !matches!(self.phase, Phase::Running) {
+            return; // a stop sequence is under way; it continues the group itself
+        }
+        verbose!("command stopped by {}; stopping too", Signal(signal));
+        let own = sys::getpgrp();
+        let _ = terminal::set_foreground_group(tty, own);
+        terminal::stop_self(signal);
+        if terminal::foreground_group(tty) == Some(own) {
+            let _ = terminal::set_foreground_group(tty, self.w.pgid);
+        }
+        verbose!("continued; continuing process group {}", self.w.pgid);
+        self.send(Signal::CONT);
+    }
+
     fn on_signal(&mut self, signal: i32) {
         match signal {
-            libc::SIGCHLD | libc::SIGPIPE => {}
+            libc::SIGCHLD | libc::SIGPIPE | libc::SIGTTOU => {}
             libc::SIGTERM => {
                 verbose!("received TERM: cancelling");
                 self.start_stop(StopReason::Cancel);

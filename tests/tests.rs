@@ -8,3 +8,4 @@ mod inheritance;
 mod publish;
 mod status;
 mod stopping;
+mod terminal;

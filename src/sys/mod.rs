@@ -5,11 +5,13 @@
 //! the crate never sees a raw pointer or an `unsafe` block. Submodules group
 //! the calls by what they serve: [`process`] (spawning, groups, reaping),
 //! [`sigmask`] (signal sets and masks), [`wakeup`] (turning signals into a
-//! pollable fd), [`lock`] (fcntl record locks and pid-file I/O).
+//! pollable fd), [`lock`] (fcntl record locks), [`terminal`] (the
+//! foreground process group of the controlling terminal).
 
 pub mod lock;
 pub mod process;
 pub mod sigmask;
+pub mod terminal;
 pub mod wakeup;
 
 use std::io;

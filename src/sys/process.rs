@@ -35,19 +35,29 @@ pub enum SpawnError {
 const STAGE_SETUP: u8 = 1;
 const STAGE_EXEC: u8 = 2;
 
-/// Fork, detach the child into a new group or session, restore `child_mask`,
-/// and `execvp(argv[0], argv)`.
+/// How to start the command.
+#[derive(Clone, Copy)]
+pub struct SpawnOptions {
+    pub detach: Detach,
+    /// The signal mask the command starts with: the one pgrun was given.
+    pub child_mask: SigSet,
+    /// A terminal whose foreground group the child takes before exec.
+    pub take_terminal: Option<libc::c_int>,
+}
+
+/// Fork, detach the child into a new group or session, take the terminal if
+/// asked, restore the caller's signal mask, and `execvp(argv[0], argv)`.
 ///
 /// Returns once the child has exec'd (or failed to), so the new group exists
 /// before the caller can publish its id: the child's setpgid/setsid happens
 /// before its exec closes the close-on-exec error pipe the parent reads.
-pub fn spawn(argv: &[CString], detach: Detach, child_mask: &SigSet) -> Result<Pid, SpawnError> {
+pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError> {
     assert!(!argv.is_empty(), "spawn needs a program name");
     // Everything the child touches is prepared before the fork.
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
     let (read_end, write_end) = cloexec_pipe().map_err(SpawnError::Setup)?;
-    let mask = *child_mask;
+    let options = *options;
 
     // SAFETY: pgrun is single-threaded when it forks, so the child may call
     // any async-signal-safe function. `child_after_fork` makes only such
@@ -57,7 +67,7 @@ pub fn spawn(argv: &[CString], detach: Detach, child_mask: &SigSet) -> Result<Pi
         return Err(SpawnError::Setup(io::Error::last_os_error()));
     }
     if pid == 0 {
-        child_after_fork(&ptrs, detach, &mask, write_end.as_raw_fd());
+        child_after_fork(&ptrs, &options, write_end.as_raw_fd());
     }
     drop(write_end);
 
@@ -81,19 +91,25 @@ pub fn spawn(argv: &[CString], detach: Detach, child_mask: &SigSet) -> Result<Pi
 }
 
 /// The child's side of [`spawn`]. Only async-signal-safe calls; no allocation.
-fn child_after_fork(argv: &[*const libc::c_char], detach: Detach, mask: &SigSet, err_fd: libc::c_int) -> ! {
+fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd: libc::c_int) -> ! {
     // SAFETY (whole function): every call below is async-signal-safe and works
     // on memory that was fully prepared before the fork; `argv` is a
     // NULL-terminated array of valid C strings.
     unsafe {
-        let rc = match detach {
+        let rc = match options.detach {
             Detach::Group => libc::setpgid(0, 0),
             Detach::Session => libc::setsid(),
         };
         if rc < 0 {
             report_and_exit(err_fd, STAGE_SETUP);
         }
-        if libc::sigprocmask(libc::SIG_SETMASK, mask.as_ptr(), std::ptr::null_mut()) != 0 {
+        // SIGTTOU is still blocked here (pgrun's mask), so a group that is
+        // not yet in the foreground may take the terminal. pgrun does the
+        // same after the spawn; whichever comes first wins, both are right.
+        if let Some(tty) = options.take_terminal {
+            libc::tcsetpgrp(tty, libc::getpid());
+        }
+        if libc::sigprocmask(libc::SIG_SETMASK, options.child_mask.as_ptr(), std::ptr::null_mut()) != 0 {
             report_and_exit(err_fd, STAGE_SETUP);
         }
         libc::execvp(argv[0], argv.as_ptr());
@@ -219,22 +235,29 @@ pub enum ChildStatus {
     Signaled(i32),
 }
 
-/// The result of one non-blocking `waitpid(-1, WNOHANG)`.
+/// The result of one non-blocking `waitpid(-1, WNOHANG | WUNTRACED)`.
 pub enum Reaped {
+    /// A child ended and has been reaped.
     Child(Pid, ChildStatus),
+    /// A child was stopped by this signal (it is still there).
+    Stopped(Pid, i32),
     /// Children exist but none has changed state.
     NoneReady,
     /// pgrun has no children at all (ECHILD).
     NoChildren,
 }
 
-/// `waitpid(-1, &status, WNOHANG)`: reap one child that has ended.
+/// `waitpid(-1, &status, WNOHANG | WUNTRACED)`: reap one child that has
+/// ended, or report one that has stopped.
 pub fn reap_one() -> io::Result<Reaped> {
     let mut status: libc::c_int = 0;
     loop {
         // SAFETY: `status` is writable; WNOHANG makes the call non-blocking.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | libc::WUNTRACED) };
         if pid > 0 {
+            if libc::WIFSTOPPED(status) {
+                return Ok(Reaped::Stopped(pid, libc::WSTOPSIG(status)));
+            }
             let how = if libc::WIFSIGNALED(status) {
                 ChildStatus::Signaled(libc::WTERMSIG(status))
             } else {

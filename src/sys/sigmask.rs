@@ -39,6 +39,10 @@ impl SigSet {
     pub(crate) fn as_ptr(&self) -> *const libc::sigset_t {
         &self.0
     }
+
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut libc::sigset_t {
+        &mut self.0
+    }
 }
 
 /// `sigprocmask(SIG_BLOCK)`: block `set` and return the mask as it was.
