@@ -96,7 +96,7 @@ fn a_typed_line_reaches_the_command() {
     let mut s = Session::start(&mut guard, &script);
     s.line("ready");
     s.type_bytes(b"hello\n");
-    assert_eq!(s.line("got:"), "got:hello");
+    s.line("got:hello");
     let (rc, fg, me) = parse_report(&s.line("rc="));
     assert_eq!(rc, 0);
     assert_eq!(fg, me, "the terminal was not given back");
@@ -136,7 +136,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it_to_completion() {
     s.type_bytes(b"\x1a");
     assert_eq!(s.line("stopped:"), "stopped:148", "the shell did not see the job stop");
     s.type_bytes(b"world\n");
-    assert_eq!(s.line("got:"), "got:world");
+    s.line("got:world"); // `fg` echoes the job, "got:$x" included: match the value
     let (rc, fg, me) = parse_report(&s.line("rc="));
     assert_eq!(rc, 0);
     assert_eq!(fg, me);
