@@ -2,6 +2,7 @@
 //! shell completions are all generated from.
 
 use crate::duration::parse_duration;
+use crate::help::*;
 use crate::signame::{Signal, parse_signal};
 use crate::stop_sequence::StopSequence;
 use clap::{Args, Parser, Subcommand};
@@ -9,55 +10,34 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-const ABOUT: &str = "Run a command in its own process group; stop the whole group, leave nothing behind.";
+/// Parses SIG; its possible values are the common names, which shells
+/// complete (any other valid spelling is accepted too).
+#[derive(Clone)]
+struct SignalParser;
 
-const LONG_ABOUT: &str = "\
-Run COMMAND in a fresh process group, stop that whole group on timeout, on \
-cancel or when COMMAND exits, and exit only once every process in the group \
-is gone: kill(-PGID, 0) fails with ESRCH. Background children, grandchildren \
-that ignore SIGTERM and stopped processes are all ended; none is left behind.
+impl clap::builder::TypedValueParser for SignalParser {
+    type Value = Signal;
 
-COMMAND inherits pgrun's stdin, stdout, stderr and every other fd unchanged, \
-its environment, working directory, signal mask and ignored signals. pgrun \
-prints nothing of its own but errors (prefixed 'pgrun: ') and, with \
---verbose, one line per action.";
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Signal, clap::Error> {
+        let text = value.to_str().ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidUtf8).with_cmd(cmd))?;
+        parse_signal(text).map_err(|e| {
+            let name = arg.map_or_else(|| "SIG".to_string(), |a| a.to_string());
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("invalid value for '{name}': {e}\n"))
+                .with_cmd(cmd)
+        })
+    }
 
-const AFTER_LONG_HELP: &str = "\
-Stop sequence:
-  One sequence serves every way a run is stopped: timeout, cancel, SIGTERM to
-  pgrun, and processes left in the group after COMMAND exits. Each step sends
-  its signal to the whole group (then SIGCONT, unless the signal is KILL or
-  CONT), waits up to the step's grace for the group to be gone, and moves on
-  only if it is not. The last step is always SIGKILL. Default: TERM/10s/KILL.
-
-Signals sent to pgrun:
-  TERM                 a cancel request: run the stop sequence
-  HUP INT QUIT USR1 USR2 ALRM WINCH CONT RTMIN..RTMAX
-                       forwarded to the group once each; pgrun carries on
-  PIPE                 never kills pgrun
-
-Exit status:
-  N        COMMAND exited with N (also after a cancel it handled)
-  128+N    COMMAND was ended by signal N (143 for TERM, 137 for KILL)
-  124      the timeout fired (--preserve-status: COMMAND's own status)
-  125      pgrun itself failed, including usage errors
-  126      COMMAND was found but could not be executed
-  127      COMMAND was not found
-  143      cancelled before COMMAND started
-
-Pid file (--pidfile PATH):
-  One line, the process-group id in decimal and a newline, published
-  atomically once the group exists, so `kill -TERM -- -$(cat PATH)` works.
-  While the run lives pgrun holds an fcntl write lock on it; a pid file nobody
-  holds is stale. Removed at exit, after the group is gone. The cancel marker
-  (PATH.cancel, or --cancel-file) is an empty file: present before the start,
-  the run never starts (exit 143); present while it runs, it is stopped.
-
-Examples:
-  pgrun --timeout 30 -- make test
-  pgrun --pidfile /tmp/job.pid -- ./build &    # one exec runs it...
-  pgrun cancel /tmp/job.pid                    # ...another stops it
-  pgrun --escalate INT/2s/TERM/5s/KILL -- ./server";
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        const COMMON: [&str; 12] =
+            ["TERM", "INT", "HUP", "QUIT", "KILL", "USR1", "USR2", "ALRM", "WINCH", "CONT", "STOP", "ABRT"];
+        Some(Box::new(COMMON.iter().map(|n| clap::builder::PossibleValue::new(*n))))
+    }
+}
 
 /// pgrun's command line.
 #[derive(Parser, Debug)]
@@ -68,6 +48,7 @@ Examples:
     long_about = LONG_ABOUT,
     after_long_help = AFTER_LONG_HELP,
     args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true,
     subcommand_negates_reqs = true,
     override_usage = "pgrun [OPTIONS] [--] COMMAND [ARG]...\n       pgrun cancel [OPTIONS] PIDFILE\n       pgrun status [--json] PIDFILE"
 )]
@@ -77,25 +58,29 @@ pub struct Cli {
 
     #[command(flatten)]
     pub run: RunArgs,
+
+    /// Print the man page or a shell's completion script, for packagers.
+    #[arg(long, value_name = "WHAT", hide = true, exclusive = true)]
+    pub generate: Option<crate::generate::Artifact>,
 }
 
 #[derive(Subcommand, Debug)]
 pub enum Action {
-    /// Stop a run from another process, by its pid file.
+    #[command(about = CANCEL_ABOUT, long_about = CANCEL_LONG_ABOUT, after_long_help = CANCEL_AFTER_LONG_HELP)]
     Cancel(CancelArgs),
-    /// Say whether a run is alive, by its pid file.
+    #[command(about = STATUS_ABOUT, long_about = STATUS_LONG_ABOUT, after_long_help = STATUS_AFTER_LONG_HELP)]
     Status(StatusArgs),
 }
 
 /// Options of the run mode: `pgrun [OPTIONS] [--] COMMAND [ARG]...`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = no timeout).
+    /// Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none].
     #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 
     /// First signal of the stop sequence [default: TERM].
-    #[arg(short = 's', long, value_name = "SIG", value_parser = parse_signal)]
+    #[arg(short = 's', long, value_name = "SIG", value_parser = SignalParser, hide_possible_values = true)]
     pub signal: Option<Signal>,
 
     /// Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s].
@@ -138,7 +123,7 @@ pub struct RunArgs {
     pub verbose: bool,
 
     /// The command to run and its arguments.
-    #[arg(value_name = "COMMAND", trailing_var_arg = true, required = true,
+    #[arg(value_name = "COMMAND", trailing_var_arg = true, required_unless_present = "generate",
           value_hint = clap::ValueHint::CommandWithArguments)]
     pub command: Vec<OsString>,
 }

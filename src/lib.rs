@@ -9,6 +9,8 @@ pub mod cancel;
 pub mod cli;
 pub mod duration;
 pub mod exit;
+pub mod generate;
+pub mod help;
 pub mod pidfile;
 pub mod report;
 pub mod run;
@@ -37,6 +39,9 @@ pub fn main(args: Vec<OsString>) -> u8 {
         Ok(cli) => cli,
         Err(err) => return usage_error(err),
     };
+    if let Some(what) = cli.generate {
+        return generate::print(what);
+    }
     match cli.action {
         None => run::run(&cli.run, started),
         Some(Action::Cancel(args)) => cancel::cancel(&args).code(),

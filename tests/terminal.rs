@@ -81,7 +81,10 @@ impl Session {
 /// `rc=N fg=A me=B` as printed by [`REPORT`].
 fn parse_report(line: &str) -> (i32, String, String) {
     let field = |name: &str| {
-        line.split_whitespace().find_map(|f| f.strip_prefix(name)).unwrap_or_else(|| panic!("{name} in {line:?}")).to_string()
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(name))
+            .unwrap_or_else(|| panic!("{name} in {line:?}"))
+            .to_string()
     };
     (field("rc=").parse().unwrap(), field("fg="), field("me="))
 }
@@ -129,8 +132,10 @@ fn a_timeout_during_an_interactive_read_gives_124_and_the_terminal_back() {
 #[test]
 fn ctrl_z_stops_the_job_and_fg_resumes_it_to_completion() {
     let mut guard = Guard::new();
-    let script =
-        format!("set -m; {} -- sh -c 'echo ready; read x; echo \"got:$x\"'; echo \"stopped:$?\"; fg; rc=$?; {REPORT}", pgrun_path());
+    let script = format!(
+        "set -m; {} -- sh -c 'echo ready; read x; echo \"got:$x\"'; echo \"stopped:$?\"; fg; rc=$?; {REPORT}",
+        pgrun_path()
+    );
     let mut s = Session::start(&mut guard, &script);
     s.line("ready");
     s.type_bytes(b"\x1a");

@@ -3,6 +3,7 @@
 mod util;
 
 mod cancel;
+mod docs;
 mod exit_status;
 mod inheritance;
 mod publish;

@@ -1,0 +1,74 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'pgrun'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'pgrun' {
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none]')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none]')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'First signal of the stop sequence [default: TERM]')
+            [CompletionResult]::new('--signal', '--signal', [CompletionResultType]::ParameterName, 'First signal of the stop sequence [default: TERM]')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s]')
+            [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s]')
+            [CompletionResult]::new('--escalate', '--escalate', [CompletionResultType]::ParameterName, 'The whole stop sequence, SIG/DUR/SIG/DUR/..., e.g. INT/2s/TERM/5s/KILL; a final KILL is implied, a signal with no DUR gets 10s')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Publish the run: the group id, locked while the run lives')
+            [CompletionResult]::new('--pidfile', '--pidfile', [CompletionResultType]::ParameterName, 'Publish the run: the group id, locked while the run lives')
+            [CompletionResult]::new('--cancel-file', '--cancel-file', [CompletionResultType]::ParameterName, 'The cancel marker [default: PIDFILE.cancel]')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write a JSON outcome report to PATH at exit')
+            [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Print the man page or a shell''s completion script, for packagers')
+            [CompletionResult]::new('--preserve-status', '--preserve-status', [CompletionResultType]::ParameterName, 'On timeout, exit with COMMAND''s status instead of 124')
+            [CompletionResult]::new('--wait-group', '--wait-group', [CompletionResultType]::ParameterName, 'When COMMAND exits, let the rest of its group finish on its own instead of stopping it (a timeout or cancel still applies)')
+            [CompletionResult]::new('--setsid', '--setsid', [CompletionResultType]::ParameterName, 'Start COMMAND in a new session instead of a new group (no terminal)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say what pgrun does, one line per action on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say what pgrun does, one line per action on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('cancel', 'cancel', [CompletionResultType]::ParameterValue, 'Stop a run from another process, by its pid file.')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Say whether a run is alive, by its pid file.')
+            break
+        }
+        'pgrun;cancel' {
+            [CompletionResult]::new('--wait-start', '--wait-start', [CompletionResultType]::ParameterName, 'How long to wait for a pid file to appear')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Bound the wait for the run to stop; past it, SIGKILL the group')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Bound the wait for the run to stop; past it, SIGKILL the group')
+            [CompletionResult]::new('--cancel-file', '--cancel-file', [CompletionResultType]::ParameterName, 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]')
+            [CompletionResult]::new('--keep-pending', '--keep-pending', [CompletionResultType]::ParameterName, 'If no run appears, leave the marker so the run is cancelled when it starts')
+            [CompletionResult]::new('--no-wait', '--no-wait', [CompletionResultType]::ParameterName, 'Return as soon as the request is delivered')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Stop the group named by a stale pid file (nobody holds its lock)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say what cancel does, on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say what cancel does, on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'pgrun;status' {
+            [CompletionResult]::new('--cancel-file', '--cancel-file', [CompletionResultType]::ParameterName, 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of a line')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

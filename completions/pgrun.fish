@@ -1,0 +1,71 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_pgrun_global_optspecs
+    string join \n t/timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= setsid v/verbose generate= h/help V/version
+end
+
+function __fish_pgrun_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_pgrun_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_pgrun_using_subcommand
+    set -l cmd (__fish_pgrun_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c pgrun -n "__fish_pgrun_needs_command" -s t -l timeout -d 'Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none]' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -s s -l signal -d 'First signal of the stop sequence [default: TERM]' -r -f -a "TERM\t''
+INT\t''
+HUP\t''
+QUIT\t''
+KILL\t''
+USR1\t''
+USR2\t''
+ALRM\t''
+WINCH\t''
+CONT\t''
+STOP\t''
+ABRT\t''"
+complete -c pgrun -n "__fish_pgrun_needs_command" -s k -l kill-after -d 'Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s]' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -l escalate -d 'The whole stop sequence, SIG/DUR/SIG/DUR/..., e.g. INT/2s/TERM/5s/KILL; a final KILL is implied, a signal with no DUR gets 10s' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -s p -l pidfile -d 'Publish the run: the group id, locked while the run lives' -r -F
+complete -c pgrun -n "__fish_pgrun_needs_command" -l cancel-file -d 'The cancel marker [default: PIDFILE.cancel]' -r -F
+complete -c pgrun -n "__fish_pgrun_needs_command" -l report -d 'Write a JSON outcome report to PATH at exit' -r -F
+complete -c pgrun -n "__fish_pgrun_needs_command" -l generate -d 'Print the man page or a shell\'s completion script, for packagers' -r -f -a "man\t'man/pgrun.1'
+man-cancel\t'man/pgrun-cancel.1'
+man-status\t'man/pgrun-status.1'
+bash\t''
+zsh\t''
+fish\t''
+elvish\t''
+powershell\t''"
+complete -c pgrun -n "__fish_pgrun_needs_command" -l preserve-status -d 'On timeout, exit with COMMAND\'s status instead of 124'
+complete -c pgrun -n "__fish_pgrun_needs_command" -l wait-group -d 'When COMMAND exits, let the rest of its group finish on its own instead of stopping it (a timeout or cancel still applies)'
+complete -c pgrun -n "__fish_pgrun_needs_command" -l setsid -d 'Start COMMAND in a new session instead of a new group (no terminal)'
+complete -c pgrun -n "__fish_pgrun_needs_command" -s v -l verbose -d 'Say what pgrun does, one line per action on stderr'
+complete -c pgrun -n "__fish_pgrun_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pgrun -n "__fish_pgrun_needs_command" -s V -l version -d 'Print version'
+complete -c pgrun -n "__fish_pgrun_needs_command" -a "cancel" -d 'Stop a run from another process, by its pid file.'
+complete -c pgrun -n "__fish_pgrun_needs_command" -a "status" -d 'Say whether a run is alive, by its pid file.'
+complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l wait-start -d 'How long to wait for a pid file to appear' -r
+complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -s t -l timeout -d 'Bound the wait for the run to stop; past it, SIGKILL the group' -r
+complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l cancel-file -d 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]' -r -F
+complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l keep-pending -d 'If no run appears, leave the marker so the run is cancelled when it starts'
+complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l no-wait -d 'Return as soon as the request is delivered'
+complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l force -d 'Stop the group named by a stale pid file (nobody holds its lock)'
+complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -s v -l verbose -d 'Say what cancel does, on stderr'
+complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pgrun -n "__fish_pgrun_using_subcommand status" -l cancel-file -d 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]' -r -F
+complete -c pgrun -n "__fish_pgrun_using_subcommand status" -l json -d 'Print one JSON object instead of a line'
+complete -c pgrun -n "__fish_pgrun_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -1,0 +1,195 @@
+//! `pgrun --generate WHAT`: the man pages and shell completions, generated
+//! from the clap definition so that they cannot drift from the flags.
+//!
+//! The generated files are committed under `man/` and `completions/`;
+//! `scripts/regenerate-docs` rewrites them and a test fails when they are
+//! stale. The man page takes NAME, SYNOPSIS, DESCRIPTION and OPTIONS from
+//! clap_mangen and converts the `--help` prose (see `help`) into the
+//! remaining sections.
+
+use crate::cli::Cli;
+use clap::{CommandFactory, ValueEnum};
+use clap_complete::Shell;
+use std::io::Write;
+
+/// The man pages' date: when their prose last changed. Fixed, so that the
+/// generated files only change when the definitions do.
+const MAN_DATE: &str = "2026-11-30";
+
+/// What `--generate` can print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Artifact {
+    /// man/pgrun.1
+    Man,
+    /// man/pgrun-cancel.1
+    ManCancel,
+    /// man/pgrun-status.1
+    ManStatus,
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+}
+
+impl Artifact {
+    /// Where the committed copy lives, relative to the repository root.
+    pub fn path(self) -> &'static str {
+        match self {
+            Artifact::Man => "man/pgrun.1",
+            Artifact::ManCancel => "man/pgrun-cancel.1",
+            Artifact::ManStatus => "man/pgrun-status.1",
+            Artifact::Bash => "completions/pgrun.bash",
+            Artifact::Zsh => "completions/_pgrun",
+            Artifact::Fish => "completions/pgrun.fish",
+            Artifact::Elvish => "completions/pgrun.elv",
+            Artifact::Powershell => "completions/_pgrun.ps1",
+        }
+    }
+}
+
+/// Render `what` as bytes.
+pub fn render(what: Artifact) -> Vec<u8> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut out = Vec::new();
+    let shell = match what {
+        Artifact::Man => return man_page(&cmd, "pgrun", &["pgrun-cancel", "pgrun-status"]),
+        Artifact::ManCancel | Artifact::ManStatus => {
+            let (name, page) =
+                if what == Artifact::ManCancel { ("cancel", "pgrun-cancel") } else { ("status", "pgrun-status") };
+            let sub = cmd.find_subcommand(name).expect("subcommand").clone();
+            let sub = sub.name(page).bin_name(format!("pgrun {name}")).version(env!("CARGO_PKG_VERSION"));
+            return man_page(&sub, page, &["pgrun"]);
+        }
+        Artifact::Bash => Shell::Bash,
+        Artifact::Zsh => Shell::Zsh,
+        Artifact::Fish => Shell::Fish,
+        Artifact::Elvish => Shell::Elvish,
+        Artifact::Powershell => Shell::PowerShell,
+    };
+    clap_complete::generate(shell, &mut cmd, "pgrun", &mut out);
+    out
+}
+
+/// Print `what` to stdout; the status for `main`.
+pub fn print(what: Artifact) -> u8 {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(&render(what)).and_then(|()| stdout.flush()) {
+        Ok(()) => 0,
+        Err(e) => {
+            crate::say::line(format_args!("cannot write to stdout: {e}"));
+            crate::USAGE_ERROR
+        }
+    }
+}
+
+fn man_page(cmd: &clap::Command, title: &str, see_also: &[&str]) -> Vec<u8> {
+    let version = cmd.get_version().unwrap_or_default();
+    let man = clap_mangen::Man::new(cmd.clone())
+        .title(title.to_uppercase())
+        .section("1")
+        .date(MAN_DATE)
+        .source(format!("pgrun {version}"))
+        .manual("User Commands");
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    man.render_title(&mut out).unwrap();
+    man.render_name_section(&mut out).unwrap();
+    man.render_synopsis_section(&mut out).unwrap();
+    man.render_description_section(&mut out).unwrap();
+    man.render_options_section(&mut out).unwrap();
+    if cmd.has_subcommands() {
+        man.render_subcommands_section(&mut out).unwrap();
+    }
+    if let Some(prose) = cmd.get_after_long_help() {
+        out.extend_from_slice(prose_to_roff(&prose.to_string()).as_bytes());
+    }
+    let refs: Vec<String> = see_also.iter().map(|p| format!("\\fB{p}\\fR(1)")).collect();
+    let mut tail = String::from(".SH \"SEE ALSO\"\n");
+    tail.push_str(&refs.join(", "));
+    tail.push_str(", \\fBtimeout\\fR(1), \\fBsetsid\\fR(1), \\fBkill\\fR(1)\n");
+    out.extend_from_slice(tail.as_bytes());
+    man.render_version_section(&mut out).unwrap();
+    out
+}
+
+/// Convert the help prose format (see `help`) to roff.
+pub fn prose_to_roff(text: &str) -> String {
+    let mut out = String::new();
+    let mut in_pre = false;
+    let mut paragraph_open = false;
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        let body = line.trim();
+        if body.is_empty() {
+            if in_pre {
+                out.push_str(".fi\n.RE\n");
+                in_pre = false;
+            }
+            paragraph_open = false;
+            continue;
+        }
+        if indent == 0 && body.ends_with(':') {
+            if in_pre {
+                out.push_str(".fi\n.RE\n");
+                in_pre = false;
+            }
+            out.push_str(&format!(".SH \"{}\"\n", escape(&body[..body.len() - 1].to_uppercase())));
+            // A section heading starts a paragraph of its own.
+            paragraph_open = true;
+            continue;
+        }
+        if indent >= 4 {
+            if !in_pre {
+                out.push_str(".RS 4\n.nf\n");
+                in_pre = true;
+            }
+            out.push_str(&escape_line(&line[4.min(line.len())..]));
+            out.push('\n');
+            continue;
+        }
+        if in_pre {
+            out.push_str(".fi\n.RE\n");
+            in_pre = false;
+            paragraph_open = false;
+        }
+        if !paragraph_open {
+            out.push_str(".PP\n");
+            paragraph_open = true;
+        }
+        // (paragraph_open is reset by blank lines and preformatted blocks)
+        out.push_str(&escape_line(body));
+        out.push('\n');
+    }
+    if in_pre {
+        out.push_str(".fi\n.RE\n");
+    }
+    out
+}
+
+/// Escape roff's specials within a line.
+fn escape(text: &str) -> String {
+    text.replace('\\', "\\e").replace('-', "\\-")
+}
+
+/// Escape a whole text line: also a leading `.` or `'`, which roff would
+/// read as a request.
+fn escape_line(text: &str) -> String {
+    let escaped = escape(text);
+    if escaped.starts_with('.') || escaped.starts_with('\'') { format!("\\&{escaped}") } else { escaped }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prose_to_roff;
+
+    #[test]
+    fn prose_becomes_sections_paragraphs_and_preformatted_blocks() {
+        let roff = prose_to_roff("Exit status:\n  Some prose\n  more.\n\n    124   timeout\n    .dot\nNext:\n  x-y\n");
+        assert_eq!(
+            roff,
+            ".SH \"EXIT STATUS\"\nSome prose\nmore.\n.RS 4\n.nf\n124   timeout\n\\&.dot\n.fi\n.RE\n.SH \"NEXT\"\nx\\-y\n"
+        );
+    }
+}

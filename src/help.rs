@@ -1,0 +1,190 @@
+//! The prose of `--help` and of the man page: one text, two renderings.
+//!
+//! The format is plain text that reads well in a terminal and converts
+//! mechanically to roff (see `generate`): a line at column 0 ending in `:`
+//! is a section heading, lines indented by two spaces are running prose
+//! (paragraphs split by blank lines), and lines indented by four or more
+//! are kept as they are (tables, examples).
+
+pub const ABOUT: &str = "Run a command in its own process group; stop the whole group, leave nothing behind.";
+
+pub const LONG_ABOUT: &str = "\
+Run COMMAND in a fresh process group, stop that whole group on timeout, on \
+cancel or when COMMAND exits, and exit only once every process in the group \
+is gone: kill(-PGID, 0) fails with ESRCH (EPERM still counts as alive). \
+Background children, grandchildren that ignore SIGTERM and stopped processes \
+are all ended; none is left behind. On Linux pgrun is a child subreaper and \
+reaps every orphan it inherits, so zombies never hold the group open, even \
+when pgrun is PID 1 of a container.
+
+COMMAND inherits pgrun's stdin, stdout, stderr and every other fd unchanged \
+(no pipes in between), its environment, working directory, signal mask and \
+ignored signals. pgrun stays in its caller's process group and session. It \
+writes to stdout only for --help and --version, and to stderr only its own \
+errors (one line, prefixed 'pgrun: ') and, with --verbose, one line per action.";
+
+pub const AFTER_LONG_HELP: &str = "\
+Stop sequence:
+  One sequence serves every way a run is stopped: timeout, cancel, SIGTERM to
+  pgrun, and processes left in the group after COMMAND exits. Each step sends
+  its signal to the whole group (then SIGCONT, unless the signal is KILL or
+  CONT, so stopped members can act on it), waits up to the step's grace for
+  the group to be gone, and moves on only if it is not. The last step is
+  always SIGKILL. Default: TERM/10s/KILL. Waiting is event-driven: while
+  COMMAND simply runs, pgrun does not wake up at all.
+
+  When COMMAND exits, whatever is left in its group is stopped with the same
+  sequence (--wait-group: waited for instead), and pgrun exits with COMMAND's
+  status once the group is gone.
+
+Signals sent to pgrun:
+    TERM                    a cancel request: run the stop sequence
+    HUP INT QUIT USR1 USR2  forwarded to the group once each,
+    ALRM WINCH CONT         as they are; pgrun carries on
+    RTMIN..RTMAX
+    PIPE                    never kills pgrun
+
+Exit status:
+    N        COMMAND exited with N, also after a cancel it handled
+    128+N    COMMAND was ended by signal N (143 for TERM, 137 for KILL)
+    124      the timeout fired, however the group then ended
+             (--preserve-status: COMMAND's own status instead)
+    125      pgrun itself failed, including usage errors; COMMAND did not
+             run or was stopped
+    126      COMMAND was found but could not be executed
+    127      COMMAND was not found
+    143      cancelled before COMMAND started
+
+Pid file:
+  --pidfile PATH publishes the run: one line, the process-group id in decimal
+  and a newline, so `kill -TERM -- -$(cat PATH)` works. It is written to a
+  temporary file in the same folder and renamed into place once the group
+  exists, so a reader sees no file or the whole line. While the run lives,
+  pgrun holds a POSIX record lock (fcntl F_SETLK) on it, and F_GETLK names
+  pgrun's pid: a held lock means alive, no lock means stale, and pid reuse
+  cannot fool a reader. A pid file held by a live run makes pgrun exit 125
+  without starting anything; a stale one is replaced; a symlink or a missing
+  folder is refused (125). Mode 0644 whatever the umask; removed at exit,
+  after the group is gone.
+
+Cancel marker:
+  An empty file, PIDFILE.cancel unless --cancel-file says otherwise. Present
+  before the start: pgrun removes it and exits 143 without running anything.
+  Present right after publishing: the run is stopped as if cancelled. pgrun
+  creates it whenever it starts a stop sequence, so a marker next to a live
+  pid file means \"stopping\", and removes it when it exits.
+
+Cancel and status:
+  `pgrun cancel PIDFILE` drops the marker, then finds the pid file (waiting up
+  to --wait-start, 5s, for it to appear), sends SIGTERM to the pgrun holding
+  its lock and waits until that pgrun has exited and the group is gone.
+  --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself.
+  It refuses pid files owned by another user, world-writable ones, symlinks,
+  and group ids <= 1, its own group or its caller's.
+    0    the run is gone (stopped, or kept from starting)
+    1    no live run was found (a stale pid file is removed), or the
+         cancel was left pending (--keep-pending)
+    2    the group was still alive 1s after the SIGKILL --timeout led to
+    125  error, including usage errors
+
+  `pgrun status PIDFILE` prints e.g. `running: pgid 4242, pgrun pid 4241, 3
+  processes, up 12.4s` (--json: one object with state, pgid, pid,
+  processes, uptime_ms). States: running, stopping, stale, not-running,
+  cancel-pending.
+    0    running or stopping
+    1    stale pid file
+    3    not running, or only a cancel is pending
+    4    unreadable pid file, or content that is not a group id
+    125  usage error
+
+Report:
+  --report PATH writes one JSON object atomically at exit, for example
+    {\"exit_code\": 124, \"reason\": \"timeout\",
+     \"status\": {\"code\": null, \"signal\": \"KILL\"}, \"pgid\": 4242,
+     \"signals\": [{\"signal\": \"TERM\", \"at_ms\": 1001},
+                 {\"signal\": \"KILL\", \"at_ms\": 11002}],
+     \"stragglers\": 2, \"duration_ms\": 11010}
+  reason is exited, signaled, timeout, cancelled, cancelled-before-start or
+  error (then with an error message); status holds COMMAND's exit code or the
+  name of the signal that ended it; signals lists the stop-sequence signals
+  sent, in milliseconds since pgrun started; stragglers counts the members
+  still alive when COMMAND exited. The path is checked before anything else,
+  so every exit after that writes the report; cancelled is written only
+  once the group is confirmed gone.
+
+Terminal:
+  Started in the foreground of a terminal (its stdin is the controlling
+  terminal and its group the foreground group), pgrun makes COMMAND's group
+  the foreground group before COMMAND can read, so COMMAND behaves as if
+  pgrun were not there: it reads typed lines, Ctrl-C and Ctrl-\\ reach it
+  directly (Ctrl-C on a command ending of SIGINT gives 130), and Ctrl-Z stops
+  it: pgrun then takes the terminal back and stops itself the same way, so
+  the shell reports the job stopped; `fg` hands the terminal back and
+  continues the group. The timeout keeps counting while stopped. pgrun gives
+  the terminal back to its own group before it exits, however the run ends.
+  In the background (`pgrun -- cmd &`) pgrun does no hand-off. With --setsid
+  COMMAND gets a new session and no controlling terminal, as with setsid(1).
+  Terminal settings (termios) are left to COMMAND.
+
+Examples:
+  In a script, with a deadline and a longer grace:
+    pgrun --timeout 10m --kill-after 30s -- make -j8 test
+
+  In a terminal, exactly like timeout(1), but nothing survives:
+    pgrun --timeout 30 -- make test
+
+  One exec runs it, another stops it:
+    pgrun --pidfile /tmp/job.pid -- ./build &
+    pgrun cancel /tmp/job.pid
+
+  Gentle escalation for a server:
+    pgrun --escalate INT/2s/TERM/5s/KILL -- ./server
+
+  A Python harness; output returns as soon as the command is done:
+    r = subprocess.run([\"pgrun\", \"--timeout\", \"30\", \"--\", \"make\", \"test\"],
+                       capture_output=True)
+    timed_out = r.returncode == 124
+
+  A container entrypoint (as PID 1 pgrun reaps every zombie):
+    ENTRYPOINT [\"pgrun\", \"--\", \"/app/server\"]";
+
+pub const CANCEL_ABOUT: &str = "Stop a run from another process, by its pid file.";
+
+pub const CANCEL_LONG_ABOUT: &str = "\
+Stop a run from another process, by its pid file. cancel first drops the \
+cancel marker (PIDFILE.cancel), then looks for the pid file, waiting up to \
+--wait-start for it to appear: a run that has not published yet finds the \
+marker and never starts. A live run (its pid file locked) is asked to stop by \
+SIGTERM to the pgrun holding the lock, so it runs its own stop sequence; \
+cancel then waits until that pgrun has exited and the group is gone, and \
+only then says so. A stale pid file (no lock) is removed and its group left \
+alone, unless --force. Pid files owned by another user, world-writable ones, \
+symlinks, and group ids <= 1, cancel's own group or its caller's are refused.";
+
+pub const CANCEL_AFTER_LONG_HELP: &str = "\
+Exit status:
+    0    the run is gone (stopped, or kept from starting)
+    1    no live run was found (a stale pid file is removed), or the
+         cancel was left pending (--keep-pending)
+    2    the group was still alive 1s after the SIGKILL --timeout led to
+    125  error: a pid file whose content is not a group id, permission
+         denied, an unsafe group id, a usage error";
+
+pub const STATUS_ABOUT: &str = "Say whether a run is alive, by its pid file.";
+
+pub const STATUS_LONG_ABOUT: &str = "\
+Say whether a run is alive, by its pid file, its lock and its cancel marker \
+alone; status signals nothing and changes no file. It prints one line, e.g. \
+'running: pgid 4242, pgrun pid 4241, 3 processes, up 12.4s', or with --json \
+one object with state, pgid, pid, processes, uptime_ms, pidfile and \
+cancel_pending. States: running, stopping (a stop sequence is under way), \
+stale (no live run holds the pid file), not-running, cancel-pending (only a \
+marker exists).";
+
+pub const STATUS_AFTER_LONG_HELP: &str = "\
+Exit status:
+    0    running or stopping
+    1    stale pid file
+    3    not running, or only a cancel is pending
+    4    unreadable pid file, or content that is not a group id
+    125  usage error";

@@ -1,0 +1,106 @@
+//! The man pages, completions and help: generated from the flags, current,
+//! and loadable.
+
+use crate::util::*;
+use std::path::Path;
+use std::process::Command;
+
+const ARTIFACTS: [(&str, &str); 8] = [
+    ("man", "man/pgrun.1"),
+    ("man-cancel", "man/pgrun-cancel.1"),
+    ("man-status", "man/pgrun-status.1"),
+    ("bash", "completions/pgrun.bash"),
+    ("zsh", "completions/_pgrun"),
+    ("fish", "completions/pgrun.fish"),
+    ("elvish", "completions/pgrun.elv"),
+    ("powershell", "completions/_pgrun.ps1"),
+];
+
+fn repo(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+#[test]
+fn committed_man_pages_and_completions_are_current() {
+    for (what, path) in ARTIFACTS {
+        let out = run(&mut pgrun(["--generate", what]));
+        assert_status(&out, 0, what);
+        let committed = std::fs::read(repo(path)).unwrap_or_default();
+        assert!(
+            committed == out.stdout,
+            "{path} is stale: run scripts/regenerate-docs to regenerate it, and commit it"
+        );
+    }
+}
+
+#[test]
+fn bash_completion_registers_and_completes_subcommands_and_signals() {
+    let script = format!(
+        "source {}; complete -p pgrun; \
+         COMP_WORDS=(pgrun -s T); COMP_CWORD=2; _pgrun pgrun T -s; echo \"sig: ${{COMPREPLY[*]}}\"; \
+         COMP_WORDS=(pgrun ca); COMP_CWORD=1; _pgrun pgrun ca pgrun; echo \"sub: ${{COMPREPLY[*]}}\"",
+        repo("completions/pgrun.bash").display()
+    );
+    let out = run(Command::new("bash").args(["-c", &script]));
+    assert_status(&out, 0, "bash");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("-F _pgrun pgrun"), "{text}");
+    assert!(text.contains("sig: TERM\n"), "{text}");
+    assert!(text.contains("sub: cancel\n"), "{text}");
+}
+
+#[test]
+fn zsh_and_fish_completions_load() {
+    // .ci/run installs both shells; a developer without them skips this.
+    let zsh = Command::new("zsh").arg("--version").output().is_ok_and(|o| o.status.success());
+    if zsh {
+        let script = format!(
+            "fpath=({} $fpath); autoload -U compinit; compinit -u -D; whence -v _pgrun >/dev/null && echo ok",
+            repo("completions").display()
+        );
+        let out = run(Command::new("zsh").args(["-f", "-c", &script]));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n", "zsh: {}", stderr_of(&out));
+    }
+    let fish = Command::new("fish").arg("--version").output().is_ok_and(|o| o.status.success());
+    if fish {
+        let script = format!("source {}; complete -C 'pgrun --sig'", repo("completions/pgrun.fish").display());
+        let out = run(Command::new("fish").args(["--no-config", "-c", &script]));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("--signal"), "fish: {}", stderr_of(&out));
+    }
+    if !zsh || !fish {
+        eprintln!("zsh present: {zsh}, fish present: {fish}; CI installs both");
+    }
+}
+
+#[test]
+fn long_help_answers_the_2am_questions_and_short_help_stays_short() {
+    let long = String::from_utf8(run(&mut pgrun(["--help"])).stdout).unwrap();
+    for needle in [
+        "ESRCH",
+        "Stop sequence:",
+        "Signals sent to pgrun:",
+        "Exit status:",
+        "124",
+        "Pid file:",
+        "F_SETLK",
+        "Cancel marker:",
+        "Cancel and status:",
+        "Report:",
+        "stragglers",
+        "Terminal:",
+        "Examples:",
+        "subprocess.run",
+        "ENTRYPOINT",
+        "[default: TERM]",
+        "[default: 10s]",
+        "[default: PIDFILE.cancel]",
+    ] {
+        assert!(long.contains(needle), "--help lacks {needle:?}");
+    }
+    let short = String::from_utf8(run(&mut pgrun(["-h"])).stdout).unwrap();
+    assert!(short.lines().count() < 40 && !short.contains("Examples:"), "-h is not short:\n{short}");
+    for sub in ["cancel", "status"] {
+        let help = String::from_utf8(run(&mut pgrun([sub, "--help"])).stdout).unwrap();
+        assert!(help.contains("Exit status:"), "{sub} --help lacks its exit statuses");
+    }
+}
