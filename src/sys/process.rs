@@ -45,14 +45,24 @@ pub struct SpawnOptions {
     pub take_terminal: Option<libc::c_int>,
 }
 
-/// Fork, detach the child into a new group or session, take the terminal if
-/// asked, restore the caller's signal mask, and `execvp(argv[0], argv)`.
+/// Start the command: fork, detach the child into a new group or session,
+/// take the terminal if asked, restore the caller's signal mask, and
+/// `execvp(argv[0], argv)`. The plain new-group case goes through
+/// `posix_spawnp` instead, which does the same without copying pgrun.
 ///
 /// Returns once the child has exec'd (or failed to), so the new group exists
 /// before the caller can publish its id: the child's setpgid/setsid happens
 /// before its exec closes the close-on-exec error pipe the parent reads.
 pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError> {
     assert!(!argv.is_empty(), "spawn needs a program name");
+    if options.detach == Detach::Group && options.take_terminal.is_none() {
+        match spawn_posix(argv, &options.child_mask) {
+            // execvp runs a file without a #! line with /bin/sh; posix_spawnp
+            // does not. Take the fork path for those, so both paths agree.
+            Err(SpawnError::Exec(e)) if e.raw_os_error() == Some(libc::ENOEXEC) => {}
+            other => return other,
+        }
+    }
     // Everything the child touches is prepared before the fork.
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
@@ -87,6 +97,40 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
             Err(if report[0] == STAGE_EXEC { SpawnError::Exec(err) } else { SpawnError::Setup(err) })
         }
         Ok(_) | Err(_) => Ok(pid),
+    }
+}
+
+/// The common case, through `posix_spawnp(3)`: a vfork-style spawn (no page
+/// tables copied, measurably faster at start-up) that sets the group and the
+/// mask in the child and reports exec errors itself. It leaves signal
+/// dispositions alone (pgrun installs no handlers on Linux, so nothing is
+/// caught), and returns only after the child has exec'd, so the group exists.
+fn spawn_posix(argv: &[CString], mask: &SigSet) -> Result<Pid, SpawnError> {
+    let mut ptrs: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr() as *mut _).collect();
+    ptrs.push(std::ptr::null_mut());
+    // SAFETY: attr is initialised by posix_spawnattr_init before use and
+    // destroyed after; argv is NULL-terminated; environ is the live
+    // environment; pid is writable.
+    unsafe {
+        let mut attr = std::mem::MaybeUninit::<libc::posix_spawnattr_t>::uninit();
+        let rc = libc::posix_spawnattr_init(attr.as_mut_ptr());
+        if rc != 0 {
+            return Err(SpawnError::Setup(io::Error::from_raw_os_error(rc)));
+        }
+        let mut attr = attr.assume_init();
+        libc::posix_spawnattr_setflags(&mut attr, (libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGMASK) as _);
+        libc::posix_spawnattr_setpgroup(&mut attr, 0);
+        libc::posix_spawnattr_setsigmask(&mut attr, mask.as_ptr());
+        let mut pid: Pid = 0;
+        unsafe extern "C" {
+            static environ: *const *mut libc::c_char;
+        }
+        let rc = libc::posix_spawnp(&mut pid, ptrs[0], std::ptr::null(), &attr, ptrs.as_ptr(), environ);
+        libc::posix_spawnattr_destroy(&mut attr);
+        if rc != 0 {
+            return Err(SpawnError::Exec(io::Error::from_raw_os_error(rc)));
+        }
+        Ok(pid)
     }
 }
 
