@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Measurements behind bench/run.sh; prints one Markdown table.
+
+Every figure for pgrun stands next to the same figure for the tools it
+replaces, measured in this same run. Each process group this script creates
+is recorded and killed in `finally`, so an interrupted benchmark leaves
+nothing behind.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import tempfile
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--pgrun", required=True)
+ap.add_argument("--quick", action="store_true", help="few iterations, for CI")
+args = ap.parse_args()
+PGRUN = os.path.abspath(args.pgrun)
+QUICK = args.quick
+TMP = tempfile.mkdtemp(prefix="pgrun-bench-")
+OUR_GROUPS = set()  # process groups this script created, killed at exit
+rows = []
+
+
+def row(measure, pgrun, anchors, ratio="", target=""):
+    rows.append((measure, pgrun, anchors, ratio, target))
+
+
+def ms(seconds):
+    return f"{seconds * 1000:.2f} ms"
+
+
+def group_members(pgid):
+    n = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+                if int(stat[stat.rindex(b")") + 2:].split()[2]) == pgid:
+                    n += 1
+            except (OSError, ValueError):
+                pass
+    return n
+
+
+def group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def wait_until(cond, limit=60.0, what="condition"):
+    end = time.monotonic() + limit
+    pause = 0.001
+    while not cond():
+        if time.monotonic() > end:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+
+
+def hyperfine(commands, runs, ignore_failure=False):
+    out = os.path.join(TMP, "h.json")
+    cmd = ["hyperfine", "-N", "--style", "none", "--warmup", str(min(20, runs)), "--runs", str(runs), "--export-json", out]
+    if ignore_failure:
+        cmd.append("-i")
+    subprocess.run(cmd + commands, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(out) as f:
+        return [r["median"] for r in json.load(f)["results"]]
+
+
+def start_published(pidfile, payload, extra=()):
+    """Start pgrun -p PIDFILE -- sh -c PAYLOAD; return (Popen, pgid)."""
+    p = subprocess.Popen([PGRUN, "-p", pidfile, *extra, "--", "sh", "-c", payload], stderr=subprocess.DEVNULL)
+    wait_until(lambda: os.path.exists(pidfile), what="pid file")
+    with open(pidfile) as f:
+        pgid = int(f.read())
+    OUR_GROUPS.add(pgid)
+    return p, pgid
+
+
+def startup():
+    runs = 20 if QUICK else 500
+    pidfile = os.path.join(TMP, "start.pid")
+    names = ["bare /bin/true", "pgrun", "pgrun --pidfile", "pgrun --timeout", "setsid -w", "timeout", "tini -s"]
+    medians = hyperfine([
+        "/bin/true",
+        f"{PGRUN} -- /bin/true",
+        f"{PGRUN} --pidfile {pidfile} -- /bin/true",
+        f"{PGRUN} --timeout 10 -- /bin/true",
+        "setsid -w /bin/true",
+        "timeout 10 /bin/true",
+        "tini -s -- /bin/true",
+    ], runs)
+    m = dict(zip(names, medians))
+    cost = {k: v - m["bare /bin/true"] for k, v in m.items()}
+    anchors = f"setsid -w {ms(cost['setsid -w'])}, timeout {ms(cost['timeout'])}, tini {ms(cost['tini -s'])} (bare /bin/true {ms(m['bare /bin/true'])})"
+    row("start-up, per run above /bin/true", ms(cost["pgrun"]), anchors,
+        f"{cost['pgrun'] / cost['setsid -w']:.2f}x setsid, {cost['pgrun'] / cost['timeout']:.2f}x timeout", "<= 1.00x setsid, <= 0.80x timeout")
+    row("start-up with --pidfile", ms(cost["pgrun --pidfile"]), f"setsid -w {ms(cost['setsid -w'])}",
+        f"{cost['pgrun --pidfile'] / cost['setsid -w']:.2f}x setsid", "<= 1.10x setsid")
+    row("start-up with --timeout", ms(cost["pgrun --timeout"]), f"timeout {ms(cost['timeout'])}",
+        f"{cost['pgrun --timeout'] / cost['timeout']:.2f}x timeout", "")
+
+
+SPAWN_100 = "for i in $(seq 99); do sleep 300 & done; wait"
+
+
+def cancel_latency():
+    reps = 2 if QUICK else 10
+    ours, bash = [], []
+    for i in range(reps):
+        pidfile = os.path.join(TMP, f"lat{i}.pid")
+        run, pgid = start_published(pidfile, SPAWN_100)
+        wait_until(lambda: group_members(pgid) == 100, what="100 members")
+        t0 = time.monotonic()
+        subprocess.run([PGRUN, "cancel", pidfile], check=True)
+        ours.append(time.monotonic() - t0)
+        assert not group_alive(pgid), "cancel returned with the group alive"
+        run.wait()
+    for i in range(reps):
+        # The bash approach pgrun replaces, on a group made with setsid; the
+        # leader is reaped at once by a waiting thread, as a harness would.
+        pidfile = os.path.join(TMP, f"bash{i}.pid")
+        leader = subprocess.Popen(["sh", "-c", SPAWN_100], start_new_session=True)
+        OUR_GROUPS.add(leader.pid)
+        with open(pidfile, "w") as f:
+            f.write(f"{leader.pid}\n")
+        wait_until(lambda: group_members(leader.pid) == 100, what="100 members")
+        import threading
+        threading.Thread(target=leader.wait, daemon=True).start()
+        script = (f'touch {pidfile}.cancel; pg=$(cat {pidfile}); kill -TERM -- -$pg; '
+                  f'while kill -0 -- -$pg 2>/dev/null; do sleep 0.1; done')
+        t0 = time.monotonic()
+        subprocess.run(["bash", "-c", script], check=True)
+        bash.append(time.monotonic() - t0)
+    o, b = statistics.median(ours), statistics.median(bash)
+    row("cancel latency, group of 100", ms(o), f"bash kill+poll {ms(b)}", f"{b / o:.0f}x faster", "< 15 ms, >= 20x faster")
+
+
+def timeout_precision():
+    runs = 3 if QUICK else 20
+    p, t = hyperfine([f"{PGRUN} --timeout 0.2 -- sleep 10", "timeout 0.2 sleep 10"], runs, ignore_failure=True)
+    row("timeout overshoot (--timeout 0.2)", ms(p - 0.2), f"timeout {ms(t - 0.2)}", f"{(p - t) * 1000:+.2f} ms", "within 2 ms of timeout")
+
+
+def read_status(path):
+    fields = {}
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            fields[k] = v.strip()
+    return fields
+
+
+def switches(fields):
+    return int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
+
+
+def idle_status(wrapper, secs):
+    """Under WRAPPER, a command that snapshots its parent's (the wrapper's)
+    /proc status once settled and again SECS later. Returns the wrapper's
+    context switches between the two (its idle cost) and its peak RSS."""
+    a, b = os.path.join(TMP, "a"), os.path.join(TMP, "b")
+    script = f"sleep 0.2; cat /proc/$PPID/status > {a}; sleep {secs}; cat /proc/$PPID/status > {b}"
+    subprocess.run([*wrapper, "sh", "-c", script], check=True)
+    first, last = read_status(a), read_status(b)
+    return switches(last) - switches(first), int(last["VmHWM"].split()[0])
+
+
+def idle_and_memory():
+    secs = 1 if QUICK else 3
+    p_sw, p_rss = idle_status([PGRUN, "--"], secs)
+    t_sw, t_rss = idle_status(["timeout", "60"], secs)
+    n_sw, n_rss = idle_status(["tini", "-s", "--"], secs)
+    row(f"idle: context switches over {secs}s", str(p_sw), f"timeout {t_sw}, tini {n_sw}", f"{p_sw - t_sw:+d} vs timeout", "<= timeout")
+    row("peak RSS (VmHWM)", f"{p_rss} KiB", f"timeout {t_rss} KiB, tini {n_rss} KiB", f"{(p_rss - t_rss) / 1024:+.2f} MiB vs timeout", "<= timeout + 1 MiB")
+    sizes = {name: os.path.getsize(shutil.which(name)) for name in ["timeout", "tini"]}
+    size = os.path.getsize(PGRUN)
+    row("binary size (stripped, static)", f"{size / 2**20:.2f} MiB", f"timeout {sizes['timeout'] / 2**20:.2f} MiB, tini {sizes['tini'] / 2**20:.2f} MiB (dynamic)", "", "< 2.5 MiB")
+
+
+def scale():
+    n = 20 if QUICK else 200
+    runs = []
+    for i in range(n):
+        pidfile = os.path.join(TMP, f"scale{i}.pid")
+        runs.append((pidfile, *start_published(pidfile, "for i in $(seq 9); do sleep 300 & done; wait")))
+    for _, _, pgid in runs:
+        wait_until(lambda: group_members(pgid) == 10, what="10 members")
+    t0 = time.monotonic()
+    cancels = [subprocess.Popen([PGRUN, "cancel", pidfile]) for pidfile, _, _ in runs]
+    for c in cancels:
+        c.wait()
+    elapsed = time.monotonic() - t0
+    for _, run, _ in runs:
+        run.wait()
+    survivors = sum(group_members(pgid) for _, _, pgid in runs)
+    left = [f for f in os.listdir(TMP) if f.startswith("scale")]
+    row(f"scale: {n} runs x 10 processes, all cancelled", ms(elapsed), f"survivors {survivors}, files left {len(left)}", "", "< 2 s, 0 survivors, 0 files")
+
+    big = 200 if QUICK else 2000
+    pidfile = os.path.join(TMP, "big.pid")
+    run, pgid = start_published(pidfile, f"for i in $(seq {big - 1}); do sleep 300 & done; wait")
+    wait_until(lambda: group_members(pgid) == big, limit=120, what=f"{big} members")
+    t0 = time.monotonic()
+    subprocess.run([PGRUN, "cancel", pidfile], check=True)
+    elapsed = time.monotonic() - t0
+    run.wait()
+    row(f"scale: one group of {big} cancelled", ms(elapsed), f"survivors {group_members(pgid)}", "", "< 1 s")
+
+
+try:
+    startup()
+    cancel_latency()
+    timeout_precision()
+    idle_and_memory()
+    scale()
+finally:
+    for pgid in OUR_GROUPS:
+        if pgid > 1 and group_alive(pgid):
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except OSError:
+                pass
+    shutil.rmtree(TMP, ignore_errors=True)
+
+print(f"pgrun benchmark{' (quick: figures not meaningful)' if QUICK else ''}, {time.strftime('%Y-%m-%d')}, "
+      f"{os.cpu_count()} cores, {os.uname().release}")
+print()
+print("| measure | pgrun | anchors, same run | ratio | target |")
+print("|---|---|---|---|---|")
+for r in rows:
+    print("| " + " | ".join(r) + " |")

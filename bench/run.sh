@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# pgrun's benchmark: start-up cost, cancel latency, timeout precision, idle
+# cost, memory and scale, each next to GNU timeout, setsid and tini measured
+# in the same run, as ratios. `bench/run.sh --quick` runs a few iterations of
+# everything (CI uses it so the script cannot rot); figures from it are not
+# meaningful. Nothing here asserts on time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v hyperfine >/dev/null || need+=(hyperfine)
+command -v tini >/dev/null || need+=(tini)
+command -v python3 >/dev/null || need+=(python3)
+command -v setsid >/dev/null || need+=(util-linux)
+if [ ${#need[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# The release binary as shipped: static on Linux/glibc (no dynamic loader at
+# start-up). --target keeps RUSTFLAGS off build scripts and proc-macros.
+host=$(rustc -vV | sed -n 's/^host: //p')
+case "$host" in
+  *-linux-gnu) export RUSTFLAGS="-C target-feature=+crt-static" ;;
+esac
+cargo build --quiet --release --target "$host"
+exec python3 bench/measure.py --pgrun "target/$host/release/pgrun" "$@"
