@@ -220,12 +220,11 @@ def scale():
     row(f"scale: one group of {big} cancelled", ms(elapsed), f"survivors {group_members(pgid)}", "", "< 1 s")
 
 
+ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
-    startup()
-    cancel_latency()
-    timeout_precision()
-    idle_and_memory()
-    scale()
+    for measure in [startup, cancel_latency, timeout_precision, idle_and_memory, scale]:
+        if ONLY is None or measure.__name__ in ONLY:
+            measure()
 finally:
     for pgid in OUR_GROUPS:
         if pgid > 1 and group_alive(pgid):

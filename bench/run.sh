@@ -3,7 +3,8 @@
 # cost, memory and scale, each next to GNU timeout, setsid and tini measured
 # in the same run, as ratios. `bench/run.sh --quick` runs a few iterations of
 # everything (CI uses it so the script cannot rot); figures from it are not
-# meaningful. Nothing here asserts on time.
+# meaningful. Nothing here asserts on time. PGRUN_BENCH_ONLY=scale,startup
+# (names of the functions in bench/measure.py) runs a subset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

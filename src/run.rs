@@ -242,6 +242,7 @@ fn supervise(args: &RunArgs, ctx: &Supervision<'_>, stop_now: Option<StopReason>
         started,
         on_stop: &mut on_stop,
         terminal: ctx.terminal,
+        count_stragglers: args.report.is_some() || args.verbose,
     };
     supervisor::supervise(watch, subreaper, stop_now)
 }

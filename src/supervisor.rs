@@ -89,6 +89,10 @@ pub struct Watch<'a> {
     pub on_stop: &'a mut dyn FnMut(),
     /// The terminal handed to the command's group, if any (job control).
     pub terminal: Option<i32>,
+    /// Whether to count the members left when the command exits (for the
+    /// report and --verbose). It scans /proc, which is worth skipping when
+    /// hundreds of runs end at once and nobody reads the number.
+    pub count_stragglers: bool,
 }
 
 /// Longest pause between group checks when no event can announce the end.
@@ -186,7 +190,9 @@ impl Supervisor<'_> {
             self.stragglers = Some(0);
             return;
         }
-        self.stragglers = process::count_group_members(self.w.pgid);
+        if self.w.count_stragglers {
+            self.stragglers = process::count_group_members(self.w.pgid);
+        }
         if let Phase::Running = self.phase {
             let left = self.stragglers.map_or_else(|| "processes".to_string(), |n| format!("{n} process(es)"));
             if self.w.wait_group {
