@@ -92,6 +92,12 @@ impl Canceller<'_> {
         self.check_safe(path, &record)?;
         match lock::lock_holder(&record.file) {
             Ok(Some(holder)) => self.stop_live_run(&record, holder),
+            Ok(None) if !pidfile::still_names(path, &record) && !process::group_exists(record.pgid) => {
+                // Its pgrun removed it and exited while we looked: the run is
+                // over (it found our marker, or ended on its own).
+                verbose!("the run ended while cancel looked at it");
+                Ok(CancelExit::Gone)
+            }
             Ok(None) => self.stale(path, &record),
             Err(e) => bail!("cannot read the lock of pid file {}: {e}", path.display()),
         }

@@ -92,7 +92,6 @@ impl Claim {
     /// Publish `pgid` atomically and keep the new file locked.
     pub fn publish(self, pgid: Pid) -> Result<Published> {
         let tmp = temp_path(&self.path);
-        let _ = fs::remove_file(&tmp); // a leftover of a crashed run with our pid
         let result = self.publish_via(&tmp, pgid);
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
@@ -102,13 +101,14 @@ impl Claim {
 
     fn publish_via(self, tmp: &Path, pgid: Pid) -> Result<Published> {
         let path = &self.path;
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(MODE)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(tmp)
-            .with_context(|| format!("cannot create pid file {}", tmp.display()))?;
+        let create =
+            || OpenOptions::new().write(true).create_new(true).mode(MODE).custom_flags(libc::O_NOFOLLOW).open(tmp);
+        let mut file = match create() {
+            // A leftover of a crashed run that had our pid: ours to replace.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => fs::remove_file(tmp).and_then(|()| create()),
+            other => other,
+        }
+        .with_context(|| format!("cannot create pid file {}", tmp.display()))?;
         file.set_permissions(fs::Permissions::from_mode(MODE))
             .with_context(|| format!("cannot set the mode of {}", tmp.display()))?;
         file.write_all(format!("{pgid}\n").as_bytes())
@@ -259,13 +259,14 @@ fn parse_group_id(text: &str) -> Option<Pid> {
 /// ourselves first, and unlink only if `path` still names the same file.
 /// Returns whether it was removed.
 pub fn remove_if_stale(path: &Path, record: &Record) -> bool {
-    if !matches!(lock::try_write_lock(&record.file), Ok(true)) {
-        return false;
-    }
-    match fs::symlink_metadata(path) {
-        Ok(now) if now.dev() == record.meta.dev() && now.ino() == record.meta.ino() => fs::remove_file(path).is_ok(),
-        _ => false,
-    }
+    matches!(lock::try_write_lock(&record.file), Ok(true)) && still_names(path, record) && fs::remove_file(path).is_ok()
+}
+
+/// Whether `path` still names the file `record` was read from. A run
+/// removes its pid file only after its group is gone, so a record whose
+/// path has moved on belongs to a run that has ended.
+pub fn still_names(path: &Path, record: &Record) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|now| now.dev() == record.meta.dev() && now.ino() == record.meta.ino())
 }
 
 #[cfg(test)]

@@ -138,17 +138,23 @@ pub fn supervise(w: Watch<'_>, subreaper: bool, stop_now: Option<StopReason>) ->
 impl Supervisor<'_> {
     fn run(mut self) -> std::io::Result<Ended> {
         loop {
-            self.reap_children()?;
-            if let Some(status) = self.leader
-                && !process::group_exists(self.w.pgid)
-            {
-                verbose!("process group {} is gone", self.w.pgid);
-                return Ok(Ended {
-                    status,
-                    stop_reason: self.stop_reason,
-                    signals: self.sent,
-                    stragglers: self.stragglers,
-                });
+            let leader_exited_now = self.reap_children()?;
+            if let Some(status) = self.leader {
+                if !process::group_exists(self.w.pgid) {
+                    verbose!("process group {} is gone", self.w.pgid);
+                    if leader_exited_now {
+                        self.stragglers = Some(0);
+                    }
+                    return Ok(Ended {
+                        status,
+                        stop_reason: self.stop_reason,
+                        signals: self.sent,
+                        stragglers: self.stragglers,
+                    });
+                }
+                if leader_exited_now {
+                    self.on_stragglers();
+                }
             }
             self.on_deadlines();
             let wait = self.next_wake().map(|at| at.saturating_duration_since(Instant::now()));
@@ -160,36 +166,35 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Reap every child that has ended; note the leader's status, and what
-    /// its end means for the phase.
-    fn reap_children(&mut self) -> std::io::Result<()> {
+    /// Reap every child that has ended and note the leader's status; true if
+    /// the leader was among them.
+    fn reap_children(&mut self) -> std::io::Result<bool> {
+        let mut leader_exited = false;
         loop {
             match process::reap_one()? {
                 Reaped::Child(pid, status) if pid == self.w.pgid => {
+                    match status {
+                        ChildStatus::Exited(code) => verbose!("command exited with status {code}"),
+                        ChildStatus::Signaled(sig) => verbose!("command was ended by signal {}", Signal(sig)),
+                    }
                     self.leader = Some(status);
-                    self.on_leader_exit(status);
+                    leader_exited = true;
                 }
                 Reaped::Child(..) => {}
                 Reaped::Stopped(pid, signal) if pid == self.w.pgid => self.on_leader_stopped(signal),
                 Reaped::Stopped(..) => {}
-                Reaped::NoneReady => return Ok(()),
+                Reaped::NoneReady => return Ok(leader_exited),
                 Reaped::NoChildren => {
                     self.have_children = false;
-                    return Ok(());
+                    return Ok(leader_exited);
                 }
             }
         }
     }
 
-    fn on_leader_exit(&mut self, status: ChildStatus) {
-        match status {
-            ChildStatus::Exited(code) => verbose!("command exited with status {code}"),
-            ChildStatus::Signaled(sig) => verbose!("command was ended by signal {}", Signal(sig)),
-        }
-        if !process::group_exists(self.w.pgid) {
-            self.stragglers = Some(0);
-            return;
-        }
+    /// The command exited and left members behind: stop them, or with
+    /// --wait-group wait for them.
+    fn on_stragglers(&mut self) {
         if self.w.count_stragglers {
             self.stragglers = process::count_group_members(self.w.pgid);
         }
