@@ -25,11 +25,14 @@ fn pid_file_names_the_group_is_locked_0644_and_removed_at_exit() {
     let me = wait_pid(&scratch.path("me"), &mut guard);
     let pgrun_pid = guard.child(index).id() as i32;
 
-    assert_eq!(fs::read_to_string(&pidfile).unwrap(), format!("{me}\n"), "the group id is the command's pid");
+    // The command can run before pgrun publishes: wait for the file.
+    assert_eq!(wait_line(&pidfile), me.to_string(), "the group id is the command's pid");
     assert_eq!(fs::metadata(&pidfile).unwrap().permissions().mode() & 0o777, 0o644, "mode despite umask 077");
     assert_eq!(lock_holder(&pidfile), Some(pgrun_pid), "F_GETLK names pgrun");
     assert!(!can_lock(&pidfile), "a non-blocking lock attempt must fail while the run lives");
-    assert!(fs::read_dir(scratch.dir()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+    eventually("the temporary file to go", || {
+        fs::read_dir(scratch.dir()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp"))
+    });
 
     fs::write(scratch.path("fifo"), "go\n").unwrap();
     assert_eq!(guard.wait(index), 0);
