@@ -35,6 +35,7 @@ pub const USAGE_ERROR: u8 = 125;
 /// the process exit status.
 pub fn main(args: Vec<OsString>) -> u8 {
     let started = Instant::now();
+    sys::reserve_standard_fds();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => return usage_error(err),

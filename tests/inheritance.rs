@@ -155,3 +155,25 @@ fn environment_and_working_directory_pass_through() {
     let want = format!("x y\n{}\n", scratch.dir().canonicalize().unwrap().display());
     assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
 }
+
+#[test]
+fn a_closed_stderr_stays_closed_for_the_command_and_takes_none_of_pgruns_files() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    // A stale pid file: pgrun opens it first, so without a placeholder it
+    // would be fd 2, and pgrun's -v lines would be written into it.
+    fs::write(&pidfile, "99999\n").unwrap();
+    let script = "if [ -e /proc/$$/fd/2 ]; then echo command-fd2:open; else echo command-fd2:closed; fi; \
+                  echo pgrun-fd2:$(readlink /proc/$PPID/fd/2)";
+    let mut cmd = pgrun(["-v", "-p", pidfile.to_str().unwrap(), "--", "sh", "-c", script]);
+    // SAFETY: close is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(2);
+            Ok(())
+        })
+    };
+    let out = run(&mut cmd);
+    assert_status(&out, 0, "stderr closed");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "command-fd2:closed\npgrun-fd2:/dev/null\n");
+}

@@ -73,3 +73,19 @@ pub fn geteuid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
+
+/// Make sure fds 0, 1 and 2 are open: any of them that is closed gets
+/// `/dev/null`, close-on-exec. Otherwise the first file pgrun opens (the
+/// signalfd, the pid file) would land there, and pgrun's error lines would
+/// be written into it. Close-on-exec, so the command still finds the fd
+/// closed, exactly as pgrun's caller left it.
+pub fn reserve_standard_fds() {
+    for fd in 0..=2 {
+        // SAFETY: F_GETFD on any integer is harmless; EBADF means closed.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            // SAFETY: a NUL-terminated path; open takes the lowest free fd,
+            // which is `fd` since the lower ones are open.
+            unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        }
+    }
+}
