@@ -101,16 +101,7 @@ impl Claim {
 
     fn publish_via(self, tmp: &Path, pgid: Pid) -> Result<Published> {
         let path = &self.path;
-        let create =
-            || OpenOptions::new().write(true).create_new(true).mode(MODE).custom_flags(libc::O_NOFOLLOW).open(tmp);
-        let mut file = match create() {
-            // A leftover of a crashed run that had our pid: ours to replace.
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => fs::remove_file(tmp).and_then(|()| create()),
-            other => other,
-        }
-        .with_context(|| format!("cannot create pid file {}", tmp.display()))?;
-        file.set_permissions(fs::Permissions::from_mode(MODE))
-            .with_context(|| format!("cannot set the mode of {}", tmp.display()))?;
+        let mut file = create_temp(tmp).with_context(|| format!("cannot create pid file {}", tmp.display()))?;
         file.write_all(format!("{pgid}\n").as_bytes())
             .with_context(|| format!("cannot write pid file {}", tmp.display()))?;
         if !lock::try_write_lock(&file).with_context(|| format!("cannot lock pid file {}", tmp.display()))? {
@@ -146,8 +137,22 @@ impl Published {
     }
 }
 
-/// `.NAME.pgrun-PID.tmp` next to `path`.
-fn temp_path(path: &Path) -> PathBuf {
+/// Create `tmp` (from [`temp_path`]) for writing, mode 0644 whatever the
+/// umask, never through a symlink. A file already there is the leftover of a
+/// crashed pgrun that had our pid: ours to replace.
+pub fn create_temp(tmp: &Path) -> io::Result<File> {
+    let create = || OpenOptions::new().write(true).create_new(true).mode(MODE).custom_flags(libc::O_NOFOLLOW).open(tmp);
+    let file = match create() {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => fs::remove_file(tmp).and_then(|()| create()),
+        other => other,
+    }?;
+    file.set_permissions(fs::Permissions::from_mode(MODE))?;
+    Ok(file)
+}
+
+/// `.NAME.pgrun-PID.tmp` next to `path`: where a file is written before it
+/// is renamed into place, so readers never see it half-written.
+pub fn temp_path(path: &Path) -> PathBuf {
     let mut name = OsString::from(".");
     name.push(path.file_name().unwrap_or_default());
     name.push(format!(".pgrun-{}.tmp", getpid()));

@@ -3,7 +3,7 @@
 //! The path is checked before anything else, so that once it is accepted
 //! every exit can write the report, failures included.
 
-use crate::pidfile::{check_target, folder_of};
+use crate::pidfile::{check_target, create_temp, temp_path};
 use crate::supervisor::SentSignal;
 use crate::sys::Pid;
 use crate::sys::process::ChildStatus;
@@ -11,7 +11,6 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -100,19 +99,9 @@ impl ReportTarget {
         };
         let mut json = serde_json::to_vec(&report).context("cannot encode the report")?;
         json.push(b'\n');
-        let mut name = std::ffi::OsString::from(".");
-        name.push(self.path.file_name().unwrap_or_default());
-        name.push(format!(".pgrun-{}.tmp", crate::sys::getpid()));
-        let tmp = folder_of(&self.path).join(name);
-        let _ = fs::remove_file(&tmp);
+        let tmp = temp_path(&self.path);
         let written = (|| -> std::io::Result<()> {
-            let mut file = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o644)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&tmp)?;
-            file.set_permissions(fs::Permissions::from_mode(0o644))?;
+            let mut file = create_temp(&tmp)?;
             file.write_all(&json)?;
             fs::rename(&tmp, &self.path)
         })();
