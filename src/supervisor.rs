@@ -279,6 +279,7 @@ impl Supervisor<'_> {
             return;
         }
         self.stop_reason.get_or_insert(reason);
+        verbose!("stop sequence {} for process group {}", self.w.sequence.describe(), self.w.pgid);
         (self.w.on_stop)();
         self.enter_step(0);
     }

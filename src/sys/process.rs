@@ -267,11 +267,6 @@ pub fn group_exists(pgid: Pid) -> bool {
     signal_group(pgid, 0).unwrap_or(true)
 }
 
-/// Whether process `pid` exists (a zombie counts).
-pub fn process_exists(pid: Pid) -> bool {
-    signal_process(pid, 0).unwrap_or(true)
-}
-
 /// How a reaped child ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChildStatus {

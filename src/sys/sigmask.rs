@@ -57,29 +57,10 @@ pub fn block(set: &SigSet) -> io::Result<SigSet> {
     Ok(old)
 }
 
-/// `sigprocmask(SIG_SETMASK)`: replace the mask.
-pub fn set_mask(set: &SigSet) -> io::Result<()> {
-    // SAFETY: a valid sigset_t pointer; the old mask is not wanted.
-    let rc = unsafe { libc::sigprocmask(libc::SIG_SETMASK, set.as_ptr(), std::ptr::null_mut()) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// `sigpending(2)`: the blocked signals waiting for pgrun.
 pub fn pending() -> SigSet {
     let mut set = SigSet::empty();
     // SAFETY: a valid sigset_t pointer; sigpending cannot fail with one.
     unsafe { libc::sigpending(&mut set.0) };
     set
-}
-
-/// Whether `signal` is ignored (`SIG_IGN`) in this process, via `sigaction(2)`.
-pub fn is_ignored(signal: i32) -> bool {
-    let mut old = MaybeUninit::<libc::sigaction>::zeroed();
-    // SAFETY: a null new action only queries; `old` is writable.
-    let rc = unsafe { libc::sigaction(signal, std::ptr::null(), old.as_mut_ptr()) };
-    // SAFETY: sigaction filled `old` when it returned 0.
-    rc == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
 }
