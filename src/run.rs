@@ -183,6 +183,9 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
             // The command is running but cannot be published: stop it (it
             // must not run unsupervised) and report the failure.
             let stopped = supervise(args, &ctx, Some(StopReason::Cancel));
+            if let Some(marker) = &marker {
+                pidfile::take_marker(marker);
+            }
             let mut finish = Finish::failed(RunExit::Failed, err, Some(pgid));
             if let Ok(ended) = stopped {
                 finish.status = Some(ended.status);
@@ -207,7 +210,12 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     }
     match ended {
         Ok(ended) => finish_from(ended, pgid),
-        Err(e) => Finish::failed(RunExit::Failed, anyhow!("cannot supervise process group {pgid}: {e}"), Some(pgid)),
+        Err(e) => {
+            // The loop itself failed (poll or waitpid returned an error no
+            // run should see). Do not leave the group running unwatched.
+            let _ = process::signal_group(pgid, libc::SIGKILL);
+            Finish::failed(RunExit::Failed, anyhow!("cannot supervise process group {pgid}: {e}"), Some(pgid))
+        }
     }
 }
 
