@@ -87,6 +87,27 @@ fn stat_fields(pid: i32) -> Option<Vec<String>> {
     Some(stat[close + 1..].split_whitespace().map(str::to_string).collect())
 }
 
+/// Live descendants of `pid` (children, grandchildren...), from `/proc`.
+pub fn descendants(pid: i32) -> Vec<i32> {
+    let mut parent_of = Vec::new();
+    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if let Some(p) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok())
+            && let Some(f) = stat_fields(p)
+            && f[0] != "Z"
+        {
+            parent_of.push((p, f[1].parse::<i32>().unwrap_or(0)));
+        }
+    }
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(parent_of.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    found.split_off(1)
+}
+
 /// Dead: `/proc/PID/stat` is gone or shows state Z.
 pub fn is_dead(pid: i32) -> bool {
     stat_fields(pid).is_none_or(|f| f[0] == "Z")
