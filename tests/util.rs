@@ -134,6 +134,7 @@ pub fn wait_dead(pid: i32) {
 pub struct Guard {
     pids: Vec<(i32, String)>,
     children: Vec<Child>,
+    groups: Vec<i32>,
 }
 
 impl Guard {
@@ -144,6 +145,13 @@ impl Guard {
         if let Some(f) = stat_fields(pid) {
             self.pids.push((pid, f[19].clone()));
         }
+    }
+    /// Record a process group that a pgrun this test started created (read
+    /// from its pid file while the group existed). A group id cannot be
+    /// reused while any member of the group lives, so killing it on drop
+    /// can only hit what is left of that group.
+    pub fn record_group(&mut self, pgid: i32) {
+        self.groups.push(pgid);
     }
     /// Spawn `cmd` and keep its handle; killed on drop if still running.
     pub fn spawn(&mut self, cmd: &mut Command) -> usize {
@@ -188,6 +196,10 @@ impl Drop for Guard {
                 let _ = child.kill();
                 let _ = child.wait();
             }
+        }
+        for &pgid in &self.groups {
+            // SAFETY: a group this test created, see record_group.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
         for (pid, start) in &self.pids {
             if let Some(f) = stat_fields(*pid)
@@ -285,6 +297,7 @@ pub fn start_published(guard: &mut Guard, pidfile: &Path, extra: &[&str], payloa
     let index = guard.spawn(&mut pgrun(&args));
     let pgid: i32 = wait_line(pidfile).parse().expect("pid file holds a number");
     guard.record(pgid);
+    guard.record_group(pgid);
     (index, pgid)
 }
 

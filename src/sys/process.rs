@@ -320,7 +320,7 @@ pub fn reap_one() -> io::Result<Reaped> {
 /// pgrun instead of init, so pgrun can reap their zombies and hears of their
 /// deaths. Linux only; elsewhere this does nothing and returns false.
 pub fn become_subreaper() -> io::Result<bool> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(linux_strengths)]
     {
         // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument.
         if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) } != 0 {
@@ -328,14 +328,14 @@ pub fn become_subreaper() -> io::Result<bool> {
         }
         Ok(true)
     }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    #[cfg(not(linux_strengths))]
     Ok(false)
 }
 
 /// How many processes are in group `pgid`, counted from `/proc` (Linux only;
 /// `None` elsewhere or if `/proc` is not mounted).
 pub fn count_group_members(pgid: Pid) -> Option<usize> {
-    #[cfg(target_os = "linux")]
+    #[cfg(linux_strengths)]
     {
         let dir = std::fs::read_dir("/proc").ok()?;
         let mut count = 0;
@@ -349,7 +349,7 @@ pub fn count_group_members(pgid: Pid) -> Option<usize> {
         }
         Some(count)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(linux_strengths))]
     {
         let _ = pgid;
         None
@@ -358,7 +358,7 @@ pub fn count_group_members(pgid: Pid) -> Option<usize> {
 
 /// The process-group field of a `/proc/PID/stat` line: the third field after
 /// the command name, which is parenthesised and may itself hold spaces.
-#[cfg(target_os = "linux")]
+#[cfg(linux_strengths)]
 fn stat_pgrp(stat: &[u8]) -> Option<Pid> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
@@ -369,7 +369,7 @@ fn stat_pgrp(stat: &[u8]) -> Option<Pid> {
 /// (`pidfd_open(2)`); `None` where the platform has none or the process is
 /// already gone.
 pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
-    #[cfg(target_os = "linux")]
+    #[cfg(linux_strengths)]
     {
         // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -379,7 +379,7 @@ pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
         // SAFETY: the kernel just gave us this fd; pidfds are close-on-exec.
         Some(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(linux_strengths))]
     {
         let _ = pid;
         None

@@ -11,22 +11,22 @@ use std::os::fd::{AsFd, BorrowedFd};
 
 /// Signals delivered to pgrun, readable as a pollable fd.
 pub struct SignalSource {
-    #[cfg(target_os = "linux")]
+    #[cfg(linux_strengths)]
     fd: std::os::fd::OwnedFd,
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(linux_strengths))]
     pipe: (std::os::fd::OwnedFd, std::os::fd::OwnedFd),
 }
 
 impl AsFd for SignalSource {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        #[cfg(target_os = "linux")]
+        #[cfg(linux_strengths)]
         return self.fd.as_fd();
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(linux_strengths))]
         return self.pipe.0.as_fd();
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(linux_strengths)]
 impl SignalSource {
     /// `signalfd(2)` for `set`, which the caller has already blocked.
     pub fn new(set: &SigSet) -> io::Result<Self> {
@@ -74,7 +74,7 @@ impl SignalSource {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(linux_strengths))]
 mod self_pipe {
     use std::sync::atomic::{AtomicI32, Ordering};
     /// The pipe's write end, for the handler. -1 until installed.
@@ -95,7 +95,7 @@ mod self_pipe {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(linux_strengths))]
 impl SignalSource {
     /// A self-pipe; the handlers are installed by [`SignalSource::activate`].
     pub fn new(_set: &SigSet) -> io::Result<Self> {
@@ -113,24 +113,28 @@ impl SignalSource {
     }
 
     /// Install the handlers for `set` and unblock it. Called after the
-    /// command has been spawned with the original mask.
+    /// command has been spawned with the original mask. SIGTTOU and SIGPIPE
+    /// stay blocked: blocked is what lets pgrun call tcsetpgrp from the
+    /// background, and what turns a broken pipe into a plain EPIPE.
     pub fn activate(&self, set: &SigSet) -> io::Result<()> {
+        let mut handled = SigSet::empty();
         for signal in 1..=64 {
-            if !set.contains(signal) {
+            if !set.contains(signal) || signal == libc::SIGTTOU || signal == libc::SIGPIPE {
                 continue;
             }
+            handled.add(signal);
             // SAFETY: a zeroed sigaction with a valid handler and an empty
             // mask is a valid argument; SA_RESTART keeps syscalls simple.
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = self_pipe::on_signal as usize;
+                action.sa_sigaction = self_pipe::on_signal as *const () as usize;
                 action.sa_flags = libc::SA_RESTART;
                 libc::sigemptyset(&mut action.sa_mask);
                 libc::sigaction(signal, &action, std::ptr::null_mut());
             }
         }
         // SAFETY: a valid sigset_t.
-        unsafe { libc::sigprocmask(libc::SIG_UNBLOCK, set.as_ptr(), std::ptr::null_mut()) };
+        unsafe { libc::sigprocmask(libc::SIG_UNBLOCK, handled.as_ptr(), std::ptr::null_mut()) };
         Ok(())
     }
 
