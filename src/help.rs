@@ -126,6 +126,24 @@ Terminal:
   COMMAND gets a new session and no controlling terminal, as with setsid(1).
   Terminal settings (termios) are left to COMMAND.
 
+Details the contract leaves open:
+  In --escalate, a token right after a signal that reads as a duration is
+  that signal's grace: in 15/2/9, 2 is two seconds. Write names to avoid
+  doubt. Steps after the first KILL are dropped; a final KILL is added.
+  Once a stop sequence is under way, the timeout and further SIGTERMs change
+  nothing; it runs to its end. When COMMAND has exited and its stragglers
+  are being stopped, the exit status stays COMMAND's own.
+  If the group survives the final KILL (a member pgrun may not signal, a
+  process in uninterruptible sleep), pgrun sends KILL again every second and
+  keeps waiting: it never exits while the group exists.
+  A report that cannot be written at exit is reported on stderr; the exit
+  status stays that of the run.
+  If another run creates the same pid file in the instant between this
+  run's checks and its publication, this run stops its command and exits
+  125.
+  A file or folder of any kind at the cancel marker's path counts as a
+  marker.
+
 Examples:
   In a script, with a deadline and a longer grace:
     pgrun --timeout 10m --kill-after 30s -- make -j8 test
