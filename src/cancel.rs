@@ -91,6 +91,10 @@ impl Canceller<'_> {
         };
         self.check_safe(path, &record)?;
         match lock::lock_holder(&record.file) {
+            // Its holder lives in another PID namespace: we cannot name it.
+            Ok(Some(holder)) if holder <= 0 => {
+                bail!("cannot tell which pgrun holds pid file {} (another PID namespace?)", path.display())
+            }
             Ok(Some(holder)) => self.stop_live_run(&record, holder),
             Ok(None) if !pidfile::still_names(path, &record) && !process::group_exists(record.pgid) => {
                 // Its pgrun removed it and exited while we looked: the run is
@@ -131,7 +135,7 @@ impl Canceller<'_> {
     fn no_run_appeared(&self) -> CancelExit {
         let path = self.args.pidfile.display();
         if !pidfile::marker_present(&self.marker) {
-            verbose!("a starting run took the cancel marker; it will not run");
+            say::line(format_args!("a starting run at {path} took the cancel marker: it did not start"));
             return CancelExit::Gone;
         }
         if self.args.keep_pending {

@@ -171,9 +171,10 @@ pub fn marker_present(marker: &Path) -> bool {
     fs::symlink_metadata(marker).is_ok()
 }
 
-/// Remove the marker; whether there was one.
+/// Remove the marker; whether there was one. Anything at the path counts,
+/// even what cannot be removed (a folder): it still says "cancel".
 pub fn take_marker(marker: &Path) -> bool {
-    fs::remove_file(marker).is_ok()
+    fs::remove_file(marker).is_ok() || marker_present(marker)
 }
 
 /// Create the marker as an empty file; `Ok(false)` if it was already there.

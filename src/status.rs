@@ -87,7 +87,8 @@ pub fn status(args: &StatusArgs) -> StatusExit {
                 Ok(None) => report.state = State::Stale,
                 Ok(Some(holder)) => {
                     report.state = if marker_present { State::Stopping } else { State::Running };
-                    report.pid = Some(holder);
+                    // 0: the holder is in another PID namespace.
+                    report.pid = (holder > 0).then_some(holder);
                     report.processes = process::count_group_members(record.pgid);
                     report.uptime_ms = record
                         .meta

@@ -83,13 +83,16 @@ fn cancel_waits_for_a_run_that_publishes_late() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
     let canceller =
-        guard.spawn(pgrun(["cancel", "--wait-start", "20", pidfile.to_str().unwrap()]).stderr(Stdio::null()));
+        guard.spawn(pgrun(["cancel", "--wait-start", "20", pidfile.to_str().unwrap()]).stderr(Stdio::piped()));
     eventually("cancel to drop its marker", || scratch.path("job.pid.cancel").exists());
     let witness = scratch.path("ran");
     let out = run(&mut pgrun(["-p", pidfile.to_str().unwrap(), "--", "touch", witness.to_str().unwrap()]));
     assert_status(&out, 143, "the run found the marker");
     assert!(!witness.exists());
     assert_eq!(guard.wait(canceller), 0, "cancel: the run was kept from starting");
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut guard.child(canceller).stderr.take().unwrap(), &mut said).unwrap();
+    assert!(said.contains("took the cancel marker: it did not start"), "cancel said: {said:?}");
 }
 
 #[test]
