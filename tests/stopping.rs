@@ -264,6 +264,33 @@ fn pgrun_as_pid_1_of_a_new_pid_namespace() {
 }
 
 #[test]
+fn sigterm_reaches_pgrun_as_pid_1_and_cancels_the_run() {
+    let probe = run(std::process::Command::new("unshare").args(["--pid", "--fork", "--mount-proc", "true"]));
+    if !probe.status.success() {
+        eprintln!("skipping: unshare --pid is not permitted here: {}", stderr_of(&probe));
+        return;
+    }
+    // PID 1 gets no signal it has no handler for, unless it blocks it:
+    // pgrun blocks and reads its signals, so a TERM must still cancel it.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--pid", "--fork", "--mount-proc", pgrun_path(), "--", "sh", "-c"])
+        .arg(format!("echo ready > {dir}/ready; sleep 300"))
+        .stdin(std::process::Stdio::null());
+    let index = guard.spawn(&mut cmd);
+    wait_line(&scratch.path("ready"));
+    let unshare = guard.child(index).id() as i32;
+    let pid1 = descendants(unshare)
+        .into_iter()
+        .find(|&p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == "pgrun"))
+        .expect("pgrun under unshare");
+    send(pid1, libc::SIGTERM);
+    assert_eq!(guard.wait(index), 143, "the run was cancelled and its command died of TERM");
+}
+
+#[test]
 fn a_broken_stderr_does_not_change_the_status() {
     let scratch = Scratch::new();
     let st = scratch.path("st");
