@@ -177,3 +177,12 @@ fn a_closed_stderr_stays_closed_for_the_command_and_takes_none_of_pgruns_files()
     assert_status(&out, 0, "stderr closed");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "command-fd2:closed\npgrun-fd2:/dev/null\n");
 }
+
+#[test]
+fn arguments_pass_byte_exact_even_when_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let odd = std::ffi::OsStr::from_bytes(b"a\xffb c\n-v");
+    let out = run(pgrun(["--", "printf", "%s|%s"]).arg(odd).arg("--timeout"));
+    assert_status(&out, 0, "printf");
+    assert_eq!(out.stdout, b"a\xffb c\n-v|--timeout");
+}
