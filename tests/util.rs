@@ -191,6 +191,18 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        // A child still running here means the test failed half-way: what it
+        // started is ours too, so record its descendants before killing it.
+        let running: Vec<i32> = self
+            .children
+            .iter_mut()
+            .filter_map(|c| c.try_wait().ok().flatten().is_none().then(|| c.id() as i32))
+            .collect();
+        for pid in running {
+            for descendant in descendants(pid) {
+                self.record(descendant);
+            }
+        }
         for child in &mut self.children {
             if child.try_wait().ok().flatten().is_none() {
                 let _ = child.kill();
