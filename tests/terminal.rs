@@ -2,7 +2,7 @@
 //! and Ctrl-Z behave as without pgrun, and the terminal is given back.
 
 use crate::util::*;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
@@ -15,21 +15,6 @@ struct Session {
     master: File,
     output: Arc<Mutex<Vec<u8>>>,
     index: usize,
-    bash: i32,
-}
-
-/// If a test fails half-way, a pgrun may be left waiting on a command that
-/// a lost terminal stopped. Ask every pgrun this session started to stop
-/// (SIGTERM: it then stops its own group); the guard then kills bash.
-impl Drop for Session {
-    fn drop(&mut self) {
-        for pid in descendants(self.bash) {
-            if fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "pgrun") {
-                // SAFETY: a descendant of the bash this test started.
-                unsafe { libc::kill(pid, libc::SIGTERM) };
-            }
-        }
-    }
 }
 
 impl Session {
@@ -51,7 +36,6 @@ impl Session {
             });
         }
         let index = guard.spawn(&mut cmd);
-        let bash = guard.child(index).id() as i32;
         drop(cmd); // closes the parent's copies of the slave
         let master = File::from(pty.master);
         let output = Arc::new(Mutex::new(Vec::new()));
@@ -66,7 +50,7 @@ impl Session {
                 sink.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
-        Session { master, output, index, bash }
+        Session { master, output, index }
     }
 
     fn text(&self) -> String {
