@@ -1,4 +1,5 @@
-//! The pid file and the cancel marker of a run.
+//! The pid file and the cancel marker of a run, and the write-then-rename
+//! temporary file that both the pid file and the report are published with.
 //!
 //! Claiming happens before the command starts, so every refusal (a live
 //! run's file, a symlink, a missing folder) costs nothing but exit 125. The

@@ -1,11 +1,13 @@
 //! Spawning the command, signalling its group, reaping, and asking whether a
 //! group or a process still exists.
 //!
-//! The spawn is a plain fork and exec, written out here rather than through
-//! `std::process::Command`, because std resets the signal mask and SIGPIPE's
-//! disposition in the child and pgrun's contract is to pass both through
-//! exactly as it received them. Between fork and exec the child makes only
-//! async-signal-safe calls on memory prepared before the fork.
+//! The spawn is written out here rather than through `std::process::Command`,
+//! because std resets the signal mask and SIGPIPE's disposition in the child
+//! and pgrun's contract is to pass both through exactly as it received them.
+//! The common case (a new group, no terminal) is one `posix_spawnp`; the rest
+//! (`--setsid`, a terminal hand-off, a script without `#!`) is fork and
+//! execvp, where the child makes only async-signal-safe calls on memory
+//! prepared before the fork.
 
 use super::Pid;
 use super::sigmask::SigSet;
@@ -193,7 +195,7 @@ pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
 }
 
 /// `pipe(2)` with both ends close-on-exec.
-pub fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(super) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two fds pipe writes.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
@@ -209,7 +211,7 @@ pub fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// `fcntl(F_SETFD, FD_CLOEXEC)`.
-pub fn set_cloexec(fd: &OwnedFd) -> io::Result<()> {
+fn set_cloexec(fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: a valid open fd; F_SETFD takes an int.
     if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
         return Err(io::Error::last_os_error());
