@@ -5,6 +5,7 @@
 //! status; the modes live in [`run`], [`cancel`] and [`status`]. All contact
 //! with the kernel goes through [`sys`].
 
+pub mod atomic_file;
 pub mod cancel;
 pub mod cli;
 pub mod duration;
@@ -20,6 +21,7 @@ pub mod status;
 pub mod stop_sequence;
 pub mod supervisor;
 pub mod sys;
+pub mod test_hook;
 
 use clap::Parser;
 use clap::error::ErrorKind;
