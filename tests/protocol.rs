@@ -307,38 +307,45 @@ fn another_users_marker_is_ignored() {
     }
 }
 
+/// pgrun's `-v` says "started 'PROGRAM'" as soon as the command runs: a
+/// failure found before the start never says it.
+fn assert_never_started(out: &std::process::Output, what: &str) {
+    assert_status(out, 125, what);
+    let said = stderr_of(out);
+    assert!(!said.contains("started '"), "{what}: the command was started before pgrun failed: {said}");
+}
+
 #[test]
 fn failures_are_found_before_the_command_starts() {
     let scratch = Scratch::new();
     let sd = scratch.sh();
     let witness = scratch.path("ran");
     let w = witness.to_str().unwrap();
-    let touch = format!("touch {w}");
 
     // A pid file name so long that the temporary name is too long.
     let long = scratch.path(&"a".repeat(240));
-    let out = run_cmd(&mut pgrun(["-p", long.to_str().unwrap(), "--", "sh", "-c", &touch]));
-    assert_status(&out, 125, "name too long");
-    assert!(stderr_of(&out).starts_with("pgrun: cannot prepare pid file"), "{}", stderr_of(&out));
+    let out = run_cmd(&mut pgrun(["-v", "-p", long.to_str().unwrap(), "--", "touch", w]));
+    assert_never_started(&out, "name too long");
+    assert!(stderr_of(&out).contains("pgrun: cannot prepare pid file"), "{}", stderr_of(&out));
 
     // No fd left for the pid file.
-    let out = run_cmd(
-        Command::new("sh")
-            .args(["-c", &format!("ulimit -n 4; exec {} -p {sd}/job.pid -- sh -c '{touch}'", pgrun_path())]),
-    );
-    assert_status(&out, 125, "ulimit -n 4");
+    let out = run_cmd(Command::new("sh").args([
+        "-c",
+        &format!("ulimit -n 4; exec {} -v -p {sd}/job.pid -- touch {w}", pgrun_path()),
+    ]));
+    assert_never_started(&out, "ulimit -n 4");
 
     // A full file system (a tiny tmpfs, in a mount namespace of our own).
     let full = scratch.path("full");
     fs::create_dir(&full).unwrap();
     let script = format!(
         "mount -t tmpfs -o size=16k tmpfs {f} && (dd if=/dev/zero of={f}/fill bs=4k 2>/dev/null || true) && \
-         exec {pg} -p {f}/job.pid -- sh -c '{touch}'",
+         exec {pg} -v -p {f}/job.pid -- touch {w}",
         f = full.display(),
         pg = pgrun_path()
     );
     let out = run_cmd(Command::new("unshare").args(["--mount", "--", "sh", "-c", &script]));
-    assert_status(&out, 125, "full file system");
+    assert_never_started(&out, "full file system");
     assert!(stderr_of(&out).contains("No space left"), "{}", stderr_of(&out));
 
     // A folder the user cannot write, for the pid file and for the report.
@@ -347,14 +354,14 @@ fn failures_are_found_before_the_command_starts() {
     fs::create_dir(&drop_box).unwrap();
     open_up(&drop_box, true);
     let nobody_witness = drop_box.join("ran");
-    let nobody_touch = format!("touch {}", nobody_witness.display());
+    let nw = nobody_witness.to_str().unwrap();
     let pf = format!("{sd}/job.pid");
-    let out = run_cmd(&mut as_nobody(pgrun_path(), &["-p", &pf, "--", "sh", "-c", &nobody_touch]));
-    assert_status(&out, 125, "pid file in a read-only folder");
+    let out = run_cmd(&mut as_nobody(pgrun_path(), &["-v", "-p", &pf, "--", "touch", nw]));
+    assert_never_started(&out, "pid file in a read-only folder");
     let rp = format!("{sd}/r.json");
-    let out = run_cmd(&mut as_nobody(pgrun_path(), &["--report", &rp, "--", "sh", "-c", &nobody_touch]));
-    assert_status(&out, 125, "report in a read-only folder");
-    assert!(stderr_of(&out).starts_with("pgrun: cannot prepare report"), "{}", stderr_of(&out));
+    let out = run_cmd(&mut as_nobody(pgrun_path(), &["-v", "--report", &rp, "--", "touch", nw]));
+    assert_never_started(&out, "report in a read-only folder");
+    assert!(stderr_of(&out).contains("pgrun: cannot prepare report"), "{}", stderr_of(&out));
 
     assert!(!witness.exists() && !nobody_witness.exists(), "a command ran although pgrun failed");
 }
