@@ -37,6 +37,13 @@ pub struct ChildEnds {
     pub stderr: OwnedFd,
 }
 
+impl ChildEnds {
+    /// The fds for the spawn, stdout's first.
+    pub fn raw(&self) -> [std::os::fd::RawFd; 2] {
+        [self.stdout.as_raw_fd(), self.stderr.as_raw_fd()]
+    }
+}
+
 /// Both streams' relays.
 pub struct Relay {
     streams: [Stream; 2],
