@@ -348,7 +348,8 @@ mod tests {
     fn text() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
             proptest::collection::vec(byte(), 0..80),
-            proptest::collection::vec(any::<char>(), 0..30).prop_map(|c| c.into_iter().collect::<String>().into_bytes()),
+            proptest::collection::vec(any::<char>(), 0..30)
+                .prop_map(|c| c.into_iter().collect::<String>().into_bytes()),
         ]
     }
 

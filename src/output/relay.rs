@@ -18,8 +18,8 @@
 //! pgrun; the run goes on.
 
 use super::limit::{Cut, StreamStats};
-use crate::sys::pipe;
 use crate::sys::PollFd;
+use crate::sys::pipe;
 use crate::verbose;
 use anyhow::{Context, Result};
 use std::collections::VecDeque;
@@ -74,8 +74,9 @@ impl Relay {
         let mut scratch = Vec::new();
         scratch.try_reserve_exact(READ_SIZE).context("cannot reserve the output buffer")?;
         scratch.resize(READ_SIZE, 0);
-        let reserve =
-            || Cut::new(size).with_context(|| format!("cannot reserve memory for --max-output {size} (2 x {size} bytes)"));
+        let reserve = || {
+            Cut::new(size).with_context(|| format!("cannot reserve memory for --max-output {size} (2 x {size} bytes)"))
+        };
         let (stdout, stderr) = pipe::own_stdout_stderr();
         let relay = Relay {
             streams: [

@@ -46,8 +46,26 @@ mod tests {
 
     #[test]
     fn everything_else_is_refused() {
-        for bad in ["", "0", "0K", "00", "K", "-1", "+1", " 1", "1 ", "1.5M", "1k", "1KiB", "1T", "1b", "0x10", "1MM",
-                    "18446744073709551616", "17179869184G"] {
+        for bad in [
+            "",
+            "0",
+            "0K",
+            "00",
+            "K",
+            "-1",
+            "+1",
+            " 1",
+            "1 ",
+            "1.5M",
+            "1k",
+            "1KiB",
+            "1T",
+            "1b",
+            "0x10",
+            "1MM",
+            "18446744073709551616",
+            "17179869184G",
+        ] {
             assert!(parse_size(bad).is_err(), "{bad:?} was accepted");
         }
         assert_eq!(parse_size("18446744073709551615"), Ok(u64::MAX));

@@ -47,7 +47,9 @@ pub fn is_valid_prefix(bytes: &[u8]) -> bool {
     if rest.len() >= w {
         return false;
     }
-    rest.iter().enumerate().all(|(i, &b)| if i == 0 { second_byte_range(lead).contains(&b) } else { is_continuation(b) })
+    rest.iter()
+        .enumerate()
+        .all(|(i, &b)| if i == 0 { second_byte_range(lead).contains(&b) } else { is_continuation(b) })
 }
 
 /// How many trailing bytes of `bytes` are an incomplete character that more
