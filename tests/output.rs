@@ -293,6 +293,26 @@ fn timeout_cancel_and_sigterm_mid_stream_lose_nothing() {
 }
 
 #[test]
+fn what_the_pipe_still_holds_when_the_run_ends_is_written() {
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let mut guard = Guard::new();
+    // The test reads nothing until the command is gone, so pgrun's stdout
+    // fills, pgrun stops reading the head, and the rest of the command's
+    // output is still in the inner pipe when the group ends.
+    let payload = format!("echo $$ > {dir}/pid; yes | head -c 300000");
+    let index = guard.spawn(pgrun(["--max-output", "1M", "--", "sh", "-c", &payload]).stdout(Stdio::piped()));
+    let pid = wait_pid(&scratch.path("pid"), &mut guard);
+    wait_dead(pid);
+    let mut stdout = guard.child(index).stdout.take().unwrap();
+    let mut all = Vec::new();
+    stdout.read_to_end(&mut all).unwrap();
+    assert_eq!(guard.wait(index), 0);
+    assert_eq!(all.len(), 300000, "bytes left in the pipe were lost");
+    assert!(all.chunks(2).all(|c| c == b"y\n"));
+}
+
+#[test]
 fn an_escaped_holder_of_the_pipe_does_not_hold_up_a_capturing_caller() {
     let scratch = Scratch::new();
     let dir = scratch.sh();
@@ -361,7 +381,10 @@ fn a_reader_that_leaves_stops_the_relay_not_the_run() {
     assert_status(&out, 0, "pipeline");
     assert_eq!(fs::read_to_string(scratch.path("status")).unwrap(), "141\n");
     assert_eq!(String::from_utf8_lossy(&out.stderr), "after\n");
-    assert_eq!(json(&report)["exit_code"], 0);
+    let r = json(&report);
+    assert_eq!(r["exit_code"], 0);
+    assert!(r["output"]["stdout"]["bytes"].as_u64().unwrap() >= 10, "{r}");
+    assert_eq!(r["output"]["stderr"]["bytes"], 6);
 }
 
 #[test]
