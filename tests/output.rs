@@ -97,6 +97,8 @@ fn a_gigabyte_passes_in_bounded_memory() {
     const GIB: u64 = 1 << 30;
     const SIZE: u64 = 1 << 20;
     let payload = format!("yes 'the quick brown fox jumps over the lazy dog' | head -c {GIB}");
+    // Reaped below by wait4, which std's wait cannot replace (no rusage).
+    #[allow(clippy::zombie_processes)]
     let mut child = pgrun(["--max-output", "1M", "--", "sh", "-c", &payload])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
