@@ -226,9 +226,26 @@ def scale():
     row(f"scale: one group of {big} cancelled", ms(elapsed), f"survivors {group_members(pgid)}", "", "< 1 s")
 
 
+def output_relay():
+    """--max-output 1M relaying a big stream (the head passes, the rest goes
+    through the ring) next to a direct pipe and a cat in between."""
+    size = (64 << 20) if QUICK else (1 << 30)
+    runs = 2 if QUICK else 5
+    produce = f"head -c {size} /dev/zero"
+    direct, cat, ours = hyperfine([
+        f"sh -c '{produce} | cat >/dev/null'",
+        f"sh -c '{produce} | cat | cat >/dev/null'",
+        f"sh -c '{PGRUN} --max-output 1M -- {produce} | cat >/dev/null'",
+    ], runs)
+    gib = size / (1 << 30)
+    row(f"--max-output 1M relaying {size >> 20} MiB", f"{ms(ours)} ({gib / ours:.2f} GiB/s)",
+        f"direct pipe {ms(direct)}, through cat {ms(cat)}", f"{ours / direct:.2f}x direct pipe, {ours / cat:.2f}x cat",
+        "<= 1.5x direct pipe")
+
+
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
-    for measure in [startup, cancel_latency, timeout_precision, idle_and_memory, scale]:
+    for measure in [startup, cancel_latency, timeout_precision, idle_and_memory, scale, output_relay]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()
 finally:

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_pgrun_global_optspecs
-    string join \n t/timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= setsid v/verbose generate= h/help V/version
+    string join \n t/timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= setsid v/verbose generate= h/help V/version
 end
 
 function __fish_pgrun_needs_command
@@ -42,6 +42,7 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -l escalate -d 'The whole stop
 complete -c pgrun -n "__fish_pgrun_needs_command" -s p -l pidfile -d 'Publish the run: the group id, locked while the run lives' -r -F
 complete -c pgrun -n "__fish_pgrun_needs_command" -l cancel-file -d 'The cancel marker [default: PIDFILE.cancel]' -r -F
 complete -c pgrun -n "__fish_pgrun_needs_command" -l report -d 'Write a JSON outcome report to PATH at exit' -r -F
+complete -c pgrun -n "__fish_pgrun_needs_command" -l max-output -d 'Bound COMMAND\'s stdout and stderr to SIZE bytes each (e.g. 64K, 1M, 10MB): a longer stream keeps its first and last SIZE/2 bytes around a line `[pgrun: N bytes omitted]`' -r
 complete -c pgrun -n "__fish_pgrun_needs_command" -l generate -d 'Print the man page or a shell\'s completion script, for packagers' -r -f -a "man\t'man/pgrun.1'
 man-cancel\t'man/pgrun-cancel.1'
 man-status\t'man/pgrun-status.1'

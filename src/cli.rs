@@ -114,6 +114,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub report: Option<PathBuf>,
 
+    /// Bound COMMAND's stdout and stderr to SIZE bytes each (e.g. 64K, 1M,
+    /// 10MB): a longer stream keeps its first and last SIZE/2 bytes around a
+    /// line `[pgrun: N bytes omitted]`.
+    #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
+    pub max_output: Option<u64>,
+
     /// Start COMMAND in a new session instead of a new group (no terminal).
     #[arg(long)]
     pub setsid: bool,

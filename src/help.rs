@@ -18,7 +18,7 @@ reaps every orphan it inherits, so zombies never hold the group open, even \
 when pgrun is PID 1 of a container.
 
 COMMAND inherits pgrun's stdin, stdout, stderr and every other fd unchanged \
-(no pipes in between), its environment, working directory, signal mask and \
+(no pipes in between; --max-output puts one under stdout and stderr), its environment, working directory, signal mask and \
 ignored signals. pgrun stays in its caller's process group and session. It \
 writes to stdout only for --help and --version, and to stderr only its own \
 errors (one line, prefixed 'pgrun: ') and, with --verbose, one line per action.";
@@ -143,9 +143,41 @@ Report:
   error (then with an error message); status holds COMMAND's exit code or the
   name of the signal that ended it; signals lists the stop-sequence signals
   sent, in milliseconds since pgrun started; stragglers counts the members
-  still alive when COMMAND exited. The path is checked before anything else,
+  still alive when COMMAND exited; output (--max-output) gives bytes and
+  omitted per stream. The path is checked before anything else,
   so every exit after that writes the report; cancelled is written only
   once the group is confirmed gone.
+
+Output limit:
+  --max-output SIZE bounds COMMAND's stdout and stderr, for harnesses that
+  hand the output to a person or a model. SIZE is bytes, with K, M, G
+  (1024-based) or KB, MB, GB (1000-based), as head -c takes them; 0 is
+  refused. Each stream gets a pipe that pgrun reads and its own budget of
+  SIZE bytes; stdin and every other fd still pass through. A stream of at
+  most SIZE bytes comes out byte-identical. A longer one comes out as its
+  first SIZE/2 bytes, written as they arrive, then the line
+  `[pgrun: N bytes omitted]` (after a newline only if the head does not end
+  with one), then its last SIZE/2 bytes, kept in a ring and written when the
+  stream ends. Memory stays within about SIZE per stream, reserved before
+  COMMAND starts (a SIZE too large for memory is exit 125).
+
+  Cuts fall on UTF-8 character boundaries; nothing is transcoded. Only the
+  start of a character that the next byte could still complete is held back
+  at the head's end (never C0, C1, F5..FF, a continuation byte, or E0 80..9F,
+  F0 80..8F, ED A0..BF, F4 90..BF); the tail starts at the first byte that is
+  not a continuation byte, at most 3 bytes in; a prefix held at the very end
+  of a stream is written as it is.
+
+  Nothing pgrun read is lost, however the run ends: once the run is over,
+  pgrun reads what the pipes hold at that moment and no more (a process
+  outside the run that still holds a pipe cannot keep it waiting), writes
+  the rest, then exits. A stream also ends when COMMAND's side of it is
+  closed. If the reader of pgrun's stdout or stderr goes away (EPIPE), that
+  stream's relay stops and COMMAND gets EPIPE or SIGPIPE on its next write;
+  the run goes on. The report gains output: per stream, bytes (what COMMAND
+  wrote) and omitted; null without --max-output. pgrun's own error lines
+  still go straight to its stderr. If the head is empty (SIZE 1, or a first
+  character longer than SIZE/2), the marker line is the first line.
 
 Terminal:
   Started in the foreground of a terminal (its stdin is the controlling

@@ -12,6 +12,7 @@ pub mod duration;
 pub mod exit;
 pub mod generate;
 pub mod help;
+pub mod output;
 pub mod pidfile;
 pub mod report;
 pub mod run;

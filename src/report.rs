@@ -6,6 +6,7 @@
 //! cannot be written to is found before the command starts.
 
 use crate::atomic_file::TempFile;
+use crate::output::StreamStats;
 use crate::pidfile::check_target;
 use crate::supervisor::SentSignal;
 use crate::sys::Pid;
@@ -47,9 +48,23 @@ struct Report<'a> {
     pgid: Option<Pid>,
     signals: Vec<SignalEntry>,
     stragglers: Option<usize>,
+    /// `--max-output` only (null without it): bytes and omitted per stream.
+    output: Option<Output>,
     duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct StreamEntry {
+    bytes: u64,
+    omitted: u64,
+}
+
+#[derive(Serialize)]
+struct Output {
+    stdout: StreamEntry,
+    stderr: StreamEntry,
 }
 
 /// Everything the report says about one run.
@@ -60,6 +75,8 @@ pub struct Facts<'a> {
     pub pgid: Option<Pid>,
     pub signals: &'a [SentSignal],
     pub stragglers: Option<usize>,
+    /// stdout's and stderr's, with `--max-output`.
+    pub output: Option<[StreamStats; 2]>,
     pub duration: Duration,
     pub error: Option<&'a str>,
 }
@@ -103,6 +120,10 @@ impl ReportTarget {
                 .map(|s| SignalEntry { signal: s.signal.name(), at_ms: s.at.as_millis() as u64 })
                 .collect(),
             stragglers: facts.stragglers,
+            output: facts.output.map(|[out, err]| Output {
+                stdout: StreamEntry { bytes: out.bytes, omitted: out.omitted },
+                stderr: StreamEntry { bytes: err.bytes, omitted: err.omitted },
+            }),
             duration_ms: facts.duration.as_millis() as u64,
             error: facts.error,
         };

@@ -9,6 +9,8 @@
 
 use crate::cli::RunArgs;
 use crate::exit::RunExit;
+use crate::output::StreamStats;
+use crate::output::relay::Relay;
 use crate::pidfile::{self, Claimed, Marker};
 use crate::report::{Facts, Reason, ReportTarget};
 use crate::supervisor::{self, Ended, SentSignal, StopReason, Watch};
@@ -34,6 +36,8 @@ struct Finish {
     signals: Vec<SentSignal>,
     stragglers: Option<usize>,
     error: Option<anyhow::Error>,
+    /// `--max-output`: what became of stdout and stderr, once relayed.
+    output: Option<[StreamStats; 2]>,
 }
 
 impl Finish {
@@ -46,6 +50,7 @@ impl Finish {
             signals: Vec::new(),
             stragglers: None,
             error: Some(error),
+            output: None,
         }
     }
 
@@ -65,6 +70,7 @@ impl Finish {
             signals: Vec::new(),
             stragglers: None,
             error: None,
+            output: None,
         }
     }
 }
@@ -111,6 +117,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             pgid: finish.pgid,
             signals: &finish.signals,
             stragglers: finish.stragglers,
+            output: args.max_output.map(|_| finish.output.unwrap_or_default()),
             duration: started.elapsed(),
             error: message.as_deref(),
         };
@@ -118,6 +125,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             say::line(format_args!("{err:#}"));
         }
     }
+    test_hook::pause("exit");
     exit.code()
 }
 
@@ -173,13 +181,21 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     // Only a pgrun in the foreground of its terminal hands it over; with
     // --setsid the command has no controlling terminal at all.
     let terminal = if args.setsid { None } else { terminal::foreground_terminal() };
+    let (mut relay, child_ends) = match args.max_output.map(Relay::new).transpose() {
+        Ok(made) => made.unzip(),
+        Err(err) => return Finish::failed(RunExit::Failed, err, None),
+    };
     let options = SpawnOptions {
         detach: if args.setsid { Detach::Session } else { Detach::Group },
         child_mask: original_mask,
         take_terminal: terminal,
+        stdout_stderr: child_ends.as_ref().map(|ends| ends.raw()),
     };
     let program = args.command[0].to_string_lossy();
-    let pgid = match process::spawn(&argv, &options) {
+    let spawned = process::spawn(&argv, &options);
+    // Only the command holds the write ends now: its exit is the pipes' end.
+    drop(child_ends);
+    let pgid = match spawned {
         Ok(pid) => pid,
         Err(SpawnError::Exec(e)) => {
             let exit = if e.raw_os_error() == Some(libc::ENOENT) { RunExit::NotFound } else { RunExit::CannotExecute };
@@ -202,11 +218,12 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         Err(err) => {
             // The command is running but cannot be published: stop it (it
             // must not run unsupervised) and report the failure.
-            let stopped = supervise(args, &ctx, Some(StopReason::Cancel));
+            let stopped = supervise(args, &ctx, Some(StopReason::Cancel), relay.as_mut());
             if let Some(marker) = &marker {
                 pidfile::consume_marker(marker, me);
             }
             let mut finish = Finish::failed(RunExit::Failed, err, Some(pgid));
+            finish.output = relay.map(Relay::finish);
             if let Ok(ended) = stopped {
                 finish.status = Some(ended.status);
                 finish.signals = ended.signals;
@@ -219,16 +236,17 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         StopReason::Cancel
     });
 
-    let ended = supervise(args, &ctx, stop_now);
-    // The group is gone (or pgrun cannot watch it any more): withdraw the
-    // record, then the marker.
+    let ended = supervise(args, &ctx, stop_now, relay.as_mut());
+    // The group is gone (or pgrun cannot watch it any more): write what is
+    // left of its output, withdraw the record, then the marker.
+    let output = relay.map(Relay::finish);
     if let Some(published) = published {
         published.remove();
     }
     if let Some(marker) = &marker {
         pidfile::consume_marker(marker, me);
     }
-    match ended {
+    let mut finish = match ended {
         Ok(ended) => finish_from(ended, pgid),
         Err(e) => {
             // The loop itself failed (poll or waitpid returned an error no
@@ -236,7 +254,9 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
             let _ = process::signal_group(pgid, libc::SIGKILL);
             Finish::failed(RunExit::Failed, anyhow!("cannot supervise process group {pgid}: {e}"), Some(pgid))
         }
-    }
+    };
+    finish.output = output;
+    finish
 }
 
 /// A signal that asks pgrun to end (TERM, INT, HUP, QUIT), pending before
@@ -256,7 +276,12 @@ struct Supervision<'a> {
     terminal: Option<i32>,
 }
 
-fn supervise(args: &RunArgs, ctx: &Supervision<'_>, stop_now: Option<StopReason>) -> std::io::Result<Ended> {
+fn supervise(
+    args: &RunArgs,
+    ctx: &Supervision<'_>,
+    stop_now: Option<StopReason>,
+    relay: Option<&mut Relay>,
+) -> std::io::Result<Ended> {
     let Supervision { pgid, signals, subreaper, started, marker, .. } = *ctx;
     let sequence = args.stop_sequence();
     // A marker next to a live pid file always means "stopping".
@@ -278,6 +303,7 @@ fn supervise(args: &RunArgs, ctx: &Supervision<'_>, stop_now: Option<StopReason>
         on_stop: &mut on_stop,
         terminal: ctx.terminal,
         count_stragglers: args.report.is_some() || args.verbose,
+        relay,
     };
     supervisor::supervise(watch, subreaper, stop_now)
 }
@@ -297,6 +323,7 @@ fn finish_from(ended: Ended, pgid: Pid) -> Finish {
         signals: ended.signals,
         stragglers: ended.stragglers,
         error: None,
+        output: None,
     }
 }
 

@@ -16,12 +16,13 @@
 //! ends only when the leader has been reaped *and* `kill(-pgid, 0)` reports
 //! ESRCH: a zombie leader would still hold the group, so reaping comes first.
 
+use crate::output::relay::Relay;
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
 use crate::sys::process::{self, ChildStatus, Reaped};
 use crate::sys::terminal;
 use crate::sys::wakeup::SignalSource;
-use crate::sys::{self, Pid};
+use crate::sys::{self, Pid, PollFd};
 use crate::verbose;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -93,6 +94,9 @@ pub struct Watch<'a> {
     /// report and --verbose). It scans /proc, which is worth skipping when
     /// hundreds of runs end at once and nobody reads the number.
     pub count_stragglers: bool,
+    /// `--max-output`: the relay of the command's output, whose fds this
+    /// loop polls along with the signals.
+    pub relay: Option<&'a mut Relay>,
 }
 
 /// Longest pause between group checks when no event can announce the end.
@@ -158,12 +162,28 @@ impl Supervisor<'_> {
             }
             self.on_deadlines();
             let wait = self.next_wake().map(|at| at.saturating_duration_since(Instant::now()));
-            if sys::wait_readable(self.w.signals.as_fd(), wait)? {
-                for signal in self.w.signals.drain()? {
-                    self.on_signal(signal);
-                }
+            self.wait_for_events(wait)?;
+        }
+    }
+
+    /// Sleep until a signal arrives, an fd of the output relay is ready, or
+    /// `wait` has passed; then act on what came.
+    fn wait_for_events(&mut self, wait: Option<Duration>) -> std::io::Result<()> {
+        let mut set = [PollFd::read(self.w.signals.as_fd()); sys::POLL_MAX];
+        let mut n = 1;
+        if let Some(relay) = &self.w.relay {
+            n += relay.interest(&mut set[1..]);
+        }
+        sys::poll(&mut set[..n], wait)?;
+        if let Some(relay) = &mut self.w.relay {
+            relay.on_ready(&set[1..n]);
+        }
+        if set[0].ready {
+            for signal in self.w.signals.drain()? {
+                self.on_signal(signal);
             }
         }
+        Ok(())
     }
 
     /// Reap every child that has ended and note the leader's status; true if

@@ -9,7 +9,8 @@
 //! Steps: `claim-opened` (a stale pid file is open, not yet claimed),
 //! `claimed` (the claim is held, nothing prepared yet), `marker-checked`
 //! (no marker was found before the start), `spawned` (the command runs, its
-//! group is not published yet).
+//! group is not published yet), `exit` (all is done and written, pgrun is
+//! about to exit: its peak memory can be read).
 
 /// Pause here if the environment asks for `step`.
 #[inline]

@@ -323,16 +323,15 @@ fn failures_are_found_before_the_command_starts() {
     let w = witness.to_str().unwrap();
 
     // A pid file name so long that the temporary name is too long.
-    let long = scratch.path(&"a".repeat(240));
+    let long = scratch.path(&"a".repeat(250)); // fits NAME_MAX; its temporary name does not
     let out = run_cmd(&mut pgrun(["-v", "-p", long.to_str().unwrap(), "--", "touch", w]));
     assert_never_started(&out, "name too long");
     assert!(stderr_of(&out).contains("pgrun: cannot prepare pid file"), "{}", stderr_of(&out));
 
     // No fd left for the pid file.
-    let out = run_cmd(Command::new("sh").args([
-        "-c",
-        &format!("ulimit -n 4; exec {} -v -p {sd}/job.pid -- touch {w}", pgrun_path()),
-    ]));
+    let out = run_cmd(
+        Command::new("sh").args(["-c", &format!("ulimit -n 4; exec {} -v -p {sd}/job.pid -- touch {w}", pgrun_path())]),
+    );
     assert_never_started(&out, "ulimit -n 4");
 
     // A full file system (a tiny tmpfs, in a mount namespace of our own).

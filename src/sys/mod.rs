@@ -6,9 +6,11 @@
 //! the calls by what they serve: [`process`] (spawning, groups, reaping),
 //! [`sigmask`] (signal sets and masks), [`wakeup`] (turning signals into a
 //! pollable fd), [`lock`] (fcntl record locks), [`terminal`] (the
-//! foreground process group of the controlling terminal).
+//! foreground process group of the controlling terminal), [`pipe`] (the
+//! pipes and reads and writes of `--max-output`).
 
 pub mod lock;
+pub mod pipe;
 pub mod process;
 pub mod sigmask;
 pub mod terminal;
@@ -21,10 +23,35 @@ use std::time::Duration;
 /// A process or process-group id, as the kernel numbers them.
 pub type Pid = libc::pid_t;
 
-/// `poll(2)` on one fd for readability, for at most `timeout` (`None`: no
-/// limit). Returns whether the fd is readable; EINTR counts as "not yet".
-pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<bool> {
-    use std::os::fd::AsRawFd;
+/// One fd for [`poll`]: what to wait for, and whether it came.
+#[derive(Clone, Copy, Debug)]
+pub struct PollFd {
+    pub fd: std::os::fd::RawFd,
+    /// Wait for writability instead of readability.
+    pub write: bool,
+    /// Set by [`poll`]: the fd is ready, or hung up or in error (so the next
+    /// read or write will not block and will say which).
+    pub ready: bool,
+}
+
+impl PollFd {
+    pub fn read(fd: BorrowedFd<'_>) -> Self {
+        use std::os::fd::AsRawFd;
+        PollFd { fd: fd.as_raw_fd(), write: false, ready: false }
+    }
+    pub fn write(fd: BorrowedFd<'_>) -> Self {
+        use std::os::fd::AsRawFd;
+        PollFd { fd: fd.as_raw_fd(), write: true, ready: false }
+    }
+}
+
+/// Most fds one [`poll`] call watches.
+pub const POLL_MAX: usize = 8;
+
+/// `poll(2)` on up to [`POLL_MAX`] fds, for at most `timeout` (`None`: no
+/// limit). Marks the ready ones; EINTR counts as "none yet".
+pub fn poll(set: &mut [PollFd], timeout: Option<Duration>) -> io::Result<()> {
+    assert!(set.len() <= POLL_MAX, "poll: too many fds");
     let ms: libc::c_int = match timeout {
         None => -1,
         // Round up so a deadline is never woken for before it is due.
@@ -33,14 +60,28 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Resul
             ms.min(libc::c_int::MAX as u128) as libc::c_int
         }
     };
-    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    // SAFETY: `pfd` is a valid, initialised pollfd and we pass a count of 1.
-    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    let mut pfds = [libc::pollfd { fd: -1, events: 0, revents: 0 }; POLL_MAX];
+    for (p, s) in pfds.iter_mut().zip(set.iter()) {
+        *p = libc::pollfd { fd: s.fd, events: if s.write { libc::POLLOUT } else { libc::POLLIN }, revents: 0 };
+    }
+    // SAFETY: `pfds` holds `set.len()` initialised pollfds.
+    let n = unsafe { libc::poll(pfds.as_mut_ptr(), set.len() as libc::nfds_t, ms) };
+    for (p, s) in pfds.iter().zip(set.iter_mut()) {
+        s.ready = n > 0 && p.revents != 0;
+    }
     if n < 0 {
         let err = io::Error::last_os_error();
-        return if err.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(err) };
+        return if err.kind() == io::ErrorKind::Interrupted { Ok(()) } else { Err(err) };
     }
-    Ok(n > 0)
+    Ok(())
+}
+
+/// `poll(2)` on one fd for readability, for at most `timeout` (`None`: no
+/// limit). Returns whether the fd is readable; EINTR counts as "not yet".
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<bool> {
+    let mut set = [PollFd::read(fd)];
+    poll(&mut set, timeout)?;
+    Ok(set[0].ready)
 }
 
 /// `getpid(2)`.

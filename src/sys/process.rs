@@ -45,6 +45,9 @@ pub struct SpawnOptions {
     pub child_mask: SigSet,
     /// A terminal whose foreground group the child takes before exec.
     pub take_terminal: Option<libc::c_int>,
+    /// Fds that become the command's stdout and stderr (`dup2` onto 1 and
+    /// 2; `--max-output`); otherwise both pass through.
+    pub stdout_stderr: Option<[libc::c_int; 2]>,
 }
 
 /// Start the command: fork, detach the child into a new group or session,
@@ -58,7 +61,7 @@ pub struct SpawnOptions {
 pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError> {
     assert!(!argv.is_empty(), "spawn needs a program name");
     if options.detach == Detach::Group && options.take_terminal.is_none() {
-        match spawn_posix(argv, &options.child_mask) {
+        match spawn_posix(argv, &options.child_mask, options.stdout_stderr) {
             // execvp runs a file without a #! line with /bin/sh; posix_spawnp
             // does not. Take the fork path for those, so both paths agree.
             Err(SpawnError::Exec(e)) if e.raw_os_error() == Some(libc::ENOEXEC) => {}
@@ -107,12 +110,16 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
 /// mask in the child and reports exec errors itself. It leaves signal
 /// dispositions alone (pgrun installs no handlers on Linux, so nothing is
 /// caught), and returns only after the child has exec'd, so the group exists.
-fn spawn_posix(argv: &[CString], mask: &SigSet) -> Result<Pid, SpawnError> {
+fn spawn_posix(argv: &[CString], mask: &SigSet, stdout_stderr: Option<[libc::c_int; 2]>) -> Result<Pid, SpawnError> {
     let mut ptrs: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr() as *mut _).collect();
     ptrs.push(std::ptr::null_mut());
+    let actions = match stdout_stderr.map(SpawnActions::dup_onto_stdout_stderr).transpose() {
+        Ok(actions) => actions,
+        Err(e) => return Err(SpawnError::Setup(e)),
+    };
     // SAFETY: attr is initialised by posix_spawnattr_init before use and
     // destroyed after; argv is NULL-terminated; environ is the live
-    // environment; pid is writable.
+    // environment; pid is writable; `actions` is initialised or null.
     unsafe {
         let mut attr = std::mem::MaybeUninit::<libc::posix_spawnattr_t>::uninit();
         let rc = libc::posix_spawnattr_init(attr.as_mut_ptr());
@@ -127,12 +134,46 @@ fn spawn_posix(argv: &[CString], mask: &SigSet) -> Result<Pid, SpawnError> {
         unsafe extern "C" {
             static environ: *const *mut libc::c_char;
         }
-        let rc = libc::posix_spawnp(&mut pid, ptrs[0], std::ptr::null(), &attr, ptrs.as_ptr(), environ);
+        let actions_ptr = actions.as_ref().map_or(std::ptr::null(), |a| &a.0 as *const _);
+        let rc = libc::posix_spawnp(&mut pid, ptrs[0], actions_ptr, &attr, ptrs.as_ptr(), environ);
         libc::posix_spawnattr_destroy(&mut attr);
         if rc != 0 {
             return Err(SpawnError::Exec(io::Error::from_raw_os_error(rc)));
         }
         Ok(pid)
+    }
+}
+
+/// `posix_spawn_file_actions_t`, destroyed on drop.
+struct SpawnActions(libc::posix_spawn_file_actions_t);
+
+impl SpawnActions {
+    /// `dup2(fds[0], 1)` and `dup2(fds[1], 2)` in the child.
+    fn dup_onto_stdout_stderr(fds: [libc::c_int; 2]) -> io::Result<Self> {
+        let mut raw = std::mem::MaybeUninit::<libc::posix_spawn_file_actions_t>::uninit();
+        // SAFETY: init writes the whole struct; on success it is ours to use
+        // and destroy (by Drop, once wrapped).
+        let rc = unsafe { libc::posix_spawn_file_actions_init(raw.as_mut_ptr()) };
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        // SAFETY: initialised just above.
+        let mut actions = SpawnActions(unsafe { raw.assume_init() });
+        for (fd, target) in fds.into_iter().zip([1, 2]) {
+            // SAFETY: an initialised actions object and two plain fds.
+            let rc = unsafe { libc::posix_spawn_file_actions_adddup2(&mut actions.0, fd, target) };
+            if rc != 0 {
+                return Err(io::Error::from_raw_os_error(rc));
+            }
+        }
+        Ok(actions)
+    }
+}
+
+impl Drop for SpawnActions {
+    fn drop(&mut self) {
+        // SAFETY: initialised in `dup_onto_stdout_stderr`, destroyed once.
+        unsafe { libc::posix_spawn_file_actions_destroy(&mut self.0) };
     }
 }
 
@@ -154,6 +195,11 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
         // same after the spawn; whichever comes first wins, both are right.
         if let Some(tty) = options.take_terminal {
             libc::tcsetpgrp(tty, libc::getpid());
+        }
+        if let Some([out, err]) = options.stdout_stderr
+            && (libc::dup2(out, 1) < 0 || libc::dup2(err, 2) < 0)
+        {
+            report_and_exit(err_fd, STAGE_SETUP);
         }
         if libc::sigprocmask(libc::SIG_SETMASK, options.child_mask.as_ptr(), std::ptr::null_mut()) != 0 {
             report_and_exit(err_fd, STAGE_SETUP);

@@ -1,0 +1,15 @@
+//! `--max-output SIZE`: the command's stdout and stderr each go through a
+//! pipe that pgrun reads, so that each comes out bounded (head, a marker
+//! line, tail), cut on UTF-8 character boundaries, in bounded memory, and
+//! with nothing pgrun read ever lost.
+//!
+//! [`size`] parses SIZE, [`utf8`] knows where a cut may fall, [`limit`] is
+//! the pure cut of one stream, and [`relay`] moves the bytes: it owns the
+//! pipes and is driven by the supervisor's event loop.
+
+pub mod limit;
+pub mod relay;
+pub mod size;
+pub mod utf8;
+
+pub use limit::StreamStats;

@@ -1,0 +1,114 @@
+//! Pipes and plain reads and writes, for relaying the command's output
+//! (`--max-output`): creating the inner pipes, non-blocking reads of their
+//! read ends, writes to pgrun's own stdout and stderr, and the few questions
+//! the relay asks about an fd.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+
+/// `pipe(2)` for the command's output: both ends close-on-exec (the child
+/// gets the write end by `dup2`, which clears the flag on the copy), the
+/// read end non-blocking. On Linux the buffer is widened to `capacity`
+/// (`F_SETPIPE_SZ`, best effort), so a fast writer wakes pgrun less often.
+pub fn output_pipe(capacity: usize) -> io::Result<(OwnedFd, OwnedFd)> {
+    let (read_end, write_end) = super::process::cloexec_pipe()?;
+    set_nonblocking(read_end.as_fd())?;
+    #[cfg(linux_strengths)]
+    // SAFETY: F_SETPIPE_SZ on a pipe we own takes an int; failure (a limit
+    // below `capacity`) leaves the default size, which is fine.
+    unsafe {
+        libc::fcntl(read_end.as_raw_fd(), libc::F_SETPIPE_SZ, capacity.min(libc::c_int::MAX as usize) as libc::c_int);
+    }
+    #[cfg(not(linux_strengths))]
+    let _ = capacity;
+    Ok((read_end, write_end))
+}
+
+use std::os::fd::AsFd;
+
+/// `fcntl(F_SETFL, O_NONBLOCK)` on an fd pgrun owns alone.
+fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL on a valid fd.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// `read(2)`, retried on EINTR. A non-blocking fd with nothing to read gives
+/// `ErrorKind::WouldBlock`; 0 is end of file.
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: the pointer and length describe `buf`, which we may write.
+        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// `write(2)`, retried on EINTR; returns how many bytes were written.
+pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: the pointer and length describe `buf`.
+        let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// `ioctl(FIONREAD)`: how many bytes a pipe holds right now.
+pub fn bytes_readable(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int to the pointer we pass.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD as _, &mut n) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n.max(0) as usize)
+}
+
+/// Whether a write to `fd` can take its time (`fstat(2)`, `isatty(3)`): a
+/// regular file, a block device or a character device that is not a
+/// terminal (`/dev/null`) accepts a write at once, whereas a pipe, a socket or
+/// a terminal can make it wait for a reader.
+pub fn writes_never_wait(fd: BorrowedFd<'_>) -> bool {
+    // SAFETY: a zeroed stat is a valid out-parameter for fstat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid fd and a writable stat.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return false;
+    }
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG | libc::S_IFBLK => true,
+        libc::S_IFCHR => {
+            // SAFETY: isatty takes any integer.
+            let tty = unsafe { libc::isatty(fd.as_raw_fd()) };
+            tty == 0
+        }
+        _ => false,
+    }
+}
+
+/// pgrun's own fds 1 and 2, where the relayed streams go.
+pub fn own_stdout_stderr() -> (BorrowedFd<'static>, BorrowedFd<'static>) {
+    // SAFETY: fds 0-2 are kept open for pgrun's whole life (see
+    // `reserve_standard_fds`; pgrun never closes them), so they outlive any
+    // borrow.
+    unsafe { (BorrowedFd::borrow_raw(1), BorrowedFd::borrow_raw(2)) }
+}
+
+/// `PIPE_BUF`: a write of at most this many bytes to a pipe that polls
+/// writable does not block.
+pub const PIPE_BUF: usize = libc::PIPE_BUF;
