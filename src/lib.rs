@@ -20,6 +20,7 @@ pub mod status;
 pub mod stop_sequence;
 pub mod supervisor;
 pub mod sys;
+pub mod terminal;
 
 use clap::Parser;
 use clap::error::ErrorKind;

@@ -43,7 +43,8 @@ pub struct SpawnOptions {
     pub detach: Detach,
     /// The signal mask the command starts with: the one pgrun was given.
     pub child_mask: SigSet,
-    /// A terminal whose foreground group the child takes before exec.
+    /// A terminal whose foreground group the child takes before exec
+    /// (decided by [`crate::terminal`]).
     pub take_terminal: Option<libc::c_int>,
 }
 
@@ -150,10 +151,10 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
             report_and_exit(err_fd, STAGE_SETUP);
         }
         // SIGTTOU is still blocked here (pgrun's mask), so a group that is
-        // not yet in the foreground may take the terminal. pgrun does the
-        // same after the spawn; whichever comes first wins, both are right.
+        // not yet in the foreground may take the terminal, before the
+        // command can touch it (the rules: crate::terminal).
         if let Some(tty) = options.take_terminal {
-            libc::tcsetpgrp(tty, libc::getpid());
+            let _ = super::terminal::set_foreground_group(tty, libc::getpid());
         }
         if libc::sigprocmask(libc::SIG_SETMASK, options.child_mask.as_ptr(), std::ptr::null_mut()) != 0 {
             report_and_exit(err_fd, STAGE_SETUP);
