@@ -9,7 +9,8 @@
 //!   group only when stdin and stdout are both the controlling terminal and
 //!   pgrun's own group is in the foreground (`pgrun -- vim`, or a script
 //!   that runs it). The child takes it before exec, so the command never
-//!   touches the terminal from the background.
+//!   touches the terminal from the background, and only if pgrun's group
+//!   still has it (Ctrl-Z and `bg` may have come in between).
 //! - Otherwise (a pipeline such as `pgrun -- seq 100 | less` or
 //!   `seq 100 | pgrun -- less`, stdin from a file, pgrun in the background)
 //!   there is no hand-off: the other half of the user's job keeps the
@@ -122,7 +123,9 @@ impl Terminal {
     /// The command is running as group `pgid`.
     pub fn started(&self, pgid: Pid) {
         self.group.set(Some(pgid));
-        if self.at_start.is_some() {
+        if let Some(fd) = self.at_start
+            && tty::foreground_group(fd) == Some(pgid)
+        {
             verbose!("handed the terminal to process group {pgid}");
         }
     }
@@ -207,15 +210,15 @@ fn continue_group(pgid: Pid) {
 
 impl Drop for Terminal {
     /// Give the terminal back if the command's group holds it; after a
-    /// failed spawn, if anything but pgrun's group holds it (the child took
-    /// it and died before exec).
+    /// failed spawn, if a group that no longer exists holds it (the child
+    /// took it and died before exec).
     fn drop(&mut self) {
         let Some(Some(found)) = self.tty.get() else { return };
         let fd = found.fd();
         let fg = tty::foreground_group(fd);
         let give_back = match self.group.get() {
             Some(pgid) => fg == Some(pgid),
-            None => self.at_start.is_some() && fg != Some(self.own),
+            None => self.at_start.is_some() && fg.is_none_or(|g| g > 1 && g != self.own && !process::group_exists(g)),
         };
         if give_back && tty::set_foreground_group(fd, self.own).is_ok() {
             verbose!("took the terminal back");

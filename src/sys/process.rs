@@ -143,6 +143,7 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
     // on memory that was fully prepared before the fork; `argv` is a
     // NULL-terminated array of valid C strings.
     unsafe {
+        let parent_group = libc::getpgrp();
         let rc = match options.detach {
             Detach::Group => libc::setpgid(0, 0),
             Detach::Session => libc::setsid(),
@@ -154,7 +155,7 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
         // not yet in the foreground may take the terminal, before the
         // command can touch it (the rules: crate::terminal).
         if let Some(tty) = options.take_terminal {
-            let _ = super::terminal::set_foreground_group(tty, libc::getpid());
+            super::terminal::take_from(tty, parent_group);
         }
         if libc::sigprocmask(libc::SIG_SETMASK, options.child_mask.as_ptr(), std::ptr::null_mut()) != 0 {
             report_and_exit(err_fd, STAGE_SETUP);

@@ -28,6 +28,18 @@ pub fn set_foreground_group(fd: i32, pgid: Pid) -> io::Result<()> {
     Ok(())
 }
 
+/// In the forked child: make the caller's group the terminal's foreground
+/// group, but only if `from` (pgrun's group) still is: pgrun may have been
+/// stopped and sent to the background (Ctrl-Z, `bg`) since it decided to
+/// hand the terminal over. Async-signal-safe: `tcgetpgrp`, `getpid` and
+/// `tcsetpgrp` only, no allocation.
+pub fn take_from(fd: i32, from: Pid) {
+    if foreground_group(fd) == Some(from) {
+        // SAFETY: getpid has no preconditions.
+        let _ = set_foreground_group(fd, unsafe { libc::getpid() });
+    }
+}
+
 /// `open("/dev/tty")`: the controlling terminal, whatever fds 0-2 are;
 /// `None` if pgrun has none (ENXIO) or may not open it. Non-blocking and
 /// close-on-exec: pgrun only asks it about process groups, and the command
