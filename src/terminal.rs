@@ -104,9 +104,10 @@ impl Terminal {
             return None;
         }
         let own = sys::getpgrp();
-        let stdin = tty::foreground_group(libc::STDIN_FILENO);
-        let stdout = tty::foreground_group(libc::STDOUT_FILENO);
-        let at_start = (stdin == Some(own) && stdout == Some(own)).then_some(libc::STDIN_FILENO);
+        // tcgetpgrp succeeds only on the controlling terminal.
+        let at_start = (tty::foreground_group(libc::STDIN_FILENO) == Some(own)
+            && tty::foreground_group(libc::STDOUT_FILENO) == Some(own))
+        .then_some(libc::STDIN_FILENO);
         let found = OnceCell::new();
         if let Some(fd) = at_start {
             let _ = found.set(Some(Tty::Std(fd)));
