@@ -39,10 +39,17 @@ Stop sequence:
 
 Signals sent to pgrun:
     TERM                    a cancel request: run the stop sequence
-    HUP INT QUIT USR1 USR2  forwarded to the group once each,
-    ALRM WINCH CONT         as they are; pgrun carries on
-    RTMIN..RTMAX
+    HUP INT QUIT            forwarded to the group once each, then SIGCONT
+    USR1 USR2 ALRM WINCH    forwarded to the group once each, as they are
+    CONT RTMIN..RTMAX
     PIPE                    never kills pgrun
+
+  HUP, INT and QUIT ask the command to end, so a SIGCONT follows them (as GNU
+  timeout does): a member stopped on terminal access, or by Ctrl-Z, must be
+  able to act on Ctrl-C. USR1, USR2, ALRM, WINCH and the real-time signals ask
+  a program to do something and carry on; a SIGCONT after them would wake a
+  member that was stopped on purpose (kill -STOP, a job put aside), which
+  acts on them once it is continued.
 
 Exit status:
     N        COMMAND exited with N, also after a cancel it handled
@@ -180,16 +187,39 @@ Output limit:
   character longer than SIZE/2), the marker line is the first line.
 
 Terminal:
-  Started in the foreground of a terminal (its stdin is the controlling
-  terminal and its group the foreground group), pgrun makes COMMAND's group
-  the foreground group before COMMAND can read, so COMMAND behaves as if
-  pgrun were not there: it reads typed lines, Ctrl-C and Ctrl-\\ reach it
-  directly (Ctrl-C on a command ending of SIGINT gives 130), and Ctrl-Z stops
-  it: pgrun then takes the terminal back and stops itself the same way, so
-  the shell reports the job stopped; `fg` hands the terminal back and
-  continues the group. The timeout keeps counting while stopped. pgrun gives
-  the terminal back to its own group before it exits, however the run ends.
-  In the background (`pgrun -- cmd &`) pgrun does no hand-off. With --setsid
+  pgrun behaves like a shell running one job: COMMAND gets the terminal when
+  it needs it, and nothing else in the user's job loses it.
+
+  When stdin and stdout are both the controlling terminal and pgrun's group
+  is the foreground group (`pgrun -- vim`, or a script that runs it), COMMAND's
+  group is made the foreground group before COMMAND can read, so it reads
+  typed lines, Ctrl-C and Ctrl-\\ reach it directly (Ctrl-C on a command
+  ending of SIGINT gives 130), and Ctrl-Z stops it: pgrun then takes the
+  terminal back and stops itself the same way, so the shell reports the job
+  stopped; `fg` hands the terminal back and continues the group, `bg`
+  continues it in the background.
+
+  Otherwise (a pipeline such as `pgrun -- seq 100 | less` or
+  `seq 100 | pgrun -- less`, stdin from a file) pgrun does no hand-off at the
+  start: the rest of the job keeps the terminal. If COMMAND (its leader, or
+  an orphan pgrun adopted) is then stopped by SIGTTIN or SIGTTOU for touching
+  the terminal while pgrun's job is in the foreground, pgrun hands COMMAND's
+  group the terminal and continues it, as `fg` would; meanwhile the rest of
+  the job is in the background. A leader that catches or ignores SIGTTIN
+  hides such a stop from pgrun; Ctrl-C still ends it (see Signals).
+
+  In the background (`pgrun -- cmd &`) there is no hand-off. When COMMAND
+  touches the terminal there, pgrun stops itself with the same signal, so the
+  shell reports the job stopped (`Stopped (tty input)`), and `fg` hands
+  COMMAND the terminal and continues it. With --timeout pgrun does not stop
+  itself, since a stopped pgrun cannot keep its deadline: it leaves COMMAND
+  stopped until the timeout, or until `fg` (whose SIGCONT pgrun forwards;
+  COMMAND touches the terminal again and then gets it).
+
+  While pgrun is stopped as a job it does nothing: a timeout that passes
+  meanwhile fires when it is continued, and a SIGTERM waits until then.
+  pgrun gives the terminal back to its own group before it exits, however
+  the run ends, a command that cannot be run included. With --setsid
   COMMAND gets a new session and no controlling terminal, as with setsid(1).
   Terminal settings (termios) are left to COMMAND.
 

@@ -22,6 +22,7 @@ pub mod status;
 pub mod stop_sequence;
 pub mod supervisor;
 pub mod sys;
+pub mod terminal;
 pub mod test_hook;
 
 use clap::Parser;

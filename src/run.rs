@@ -17,8 +17,8 @@ use crate::supervisor::{self, Ended, SentSignal, StopReason, Watch};
 use crate::sys::Pid;
 use crate::sys::process::{self, ChildStatus, Detach, SpawnError, SpawnOptions};
 use crate::sys::sigmask::{self, SigSet};
-use crate::sys::terminal;
 use crate::sys::wakeup::SignalSource;
+use crate::terminal::Terminal;
 use crate::test_hook;
 use crate::{say, verbose};
 use anyhow::{Context, anyhow};
@@ -178,9 +178,9 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         return Finish::interrupted_before_start(signal);
     }
 
-    // Only a pgrun in the foreground of its terminal hands it over; with
-    // --setsid the command has no controlling terminal at all.
-    let terminal = if args.setsid { None } else { terminal::foreground_terminal() };
+    // Dropped on every way out of here, a failed spawn included: it gives
+    // the terminal back.
+    let terminal = Terminal::new(args.setsid);
     let (mut relay, child_ends) = match args.max_output.map(Relay::new).transpose() {
         Ok(made) => made.unzip(),
         Err(err) => return Finish::failed(RunExit::Failed, err, None),
@@ -188,7 +188,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     let options = SpawnOptions {
         detach: if args.setsid { Detach::Session } else { Detach::Group },
         child_mask: original_mask,
-        take_terminal: terminal,
+        take_terminal: terminal.as_ref().and_then(Terminal::hand_off_at_start),
         stdout_stderr: child_ends.as_ref().map(|ends| ends.raw()),
     };
     let program = args.command[0].to_string_lossy();
@@ -206,8 +206,17 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         }
     };
     verbose!("started '{program}' as process group {pgid}");
-    let _lease = terminal.map(|tty| TerminalLease::hand_over(tty, pgid));
-    let ctx = Supervision { pgid, signals: &signals, subreaper, started, marker: marker.as_deref(), terminal };
+    if let Some(terminal) = &terminal {
+        terminal.started(pgid);
+    }
+    let ctx = Supervision {
+        pgid,
+        signals: &signals,
+        subreaper,
+        started,
+        marker: marker.as_deref(),
+        terminal: terminal.as_ref(),
+    };
     if let Err(e) = signals.activate(&handled) {
         verbose!("cannot install signal handlers: {e}");
     }
@@ -273,7 +282,7 @@ struct Supervision<'a> {
     subreaper: bool,
     started: Instant,
     marker: Option<&'a std::path::Path>,
-    terminal: Option<i32>,
+    terminal: Option<&'a Terminal>,
 }
 
 fn supervise(
@@ -324,31 +333,5 @@ fn finish_from(ended: Ended, pgid: Pid) -> Finish {
         stragglers: ended.stragglers,
         error: None,
         output: None,
-    }
-}
-
-/// The terminal, lent to the command's group for the length of the run.
-/// Dropping it gives the terminal back to pgrun's own group, on every way
-/// out of the run (exit, timeout, cancel, error), but only if the command's
-/// group still has it: a shell that took the terminal back keeps it.
-struct TerminalLease {
-    tty: i32,
-    pgid: Pid,
-}
-
-impl TerminalLease {
-    fn hand_over(tty: i32, pgid: Pid) -> Self {
-        if let Err(e) = terminal::set_foreground_group(tty, pgid) {
-            verbose!("cannot hand the terminal to process group {pgid}: {e}");
-        }
-        TerminalLease { tty, pgid }
-    }
-}
-
-impl Drop for TerminalLease {
-    fn drop(&mut self) {
-        if terminal::foreground_group(self.tty) == Some(self.pgid) {
-            let _ = terminal::set_foreground_group(self.tty, crate::sys::getpgrp());
-        }
     }
 }

@@ -20,9 +20,9 @@ use crate::output::relay::Relay;
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
 use crate::sys::process::{self, ChildStatus, Reaped};
-use crate::sys::terminal;
 use crate::sys::wakeup::SignalSource;
 use crate::sys::{self, Pid, PollFd};
+use crate::terminal::{self, RunState, Terminal};
 use crate::verbose;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -88,8 +88,8 @@ pub struct Watch<'a> {
     pub started: Instant,
     /// Called once, when the first stop sequence starts (creates the marker).
     pub on_stop: &'a mut dyn FnMut(),
-    /// The terminal handed to the command's group, if any (job control).
-    pub terminal: Option<i32>,
+    /// The terminal and its job-control rules (`None` with --setsid).
+    pub terminal: Option<&'a Terminal>,
     /// Whether to count the members left when the command exits (for the
     /// report and --verbose). It scans /proc, which is worth skipping when
     /// hundreds of runs end at once and nobody reads the number.
@@ -201,8 +201,7 @@ impl Supervisor<'_> {
                     leader_exited = true;
                 }
                 Reaped::Child(..) => {}
-                Reaped::Stopped(pid, signal) if pid == self.w.pgid => self.on_leader_stopped(signal),
-                Reaped::Stopped(..) => {}
+                Reaped::Stopped(pid, signal) => self.on_stopped(pid, signal),
                 Reaped::NoneReady => return Ok(leader_exited),
                 Reaped::NoChildren => {
                     self.have_children = false;
@@ -230,26 +229,14 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Job control: the command was stopped (Ctrl-Z, or it read the terminal
-    /// from the background). If pgrun holds the terminal for it, take the
-    /// terminal back and stop pgrun the same way, so the shell sees the job
-    /// stopped. Once continued (`fg`), hand the terminal back if pgrun is in
-    /// the foreground again, and continue the group. The timeout keeps
-    /// counting meanwhile: its deadline is on the monotonic clock.
-    fn on_leader_stopped(&mut self, signal: i32) {
-        let Some(tty) = self.w.terminal else { return };
-        if !matches!(self.phase, Phase::Running) {
-            return; // a stop sequence is under way; it continues the group itself
+    /// A child was stopped: job control, see [`crate::terminal`]. The
+    /// timeout keeps counting meanwhile: its deadline is on the monotonic
+    /// clock.
+    fn on_stopped(&mut self, pid: Pid, signal: i32) {
+        if let Some(terminal) = self.w.terminal {
+            let stopping = matches!(self.phase, Phase::Stopping { .. });
+            terminal.on_stopped(pid, signal, RunState { stopping, timed: self.timeout_at.is_some() });
         }
-        verbose!("command stopped by {}; stopping too", Signal(signal));
-        let own = sys::getpgrp();
-        let _ = terminal::set_foreground_group(tty, own);
-        terminal::stop_self(signal);
-        if terminal::foreground_group(tty) == Some(own) {
-            let _ = terminal::set_foreground_group(tty, self.w.pgid);
-        }
-        verbose!("continued; continuing process group {}", self.w.pgid);
-        self.send(Signal::CONT);
     }
 
     fn on_signal(&mut self, signal: i32) {
@@ -262,6 +249,9 @@ impl Supervisor<'_> {
             s if is_forwarded(s) => {
                 verbose!("forwarding {} to process group {}", Signal(s), self.w.pgid);
                 self.send(Signal(s));
+                if terminal::continue_after_forwarding(s) {
+                    self.send(Signal::CONT);
+                }
             }
             _ => {}
         }

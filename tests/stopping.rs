@@ -158,6 +158,8 @@ fn a_stopped_command_is_still_ended_by_the_timeout() {
     assert!(is_dead(pid));
 }
 
+/// Each forwarded signal arrives once; HUP, INT and QUIT are followed by a
+/// SIGCONT (so a stopped member can act on them), the others are not.
 #[test]
 fn forwarded_signals_arrive_once_each_and_pgrun_carries_on() {
     let scratch = Scratch::new();
@@ -196,12 +198,19 @@ fn forwarded_signals_arrive_once_each_and_pgrun_carries_on() {
         send(pgrun_pid, number);
         expected.push_str(name);
         expected.push('\n');
+        if ["HUP", "INT", "QUIT"].contains(name) {
+            expected.push_str("CONT\n");
+        }
         eventually(&format!("{name} to reach the command"), || {
             fs::read_to_string(scratch.path("log")).unwrap_or_default().len() >= expected.len()
         });
         assert!(!is_dead(pgrun_pid), "pgrun died of {name}");
     }
-    assert_eq!(fs::read_to_string(scratch.path("log")).unwrap(), expected, "each signal exactly once, in order");
+    assert_eq!(
+        fs::read_to_string(scratch.path("log")).unwrap(),
+        expected,
+        "each signal exactly once, in order, CONT only after HUP, INT and QUIT"
+    );
     send(pgrun_pid, libc::SIGTERM);
     assert_eq!(guard.wait(index), 143);
     assert!(is_dead(pid));

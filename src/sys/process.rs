@@ -43,7 +43,8 @@ pub struct SpawnOptions {
     pub detach: Detach,
     /// The signal mask the command starts with: the one pgrun was given.
     pub child_mask: SigSet,
-    /// A terminal whose foreground group the child takes before exec.
+    /// A terminal whose foreground group the child takes before exec
+    /// (decided by [`crate::terminal`]).
     pub take_terminal: Option<libc::c_int>,
     /// Fds that become the command's stdout and stderr (`dup2` onto 1 and
     /// 2; `--max-output`); otherwise both pass through.
@@ -183,6 +184,7 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
     // on memory that was fully prepared before the fork; `argv` is a
     // NULL-terminated array of valid C strings.
     unsafe {
+        let parent_group = libc::getpgrp();
         let rc = match options.detach {
             Detach::Group => libc::setpgid(0, 0),
             Detach::Session => libc::setsid(),
@@ -191,10 +193,10 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
             report_and_exit(err_fd, STAGE_SETUP);
         }
         // SIGTTOU is still blocked here (pgrun's mask), so a group that is
-        // not yet in the foreground may take the terminal. pgrun does the
-        // same after the spawn; whichever comes first wins, both are right.
+        // not yet in the foreground may take the terminal, before the
+        // command can touch it (the rules: crate::terminal).
         if let Some(tty) = options.take_terminal {
-            libc::tcsetpgrp(tty, libc::getpid());
+            super::terminal::take_from(tty, parent_group);
         }
         if let Some([out, err]) = options.stdout_stderr
             && (libc::dup2(out, 1) < 0 || libc::dup2(err, 2) < 0)

@@ -1,33 +1,25 @@
-//! The controlling terminal's foreground process group.
+//! The controlling terminal: its foreground process group, and stopping
+//! pgrun itself as a job. The rules for when pgrun calls these live in
+//! [`crate::terminal`]; this file only wraps the calls.
 //!
-//! A command in a new process group that is not the terminal's foreground
-//! group is stopped by SIGTTIN as soon as it reads the terminal. So when
-//! pgrun itself is in the foreground, it hands the terminal to the command's
-//! group (both the child, before exec, and pgrun, after the spawn, call
-//! `tcsetpgrp`, so neither order loses) and takes it back before it exits.
-//! SIGTTOU is blocked in pgrun and in the child until exec, which is what
-//! lets a background process call `tcsetpgrp` at all.
+//! SIGTTOU is blocked in pgrun (and in the child until exec), which is what
+//! lets a process outside the foreground group call `tcsetpgrp` at all.
 
 use super::Pid;
 use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
 
-/// Stdin, if it is a terminal whose foreground group is pgrun's own group:
-/// the terminal pgrun was started in the foreground of. `None` when pgrun
-/// runs in the background, or its stdin is not a terminal (a shell without
-/// job control gives its `&` commands /dev/null as stdin, so those never
-/// take the terminal from the script).
-pub fn foreground_terminal() -> Option<i32> {
-    (foreground_group(libc::STDIN_FILENO) == Some(super::getpgrp())).then_some(libc::STDIN_FILENO)
-}
-
-/// `tcgetpgrp(3)`: the terminal's foreground group, if `fd` is a terminal.
+/// `tcgetpgrp(3)`: the terminal's foreground group, if `fd` is pgrun's
+/// controlling terminal (Linux refuses with ENOTTY for any other terminal)
+/// and it has a foreground group.
 pub fn foreground_group(fd: i32) -> Option<Pid> {
     // SAFETY: tcgetpgrp takes an fd and returns -1 if it is not a terminal.
     let pgrp = unsafe { libc::tcgetpgrp(fd) };
     (pgrp > 0).then_some(pgrp)
 }
 
-/// `tcsetpgrp(3)`: make `pgid` the terminal's foreground group.
+/// `tcsetpgrp(3)`: make `pgid` the terminal's foreground group. Allocates
+/// nothing, so the forked child may call it before exec.
 pub fn set_foreground_group(fd: i32, pgid: Pid) -> io::Result<()> {
     // SAFETY: plain integers; the caller keeps SIGTTOU blocked.
     if unsafe { libc::tcsetpgrp(fd, pgid) } != 0 {
@@ -36,9 +28,35 @@ pub fn set_foreground_group(fd: i32, pgid: Pid) -> io::Result<()> {
     Ok(())
 }
 
+/// In the forked child: make the caller's group the terminal's foreground
+/// group, but only if `from` (pgrun's group) still is: pgrun may have been
+/// stopped and sent to the background (Ctrl-Z, `bg`) since it decided to
+/// hand the terminal over. Async-signal-safe: `tcgetpgrp`, `getpid` and
+/// `tcsetpgrp` only, no allocation.
+pub fn take_from(fd: i32, from: Pid) {
+    if foreground_group(fd) == Some(from) {
+        // SAFETY: getpid has no preconditions.
+        let _ = set_foreground_group(fd, unsafe { libc::getpid() });
+    }
+}
+
+/// `open("/dev/tty")`: the controlling terminal, whatever fds 0-2 are;
+/// `None` if pgrun has none (ENXIO) or may not open it. Non-blocking and
+/// close-on-exec: pgrun only asks it about process groups, and the command
+/// never inherits it.
+pub fn open_controlling() -> Option<OwnedFd> {
+    let flags = libc::O_RDONLY | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    // SAFETY: a NUL-terminated path and plain flags.
+    let fd = unsafe { libc::open(c"/dev/tty".as_ptr(), flags) };
+    // SAFETY: open just returned this fd and nothing else owns it.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// Stop pgrun itself with `signal` (TSTP, TTIN, TTOU or STOP), as a job
 /// control shell expects of a job whose command stopped; returns once pgrun
-/// has been continued. `signal` is unblocked for the moment it takes.
+/// has been continued (at once if the signal is ignored, or if pgrun's group
+/// is orphaned, where the kernel discards it). `signal` is unblocked for the
+/// moment it takes.
 pub fn stop_self(signal: i32) {
     let mut set = super::sigmask::SigSet::empty();
     set.add(signal);
