@@ -120,6 +120,23 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
     pub max_output: Option<u64>,
 
+    /// What the run is, and so what is stopped and waited for: group (the
+    /// process group), tree (the group and every descendant of pgrun),
+    /// cgroup (a new cgroup v2 leaf), auto (cgroup, else tree) [default:
+    /// tree on Linux, group elsewhere].
+    #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true)]
+    pub contain: Option<crate::contain::Mode>,
+
+    /// Run without the guard that stops the run if pgrun is killed with
+    /// SIGKILL.
+    #[arg(long)]
+    pub no_guard: bool,
+
+    /// Stop the run as if cancelled when the process that started pgrun
+    /// dies.
+    #[arg(long)]
+    pub die_with_parent: bool,
+
     /// Start COMMAND in a new session instead of a new group (no terminal).
     #[arg(long)]
     pub setsid: bool,
@@ -135,6 +152,11 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// The `--contain` mode asked for, or this platform's default.
+    pub fn contain_mode(&self) -> crate::contain::Mode {
+        self.contain.unwrap_or_else(crate::contain::Mode::default_here)
+    }
+
     /// The stop sequence these options ask for.
     pub fn stop_sequence(&self) -> StopSequence {
         match &self.escalate {

@@ -8,11 +8,14 @@
 pub mod atomic_file;
 pub mod cancel;
 pub mod cli;
+pub mod contain;
 pub mod duration;
 pub mod exit;
 pub mod generate;
+pub mod guard;
 pub mod help;
 pub mod output;
+pub mod parent_death;
 pub mod pidfile;
 pub mod report;
 pub mod run;
@@ -24,6 +27,7 @@ pub mod supervisor;
 pub mod sys;
 pub mod terminal;
 pub mod test_hook;
+pub mod unsupervised;
 
 use clap::Parser;
 use clap::error::ErrorKind;

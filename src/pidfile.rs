@@ -225,6 +225,11 @@ impl Claim {
 }
 
 impl Published {
+    /// The published file's device and inode.
+    pub fn id(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+
     /// Remove the pid file if it is still ours; the lock goes with it.
     pub fn remove(self) {
         if let Ok(meta) = fs::symlink_metadata(&self.path)

@@ -50,6 +50,12 @@ struct Report<'a> {
     stragglers: Option<usize>,
     /// `--max-output` only (null without it): bytes and omitted per stream.
     output: Option<Output>,
+    /// The `--contain` mode in force.
+    contain: &'a str,
+    /// Processes outside the group the stop reached.
+    escaped: usize,
+    /// Zombies left in the group that pgrun could not reap.
+    unreaped: usize,
     duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
@@ -77,6 +83,9 @@ pub struct Facts<'a> {
     pub stragglers: Option<usize>,
     /// stdout's and stderr's, with `--max-output`.
     pub output: Option<[StreamStats; 2]>,
+    pub contain: &'a str,
+    pub escaped: usize,
+    pub unreaped: usize,
     pub duration: Duration,
     pub error: Option<&'a str>,
 }
@@ -124,6 +133,9 @@ impl ReportTarget {
                 stdout: StreamEntry { bytes: out.bytes, omitted: out.omitted },
                 stderr: StreamEntry { bytes: err.bytes, omitted: err.omitted },
             }),
+            contain: facts.contain,
+            escaped: facts.escaped,
+            unreaped: facts.unreaped,
             duration_ms: facts.duration.as_millis() as u64,
             error: facts.error,
         };

@@ -2,15 +2,20 @@
 //!
 //! The order is the contract's: check the report path, claim the pid file,
 //! honour a cancel marker left before the start, block the handled signals,
-//! spawn the command into its new group, publish the group id, check the
-//! marker again, supervise until the group is gone, then remove the pid file
-//! and the marker and write the report. Every refusal comes before the spawn,
+//! settle what the run is (`--contain`, see [`crate::contain`]), arm
+//! `--die-with-parent`, fork the guard, spawn the command into its new
+//! group, publish the group id, check the marker again, supervise until the
+//! run is gone, then remove the pid file and the marker, release the guard
+//! and write the report. Every refusal comes before the spawn,
 //! so bad input never half-runs a command.
 
 use crate::cli::RunArgs;
+use crate::contain::{Mode, Scope};
 use crate::exit::RunExit;
+use crate::guard::{self, Guard};
 use crate::output::StreamStats;
 use crate::output::relay::Relay;
+use crate::parent_death::{self, ParentWatch};
 use crate::pidfile::{self, Claimed, Marker};
 use crate::report::{Facts, Reason, ReportTarget};
 use crate::supervisor::{self, Ended, SentSignal, StopReason, Watch};
@@ -38,6 +43,11 @@ struct Finish {
     error: Option<anyhow::Error>,
     /// `--max-output`: what became of stdout and stderr, once relayed.
     output: Option<[StreamStats; 2]>,
+    /// The `--contain` mode in force (the one asked for, if the run ended
+    /// before it was settled).
+    contain: Option<Mode>,
+    escaped: usize,
+    unreaped: usize,
 }
 
 impl Finish {
@@ -51,6 +61,9 @@ impl Finish {
             stragglers: None,
             error: Some(error),
             output: None,
+            contain: None,
+            escaped: 0,
+            unreaped: 0,
         }
     }
 
@@ -71,6 +84,9 @@ impl Finish {
             stragglers: None,
             error: None,
             output: None,
+            contain: None,
+            escaped: 0,
+            unreaped: 0,
         }
     }
 }
@@ -79,7 +95,7 @@ impl Finish {
 fn handled_signals() -> SigSet {
     let mut set = SigSet::empty();
     // SIGTTOU: so pgrun may hand the terminal over from the background.
-    for s in [libc::SIGCHLD, libc::SIGTERM, libc::SIGPIPE, libc::SIGTTOU] {
+    for s in [libc::SIGCHLD, libc::SIGTERM, libc::SIGPIPE, libc::SIGTTOU, parent_death::SIGNAL] {
         set.add(s);
     }
     for s in 1..=crate::signame::max_signal() {
@@ -92,6 +108,9 @@ fn handled_signals() -> SigSet {
 
 /// Run the command; returns pgrun's exit status.
 pub fn run(args: &RunArgs, started: Instant) -> u8 {
+    // First thing: the parent to watch with --die-with-parent, so that a
+    // death before the watch is armed is still seen.
+    let parent = crate::sys::getppid();
     say::set_verbose(args.verbose);
     let report = match args.report.as_deref().map(ReportTarget::prepare).transpose() {
         Ok(report) => report,
@@ -100,7 +119,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             return RunExit::Failed.code();
         }
     };
-    let finish = execute(args, started);
+    let finish = execute(args, started, parent);
     let exit = match finish.exit {
         RunExit::Timeout if args.preserve_status => finish.status.map_or(RunExit::Timeout, RunExit::Command),
         exit => exit,
@@ -118,6 +137,9 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             signals: &finish.signals,
             stragglers: finish.stragglers,
             output: args.max_output.map(|_| finish.output.unwrap_or_default()),
+            contain: finish.contain.unwrap_or_else(|| args.contain_mode()).name(),
+            escaped: finish.escaped,
+            unreaped: finish.unreaped,
             duration: started.elapsed(),
             error: message.as_deref(),
         };
@@ -129,7 +151,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
     exit.code()
 }
 
-fn execute(args: &RunArgs, started: Instant) -> Finish {
+fn execute(args: &RunArgs, started: Instant, parent: crate::sys::Pid) -> Finish {
     let argv: Vec<CString> = match args.command.iter().map(|a| CString::new(a.as_bytes())).collect::<Result<_, _>>() {
         Ok(argv) => argv,
         Err(_) => return Finish::failed(RunExit::Failed, anyhow!("an argument of COMMAND contains a NUL byte"), None),
@@ -169,10 +191,21 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         return Finish::cancelled_before_start();
     }
     test_hook::pause("marker-checked");
-    let subreaper = match process::become_subreaper() {
-        Ok(on) => on,
-        Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot become a child subreaper: {e}"), None),
+    if let Err(e) = process::become_subreaper() {
+        return Finish::failed(RunExit::Failed, anyhow!("cannot become a child subreaper: {e}"), None);
+    }
+    let mut scope = match Scope::prepare(args.contain_mode()) {
+        Ok(scope) => scope,
+        Err(err) => return Finish::failed(RunExit::Failed, err, None),
     };
+    let parent_watch = match args.die_with_parent.then(|| ParentWatch::arm(parent)).transpose() {
+        Ok(watch) => watch,
+        Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot watch the parent process: {e}"), None),
+    };
+    if parent_watch.is_some_and(|w| w.parent_gone()) {
+        verbose!("parent process {parent} died before the command started");
+        return Finish::cancelled_before_start();
+    }
     if let Some(signal) = termination_pending() {
         let _ = signals.drain();
         return Finish::interrupted_before_start(signal);
@@ -185,11 +218,19 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         Ok(made) => made.unzip(),
         Err(err) => return Finish::failed(RunExit::Failed, err, None),
     };
+    // Dropped (released and reaped) on every way out of here, after the
+    // pid file and marker are withdrawn.
+    let guard = match start_guard(args, &scope, marker.as_deref()) {
+        Ok(guard) => guard,
+        Err(err) => return Finish::failed(RunExit::Failed, err, None),
+    };
+    scope.set_guard(guard.as_ref().map(Guard::pid));
     let options = SpawnOptions {
         detach: if args.setsid { Detach::Session } else { Detach::Group },
         child_mask: original_mask,
         take_terminal: terminal.as_ref().and_then(Terminal::hand_off_at_start),
         stdout_stderr: child_ends.as_ref().map(|ends| ends.raw()),
+        join_cgroup: scope.join_fd(),
     };
     let program = args.command[0].to_string_lossy();
     let spawned = process::spawn(&argv, &options);
@@ -206,16 +247,20 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         }
     };
     verbose!("started '{program}' as process group {pgid}");
+    scope.started(pgid);
+    if let Some(guard) = &guard {
+        guard.spawned(pgid);
+    }
     if let Some(terminal) = &terminal {
         terminal.started(pgid);
     }
     let ctx = Supervision {
-        pgid,
         signals: &signals,
-        subreaper,
         started,
         marker: marker.as_deref(),
         terminal: terminal.as_ref(),
+        guard: guard.as_ref(),
+        parent: parent_watch,
     };
     if let Err(e) = signals.activate(&handled) {
         verbose!("cannot install signal handlers: {e}");
@@ -223,11 +268,17 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     test_hook::pause("spawned");
 
     let published = match claim.map(|c| c.publish(pgid)).transpose() {
-        Ok(p) => p,
+        Ok(p) => {
+            if let (Some(guard), Some(published)) = (&guard, &p) {
+                let (dev, ino) = published.id();
+                guard.published(dev, ino);
+            }
+            p
+        }
         Err(err) => {
             // The command is running but cannot be published: stop it (it
             // must not run unsupervised) and report the failure.
-            let stopped = supervise(args, &ctx, Some(StopReason::Cancel), relay.as_mut());
+            let stopped = supervise(args, &ctx, &mut scope, Some(StopReason::Cancel), relay.as_mut());
             if let Some(marker) = &marker {
                 pidfile::consume_marker(marker, me);
             }
@@ -245,7 +296,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         StopReason::Cancel
     });
 
-    let ended = supervise(args, &ctx, stop_now, relay.as_mut());
+    let ended = supervise(args, &ctx, &mut scope, stop_now, relay.as_mut());
     // The group is gone (or pgrun cannot watch it any more): write what is
     // left of its output, withdraw the record, then the marker.
     let output = relay.map(Relay::finish);
@@ -255,6 +306,13 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     if let Some(marker) = &marker {
         pidfile::consume_marker(marker, me);
     }
+    let mut guard = guard;
+    if let (Some(guard), Ok(ended)) = (&mut guard, &ended)
+        && ended.guard_reaped
+    {
+        guard.reaped();
+    }
+    drop(guard);
     let mut finish = match ended {
         Ok(ended) => finish_from(ended, pgid),
         Err(e) => {
@@ -265,7 +323,25 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         }
     };
     finish.output = output;
+    finish.contain = Some(scope.mode());
     finish
+}
+
+/// Fork the guard (unless `--no-guard`), with what it needs to stop the
+/// run if pgrun is killed.
+fn start_guard(args: &RunArgs, scope: &Scope, marker: Option<&std::path::Path>) -> anyhow::Result<Option<Guard>> {
+    if args.no_guard {
+        return Ok(None);
+    }
+    let plan = guard::Plan {
+        sequence: args.stop_sequence(),
+        pidfile: args.pidfile.clone(),
+        marker: marker.map(std::path::Path::to_path_buf),
+        leaf: scope.leaf().map(|leaf| leaf.target(None)),
+    };
+    let guard = Guard::start(plan).map_err(|e| anyhow!("cannot start the guard: {e}"))?;
+    verbose!("guard {} started", guard.pid());
+    Ok(Some(guard))
 }
 
 /// A signal that asks pgrun to end (TERM, INT, HUP, QUIT), pending before
@@ -277,21 +353,22 @@ fn termination_pending() -> Option<i32> {
 
 /// What the supervisor needs besides the options.
 struct Supervision<'a> {
-    pgid: Pid,
     signals: &'a SignalSource,
-    subreaper: bool,
     started: Instant,
     marker: Option<&'a std::path::Path>,
     terminal: Option<&'a Terminal>,
+    guard: Option<&'a Guard>,
+    parent: Option<ParentWatch>,
 }
 
 fn supervise(
     args: &RunArgs,
     ctx: &Supervision<'_>,
+    scope: &mut Scope,
     stop_now: Option<StopReason>,
     relay: Option<&mut Relay>,
 ) -> std::io::Result<Ended> {
-    let Supervision { pgid, signals, subreaper, started, marker, .. } = *ctx;
+    let Supervision { signals, started, marker, guard, .. } = *ctx;
     let sequence = args.stop_sequence();
     // A marker next to a live pid file always means "stopping".
     let mut on_stop = || {
@@ -301,9 +378,13 @@ fn supervise(
         {
             verbose!("{e:#}");
         }
+        // The guard removes this marker if pgrun dies while stopping.
+        if let (Some(marker), Some(guard)) = (marker, guard) {
+            guard.marker(marker);
+        }
     };
     let watch = Watch {
-        pgid,
+        scope,
         sequence: &sequence,
         timeout: args.timeout.filter(|t| !t.is_zero()),
         wait_group: args.wait_group,
@@ -313,8 +394,9 @@ fn supervise(
         terminal: ctx.terminal,
         count_stragglers: args.report.is_some() || args.verbose,
         relay,
+        parent: ctx.parent,
     };
-    supervisor::supervise(watch, subreaper, stop_now)
+    supervisor::supervise(watch, stop_now)
 }
 
 fn finish_from(ended: Ended, pgid: Pid) -> Finish {
@@ -333,5 +415,8 @@ fn finish_from(ended: Ended, pgid: Pid) -> Finish {
         stragglers: ended.stragglers,
         error: None,
         output: None,
+        contain: None,
+        escaped: ended.escaped,
+        unreaped: ended.unreaped,
     }
 }

@@ -13,17 +13,28 @@
 //! Every wake-up comes from a signal read from the [`SignalSource`] (SIGCHLD,
 //! SIGTERM, forwarded signals) or from a deadline (the timeout, a step's
 //! grace). While the command simply runs, nothing else wakes pgrun. The loop
-//! ends only when the leader has been reaped *and* `kill(-pgid, 0)` reports
-//! ESRCH: a zombie leader would still hold the group, so reaping comes first.
+//! ends only when the leader has been reaped *and* the run is gone as the
+//! `--contain` mode defines it ([`Scope::is_gone`]): `kill(-pgid, 0)`
+//! reports ESRCH (a zombie leader would still hold the group, so reaping
+//! comes first), and in tree mode no descendant is left, in cgroup mode the
+//! leaf is empty. Once the command has exited (draining, stopping), the
+//! loop also checks on a backoff of up to 100 ms, because members that are
+//! not pgrun's children end without a SIGCHLD to pgrun.
+//!
+//! A group held only by zombies pgrun cannot reap is not waited for
+//! forever (see [`crate::contain::zombies`]): while draining it counts as
+//! ended, and after the final KILL it gets one more grace.
 
+use crate::contain::{Scope, zombies};
 use crate::output::relay::Relay;
+use crate::parent_death::{self, ParentWatch};
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
 use crate::sys::process::{self, ChildStatus, Reaped};
 use crate::sys::wakeup::SignalSource;
 use crate::sys::{self, Pid, PollFd};
 use crate::terminal::{self, RunState, Terminal};
-use crate::verbose;
+use crate::{say, verbose};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
@@ -53,6 +64,12 @@ pub struct Ended {
     pub signals: Vec<SentSignal>,
     /// Members still alive when the command exited (`None`: unknown here).
     pub stragglers: Option<usize>,
+    /// Processes outside the group the stop reached (tree, cgroup).
+    pub escaped: usize,
+    /// Zombies left in the group that pgrun could not reap.
+    pub unreaped: usize,
+    /// The guard died during the run and was reaped here.
+    pub guard_reaped: bool,
 }
 
 /// Signals pgrun forwards to the group as they are.
@@ -79,7 +96,8 @@ enum Phase {
 
 /// Settings of one supervised run.
 pub struct Watch<'a> {
-    pub pgid: Pid,
+    /// The run as `--contain` defines it; it knows the group id.
+    pub scope: &'a mut Scope,
     pub sequence: &'a StopSequence,
     pub timeout: Option<Duration>,
     pub wait_group: bool,
@@ -97,6 +115,8 @@ pub struct Watch<'a> {
     /// `--max-output`: the relay of the command's output, whose fds this
     /// loop polls along with the signals.
     pub relay: Option<&'a mut Relay>,
+    /// `--die-with-parent`.
+    pub parent: Option<ParentWatch>,
 }
 
 /// Longest pause between group checks when no event can announce the end.
@@ -110,17 +130,21 @@ struct Supervisor<'a> {
     stop_reason: Option<StopReason>,
     sent: Vec<SentSignal>,
     stragglers: Option<usize>,
-    /// Whether pgrun still has children to hear SIGCHLD from.
-    have_children: bool,
-    subreaper: bool,
+    unreaped: Option<usize>,
+    guard_reaped: bool,
+    pgid: Pid,
     /// Current pause of the fallback group check, doubled each time.
     poll_backoff: Duration,
+    /// When to look at the parent next, where no signal says it died.
+    parent_check_at: Option<Instant>,
 }
 
 /// Supervise the group until it is gone. `stop_now` starts the stop
 /// sequence at once (a cancel marker found right after publishing).
-pub fn supervise(w: Watch<'_>, subreaper: bool, stop_now: Option<StopReason>) -> std::io::Result<Ended> {
+pub fn supervise(w: Watch<'_>, stop_now: Option<StopReason>) -> std::io::Result<Ended> {
     let timeout_at = w.timeout.and_then(|t| Instant::now().checked_add(t));
+    let pgid = w.scope.pgid();
+    let parent_check_at = w.parent.and_then(|p| p.check_every()).and_then(|every| Instant::now().checked_add(every));
     let mut s = Supervisor {
         w,
         phase: Phase::Running,
@@ -129,9 +153,11 @@ pub fn supervise(w: Watch<'_>, subreaper: bool, stop_now: Option<StopReason>) ->
         stop_reason: None,
         sent: Vec::new(),
         stragglers: None,
-        have_children: true,
-        subreaper,
+        unreaped: None,
+        guard_reaped: false,
+        pgid,
         poll_backoff: Duration::from_millis(1),
+        parent_check_at,
     };
     if let Some(reason) = stop_now {
         s.start_stop(reason);
@@ -144,8 +170,8 @@ impl Supervisor<'_> {
         loop {
             let leader_exited_now = self.reap_children()?;
             if let Some(status) = self.leader {
-                if !process::group_exists(self.w.pgid) {
-                    verbose!("process group {} is gone", self.w.pgid);
+                if self.unreaped.is_some() || self.w.scope.is_gone() {
+                    verbose!("process group {} is gone", self.pgid);
                     if leader_exited_now {
                         self.stragglers = Some(0);
                     }
@@ -154,7 +180,18 @@ impl Supervisor<'_> {
                         stop_reason: self.stop_reason,
                         signals: self.sent,
                         stragglers: self.stragglers,
+                        escaped: self.w.scope.escaped(),
+                        unreaped: self.unreaped.unwrap_or(0),
+                        guard_reaped: self.guard_reaped,
                     });
+                }
+                if let Phase::Draining = self.phase
+                    && let Some(zombies) = self.only_unreapable_left()
+                {
+                    // Nothing of the run is alive any more: the rest are
+                    // zombies of parents outside pgrun's reach.
+                    self.give_up_on(zombies);
+                    continue;
                 }
                 if leader_exited_now {
                     self.on_stragglers();
@@ -171,12 +208,20 @@ impl Supervisor<'_> {
     fn wait_for_events(&mut self, wait: Option<Duration>) -> std::io::Result<()> {
         let mut set = [PollFd::read(self.w.signals.as_fd()); sys::POLL_MAX];
         let mut n = 1;
+        // The cgroup leaf's cgroup.events: a change may be the run's end.
+        // Only once the command has exited: until then SIGCHLD says it.
+        let events = if self.leader.is_some() { self.w.scope.events() } else { None };
+        if let Some(fd) = events {
+            set[1] = PollFd::priority(fd);
+            n += 1;
+        }
+        let first_relay = n;
         if let Some(relay) = &self.w.relay {
-            n += relay.interest(&mut set[1..]);
+            n += relay.interest(&mut set[first_relay..]);
         }
         sys::poll(&mut set[..n], wait)?;
         if let Some(relay) = &mut self.w.relay {
-            relay.on_ready(&set[1..n]);
+            relay.on_ready(&set[first_relay..n]);
         }
         if set[0].ready {
             for signal in self.w.signals.drain()? {
@@ -192,7 +237,12 @@ impl Supervisor<'_> {
         let mut leader_exited = false;
         loop {
             match process::reap_one()? {
-                Reaped::Child(pid, status) if pid == self.w.pgid => {
+                Reaped::Child(pid, _) if Some(pid) == self.w.scope.guard() => {
+                    verbose!("the guard {pid} died; the run goes on without it");
+                    self.w.scope.guard_gone();
+                    self.guard_reaped = true;
+                }
+                Reaped::Child(pid, status) if pid == self.pgid => {
                     match status {
                         ChildStatus::Exited(code) => verbose!("command exited with status {code}"),
                         ChildStatus::Signaled(sig) => verbose!("command was ended by signal {}", Signal(sig)),
@@ -203,10 +253,7 @@ impl Supervisor<'_> {
                 Reaped::Child(..) => {}
                 Reaped::Stopped(pid, signal) => self.on_stopped(pid, signal),
                 Reaped::NoneReady => return Ok(leader_exited),
-                Reaped::NoChildren => {
-                    self.have_children = false;
-                    return Ok(leader_exited);
-                }
+                Reaped::NoChildren => return Ok(leader_exited),
             }
         }
     }
@@ -215,15 +262,15 @@ impl Supervisor<'_> {
     /// --wait-group wait for them.
     fn on_stragglers(&mut self) {
         if self.w.count_stragglers {
-            self.stragglers = process::count_group_members(self.w.pgid);
+            self.stragglers = process::count_group_members(self.pgid);
         }
         if let Phase::Running = self.phase {
             let left = self.stragglers.map_or_else(|| "processes".to_string(), |n| format!("{n} process(es)"));
             if self.w.wait_group {
-                verbose!("{left} left in process group {}; waiting for them", self.w.pgid);
+                verbose!("{left} left in process group {}; waiting for them", self.pgid);
                 self.phase = Phase::Draining;
             } else {
-                verbose!("{left} left in process group {}; stopping them", self.w.pgid);
+                verbose!("{left} left in process group {}; stopping them", self.pgid);
                 self.start_stop(StopReason::Stragglers);
             }
         }
@@ -246,8 +293,9 @@ impl Supervisor<'_> {
                 verbose!("received TERM: cancelling");
                 self.start_stop(StopReason::Cancel);
             }
+            parent_death::SIGNAL if self.w.parent.is_some() => self.check_parent(),
             s if is_forwarded(s) => {
-                verbose!("forwarding {} to process group {}", Signal(s), self.w.pgid);
+                verbose!("forwarding {} to process group {}", Signal(s), self.pgid);
                 self.send(Signal(s));
                 if terminal::continue_after_forwarding(s) {
                     self.send(Signal::CONT);
@@ -257,13 +305,52 @@ impl Supervisor<'_> {
         }
     }
 
+    /// `--die-with-parent`: if the parent process is gone, cancel. The
+    /// parent-death signal also comes when only the parent *thread* exited;
+    /// then pgrun's parent is unchanged and the run goes on.
+    fn check_parent(&mut self) {
+        let Some(watch) = self.w.parent else { return };
+        if watch.parent_gone() {
+            verbose!("parent process {} died: cancelling", watch.parent());
+            self.start_stop(StopReason::Cancel);
+        } else {
+            verbose!("parent thread exited; parent process {} lives on: carrying on", watch.parent());
+        }
+    }
+
+    /// After the final KILL, if nothing of the run is alive but zombies
+    /// pgrun cannot reap in the group, how many.
+    fn only_unreapable_left(&self) -> Option<usize> {
+        if !self.w.scope.is_gone_except_group() {
+            return None;
+        }
+        zombies::only_zombies_left(self.pgid)
+    }
+
+    fn give_up_on(&mut self, zombies: usize) {
+        say::line(format_args!(
+            "warning: process group {} still holds {zombies} zombie process(es) that pgrun cannot reap \
+             (their parent is outside the run); not waiting for them",
+            self.pgid
+        ));
+        self.unreaped = Some(zombies);
+    }
+
     /// Act on the timeout and on an expired step grace.
     fn on_deadlines(&mut self) {
         let now = Instant::now();
+        if let Some(every) = self.w.parent.and_then(|p| p.check_every())
+            && self.parent_check_at.is_some_and(|at| now >= at)
+        {
+            self.parent_check_at = now.checked_add(every);
+            if !matches!(self.phase, Phase::Stopping { .. }) {
+                self.check_parent();
+            }
+        }
         if let Phase::Running | Phase::Draining = self.phase
             && self.timeout_at.is_some_and(|at| now >= at)
         {
-            verbose!("timeout: stopping process group {}", self.w.pgid);
+            verbose!("timeout: stopping process group {}", self.pgid);
             self.start_stop(StopReason::Timeout);
         }
         if let Phase::Stopping { step, deadline: Some(at) } = self.phase
@@ -272,12 +359,18 @@ impl Supervisor<'_> {
             let last = self.w.sequence.steps().len() - 1;
             if step < last {
                 self.enter_step(step + 1);
+            } else if self.leader.is_some()
+                && let Some(zombies) = self.only_unreapable_left()
+            {
+                // The KILL's grace has passed and only zombies pgrun cannot
+                // reap hold the group: report them, do not wait forever.
+                self.give_up_on(zombies);
             } else {
                 // After the final KILL something is still there (a member
                 // we may not signal, or one that forked in the meantime):
                 // send KILL again, each grace, until the group is gone.
-                verbose!("process group {} survived KILL; sending it again", self.w.pgid);
-                self.send(Signal::KILL);
+                verbose!("process group {} survived KILL; sending it again", self.pgid);
+                self.w.scope.signal(libc::SIGKILL, false, true);
                 self.phase = Phase::Stopping { step, deadline: now.checked_add(Duration::from_secs(1)) };
             }
         }
@@ -289,7 +382,7 @@ impl Supervisor<'_> {
             return;
         }
         self.stop_reason.get_or_insert(reason);
-        verbose!("stop sequence {} for process group {}", self.w.sequence.describe(), self.w.pgid);
+        verbose!("stop sequence {} for process group {}", self.w.sequence.describe(), self.pgid);
         (self.w.on_stop)();
         self.enter_step(0);
     }
@@ -298,20 +391,19 @@ impl Supervisor<'_> {
         let Some(&current) = self.w.sequence.steps().get(step) else { return };
         let at = self.w.started.elapsed();
         self.sent.push(SentSignal { signal: current.signal, at });
-        verbose!("sending {} to process group {}", current.signal, self.w.pgid);
-        self.send(current.signal);
-        if current.signal != Signal::KILL && current.signal != Signal::CONT {
-            // A stopped member cannot act on the signal until it is continued.
-            self.send(Signal::CONT);
-        }
+        verbose!("sending {} to process group {}", current.signal, self.pgid);
+        // A stopped member cannot act on the signal until it is continued.
+        let cont = current.signal != Signal::KILL && current.signal != Signal::CONT;
+        let last = step + 1 == self.w.sequence.steps().len();
+        self.w.scope.signal(current.signal.0, cont, last);
         let grace = if current.signal == Signal::KILL { Duration::from_secs(1) } else { current.grace };
         self.phase = Phase::Stopping { step, deadline: Instant::now().checked_add(grace) };
         self.poll_backoff = Duration::from_millis(1);
     }
 
     fn send(&self, signal: Signal) {
-        if let Err(err) = process::signal_group(self.w.pgid, signal.0) {
-            verbose!("cannot send {signal} to process group {}: {err}", self.w.pgid);
+        if let Err(err) = process::signal_group(self.pgid, signal.0) {
+            verbose!("cannot send {signal} to process group {}: {err}", self.pgid);
         }
     }
 
@@ -321,17 +413,16 @@ impl Supervisor<'_> {
             Phase::Running | Phase::Draining => self.timeout_at,
             Phase::Stopping { deadline, .. } => deadline,
         };
-        // When no SIGCHLD can announce the group's end (no subreaper, or no
-        // children left to hear from while members remain), and also while
-        // stopping, where it is a safety net, check the group on a backoff.
-        // Never while the command simply runs.
-        let blind = self.leader.is_some() && (!self.subreaper || !self.have_children);
-        let poll = match self.phase {
-            Phase::Stopping { .. } => true,
-            Phase::Draining => blind,
-            Phase::Running => false,
+        let deadline = match (deadline, self.parent_check_at) {
+            (Some(d), Some(p)) => Some(d.min(p)),
+            (d, p) => d.or(p),
         };
-        if !poll {
+        // Once the command has exited, members that are not pgrun's
+        // children (zombies of parents outside the run, processes that
+        // moved away from pgrun) end without a SIGCHLD to pgrun: check the
+        // run on a backoff of up to 100 ms. Never while the command simply
+        // runs.
+        if let Phase::Running = self.phase {
             return deadline;
         }
         let check = Instant::now() + self.poll_backoff;

@@ -7,10 +7,15 @@
 //! [`sigmask`] (signal sets and masks), [`wakeup`] (turning signals into a
 //! pollable fd), [`lock`] (fcntl record locks), [`terminal`] (the
 //! foreground process group of the controlling terminal), [`pipe`] (the
-//! pipes and reads and writes of `--max-output`).
+//! pipes and reads and writes of `--max-output`), [`proc`] (reading
+//! `/proc`), [`cgroup`] (the cgroup v2 files of `--contain cgroup`),
+//! [`lifetime`] (the guard's fork, the parent-death signal).
 
+pub mod cgroup;
+pub mod lifetime;
 pub mod lock;
 pub mod pipe;
+pub mod proc;
 pub mod process;
 pub mod sigmask;
 pub mod terminal;
@@ -29,6 +34,9 @@ pub struct PollFd {
     pub fd: std::os::fd::RawFd,
     /// Wait for writability instead of readability.
     pub write: bool,
+    /// Wait for a priority event (POLLPRI) instead: what a cgroup's
+    /// `cgroup.events` reports when it changes.
+    pub priority: bool,
     /// Set by [`poll`]: the fd is ready, or hung up or in error (so the next
     /// read or write will not block and will say which).
     pub ready: bool,
@@ -37,11 +45,15 @@ pub struct PollFd {
 impl PollFd {
     pub fn read(fd: BorrowedFd<'_>) -> Self {
         use std::os::fd::AsRawFd;
-        PollFd { fd: fd.as_raw_fd(), write: false, ready: false }
+        PollFd { fd: fd.as_raw_fd(), write: false, priority: false, ready: false }
     }
     pub fn write(fd: BorrowedFd<'_>) -> Self {
         use std::os::fd::AsRawFd;
-        PollFd { fd: fd.as_raw_fd(), write: true, ready: false }
+        PollFd { fd: fd.as_raw_fd(), write: true, priority: false, ready: false }
+    }
+    pub fn priority(fd: BorrowedFd<'_>) -> Self {
+        use std::os::fd::AsRawFd;
+        PollFd { fd: fd.as_raw_fd(), write: false, priority: true, ready: false }
     }
 }
 
@@ -62,7 +74,14 @@ pub fn poll(set: &mut [PollFd], timeout: Option<Duration>) -> io::Result<()> {
     };
     let mut pfds = [libc::pollfd { fd: -1, events: 0, revents: 0 }; POLL_MAX];
     for (p, s) in pfds.iter_mut().zip(set.iter()) {
-        *p = libc::pollfd { fd: s.fd, events: if s.write { libc::POLLOUT } else { libc::POLLIN }, revents: 0 };
+        let events = if s.priority {
+            libc::POLLPRI
+        } else if s.write {
+            libc::POLLOUT
+        } else {
+            libc::POLLIN
+        };
+        *p = libc::pollfd { fd: s.fd, events, revents: 0 };
     }
     // SAFETY: `pfds` holds `set.len()` initialised pollfds.
     let n = unsafe { libc::poll(pfds.as_mut_ptr(), set.len() as libc::nfds_t, ms) };

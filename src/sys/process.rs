@@ -49,6 +49,9 @@ pub struct SpawnOptions {
     /// Fds that become the command's stdout and stderr (`dup2` onto 1 and
     /// 2; `--max-output`); otherwise both pass through.
     pub stdout_stderr: Option<[libc::c_int; 2]>,
+    /// An fd of a cgroup's `cgroup.procs`: the child writes `0` to it before
+    /// exec, so the command is born in that cgroup (`--contain cgroup`).
+    pub join_cgroup: Option<libc::c_int>,
 }
 
 /// Start the command: fork, detach the child into a new group or session,
@@ -61,7 +64,7 @@ pub struct SpawnOptions {
 /// before its exec closes the close-on-exec error pipe the parent reads.
 pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError> {
     assert!(!argv.is_empty(), "spawn needs a program name");
-    if options.detach == Detach::Group && options.take_terminal.is_none() {
+    if options.detach == Detach::Group && options.take_terminal.is_none() && options.join_cgroup.is_none() {
         match spawn_posix(argv, &options.child_mask, options.stdout_stderr) {
             // execvp runs a file without a #! line with /bin/sh; posix_spawnp
             // does not. Take the fork path for those, so both paths agree.
@@ -185,6 +188,12 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
     // NULL-terminated array of valid C strings.
     unsafe {
         let parent_group = libc::getpgrp();
+        // Join the cgroup first, so nothing the command does runs outside it.
+        if let Some(procs) = options.join_cgroup
+            && libc::write(procs, b"0".as_ptr().cast(), 1) != 1
+        {
+            report_and_exit(err_fd, STAGE_SETUP);
+        }
         let rc = match options.detach {
             Detach::Group => libc::setpgid(0, 0),
             Detach::Session => libc::setsid(),
@@ -243,7 +252,7 @@ pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
 }
 
 /// `pipe(2)` with both ends close-on-exec.
-pub(super) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+pub fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two fds pipe writes.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
@@ -434,6 +443,13 @@ pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
         let _ = pid;
         None
     }
+}
+
+/// Whether the process a pidfd refers to has exited (a pidfd becomes
+/// readable then; a zombie has exited).
+#[cfg(linux_strengths)]
+pub fn pidfd_exited(pidfd: std::os::fd::BorrowedFd<'_>) -> bool {
+    super::wait_readable(pidfd, Some(std::time::Duration::ZERO)).unwrap_or(true)
 }
 
 /// `pidfd_send_signal(2)`: signal the process a pidfd refers to. Unlike

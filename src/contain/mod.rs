@@ -1,0 +1,230 @@
+//! What "the run" is, and so what is stopped and waited for:
+//! `--contain group|tree|cgroup|auto`.
+//!
+//! A process group is not a seal: a descendant can call setsid or setpgid
+//! and leave it. [`Scope`] is the run as the mode in force defines it, and
+//! the one thing the supervisor asks to signal the run and to say whether
+//! it is gone:
+//! - `group`: the command's process group (everywhere; the only mode off
+//!   Linux);
+//! - `tree`: the group plus every descendant of pgrun wherever it moved
+//!   (see [`tree`]); gone when the group is gone and pgrun has no child
+//!   left but its guard;
+//! - `cgroup`: the group plus everything in a cgroup v2 leaf the command
+//!   was born in (see [`cgroup`]); gone when the group is gone and the leaf
+//!   is not populated;
+//! - `auto`: `cgroup` where a leaf can be created, else `tree`.
+
+pub mod cgroup;
+pub mod tree;
+pub mod zombies;
+
+use crate::sys::{Pid, process};
+use crate::verbose;
+use anyhow::{Result, bail};
+use std::collections::HashSet;
+use std::os::fd::{BorrowedFd, RawFd};
+
+/// The `--contain` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// The command's process group only.
+    Group,
+    /// The group and every descendant of pgrun (Linux).
+    Tree,
+    /// Everything in a new cgroup v2 leaf (Linux, delegated cgroup2).
+    Cgroup,
+    /// cgroup where a leaf can be created, else tree.
+    Auto,
+}
+
+impl Mode {
+    /// The default: `tree` where pgrun can walk its descendants (Linux),
+    /// `group` elsewhere.
+    pub fn default_here() -> Mode {
+        if cfg!(linux_strengths) { Mode::Tree } else { Mode::Group }
+    }
+
+    /// The name used on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Group => "group",
+            Mode::Tree => "tree",
+            Mode::Cgroup => "cgroup",
+            Mode::Auto => "auto",
+        }
+    }
+}
+
+/// The run as the mode in force defines it.
+pub struct Scope {
+    mode: Mode,
+    pgid: Pid,
+    /// The guard's pid: a child of pgrun that is not part of the run.
+    guard: Option<Pid>,
+    leaf: Option<cgroup::Leaf>,
+    /// Processes outside the group that a stop step reached.
+    escaped: HashSet<Pid>,
+}
+
+impl Scope {
+    /// Settle `requested` into the mode in force, before the command
+    /// starts: create the cgroup leaf for `cgroup` (an error if none can be
+    /// had) and `auto` (falling back to `tree`).
+    pub fn prepare(requested: Mode) -> Result<Scope> {
+        let linux = cfg!(linux_strengths);
+        let (mode, leaf) = match requested {
+            Mode::Group => (Mode::Group, None),
+            Mode::Tree | Mode::Cgroup if !linux => {
+                bail!("--contain {} needs Linux; only group is available here", requested.name())
+            }
+            Mode::Tree => (Mode::Tree, None),
+            Mode::Cgroup => match cgroup::Leaf::create() {
+                Ok(leaf) => (Mode::Cgroup, Some(leaf)),
+                Err(why) => bail!("--contain cgroup: {why}"),
+            },
+            Mode::Auto if !linux => (Mode::Group, None),
+            Mode::Auto => match cgroup::Leaf::create() {
+                Ok(leaf) => (Mode::Cgroup, Some(leaf)),
+                Err(why) => {
+                    verbose!("--contain auto: no cgroup ({why}); using tree");
+                    (Mode::Tree, None)
+                }
+            },
+        };
+        if let Some(leaf) = &leaf {
+            verbose!("created cgroup {}", leaf.dir().display());
+        }
+        Ok(Scope { mode, pgid: 0, guard: None, leaf, escaped: HashSet::new() })
+    }
+
+    /// The mode in force.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn leaf(&self) -> Option<&cgroup::Leaf> {
+        self.leaf.as_ref()
+    }
+
+    /// The fd of `cgroup.procs` the command joins before exec, in cgroup
+    /// mode.
+    pub fn join_fd(&self) -> Option<RawFd> {
+        self.leaf.as_ref().map(cgroup::Leaf::procs_fd)
+    }
+
+    /// The command has started as group `pgid`.
+    pub fn started(&mut self, pgid: Pid) {
+        self.pgid = pgid;
+    }
+
+    /// pgrun's guard, which is not part of the run.
+    pub fn set_guard(&mut self, guard: Option<Pid>) {
+        self.guard = guard;
+    }
+
+    /// The guard was reaped (it died): forget it.
+    pub fn guard_gone(&mut self) {
+        self.guard = None;
+    }
+
+    pub fn guard(&self) -> Option<Pid> {
+        self.guard
+    }
+
+    /// One step of the stop sequence: `signal` to the group, then to what
+    /// the mode adds (SIGCONT after each if `cont`); `last` is the final
+    /// KILL, which in cgroup mode is `cgroup.kill`.
+    pub fn signal(&mut self, signal: i32, cont: bool, last: bool) {
+        if let Err(err) = process::signal_group(self.pgid, signal) {
+            verbose!("cannot send {} to process group {}: {err}", crate::signame::Signal(signal), self.pgid);
+        }
+        if cont {
+            let _ = process::signal_group(self.pgid, libc::SIGCONT);
+        }
+        match (self.mode, &self.leaf) {
+            (Mode::Tree, _) => tree::signal_escapees(self.pgid, self.guard, signal, cont, &mut self.escaped),
+            (Mode::Cgroup, Some(leaf)) => {
+                // Count the members outside the group before the kill, then
+                // kill them all at once.
+                cgroup::signal_members(
+                    leaf.dir(),
+                    leaf.rel(),
+                    Some(self.pgid),
+                    if last { 0 } else { signal },
+                    cont && !last,
+                    &mut self.escaped,
+                );
+                if last && let Err(e) = crate::sys::cgroup::kill(leaf.dir()) {
+                    verbose!("cannot write cgroup.kill of {}: {e}", leaf.dir().display());
+                    cgroup::signal_members(leaf.dir(), leaf.rel(), None, signal, false, &mut self.escaped);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether the run is over: the group is gone (`kill(-pgid, 0)` is
+    /// ESRCH, which counts zombies as members) and, in tree mode, pgrun has
+    /// no child left but its guard, in cgroup mode the leaf is empty. The
+    /// caller has reaped every child that has ended.
+    pub fn is_gone(&self) -> bool {
+        !process::group_exists(self.pgid) && self.is_gone_except_group()
+    }
+
+    /// Whether what the mode adds to the group is gone (always, in group
+    /// mode).
+    pub fn is_gone_except_group(&self) -> bool {
+        match (self.mode, &self.leaf) {
+            (Mode::Tree, _) => !tree::has_children_besides(self.guard),
+            (Mode::Cgroup, Some(leaf)) => !leaf.populated(),
+            _ => true,
+        }
+    }
+
+    /// An fd whose POLLPRI says the run may have changed (cgroup mode's
+    /// `cgroup.events`).
+    pub fn events(&self) -> Option<BorrowedFd<'_>> {
+        self.leaf.as_ref().map(cgroup::Leaf::events)
+    }
+
+    /// How many processes outside the group the stop reached.
+    pub fn escaped(&self) -> usize {
+        self.escaped.len()
+    }
+
+    pub fn pgid(&self) -> Pid {
+        self.pgid
+    }
+}
+
+/// How many processes the run published by the pgrun `holder` (group
+/// `pgid`) has, as its mode defines it; for `pgrun status`. The mode is
+/// read from that pgrun's own command line. `None` where `/proc` cannot
+/// tell.
+pub fn count_run(holder: Pid, pgid: Pid) -> Option<usize> {
+    let group = process::count_group_members(pgid)?;
+    let mode = crate::sys::proc::cmdline(holder)
+        .and_then(|argv| <crate::cli::Cli as clap::Parser>::try_parse_from(argv).ok())
+        .and_then(
+            |cli| if cli.action.is_none() { Some(cli.run.contain.unwrap_or_else(Mode::default_here)) } else { None },
+        )
+        .unwrap_or(Mode::Group);
+    let leaf = || {
+        let mount = crate::sys::cgroup::find_mount()?;
+        let own = crate::sys::proc::cgroup_path(holder)?;
+        let dir = crate::sys::cgroup::folder(&mount, &own)?.join(format!("pgrun-{holder}"));
+        dir.exists().then_some(dir)
+    };
+    if mode == Mode::Group {
+        return Some(group);
+    }
+    if matches!(mode, Mode::Cgroup | Mode::Auto)
+        && let Some(dir) = leaf()
+    {
+        let members = crate::sys::cgroup::members(&dir);
+        let outside = members.iter().filter(|&&p| crate::sys::proc::stat(p).is_some_and(|s| s.pgrp != pgid)).count();
+        return Some(group + outside);
+    }
+    Some(group + tree::count_outside(holder, pgid, crate::guard::NAME))
+}

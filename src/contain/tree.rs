@@ -1,0 +1,154 @@
+//! `--contain tree`: the descendants of pgrun that left the command's
+//! group, found by walking pgrun's children.
+//!
+//! pgrun is a child subreaper, so a descendant orphaned anywhere below it
+//! becomes its child: every process of the run is found by walking down
+//! from pgrun (`/proc/PID/task/TID/children`, or one `/proc` scan where the
+//! kernel has no such files). A process found in a walk is signalled only
+//! through a pidfd opened while it was still a descendant: the pidfd is
+//! opened first, then its parent is checked to be the process the walk came
+//! from, and that process to be still alive (so its pid still names it).
+//! If the pid was reused in between, the pidfd names the old, dead process,
+//! and the signal reaches nobody. pgrun's own children need no check: their
+//! pids cannot be reused before pgrun reaps them.
+
+use crate::sys::proc::{self, Stat};
+use crate::sys::{self, Pid, process};
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// Where children lists come from.
+enum Source {
+    /// `/proc/PID/task/TID/children`.
+    Files,
+    /// One `/proc` scan: parent to children.
+    Scan(HashMap<Pid, Vec<Pid>>),
+}
+
+impl Source {
+    fn new() -> Self {
+        if proc::children_files_exist() {
+            return Source::Files;
+        }
+        let mut map: HashMap<Pid, Vec<Pid>> = HashMap::new();
+        for (pid, stat) in proc::scan() {
+            map.entry(stat.ppid).or_default().push(pid);
+        }
+        Source::Scan(map)
+    }
+
+    fn children(&self, pid: Pid) -> Vec<Pid> {
+        match self {
+            Source::Files => proc::children(pid).unwrap_or_default(),
+            Source::Scan(map) => map.get(&pid).cloned().unwrap_or_default(),
+        }
+    }
+}
+
+/// A descendant found by a walk, with a pidfd that is safe to signal.
+pub struct Found<'a> {
+    pub pid: Pid,
+    pub stat: Stat,
+    pub pidfd: BorrowedFd<'a>,
+}
+
+/// Visit every live descendant of pgrun except `skip` (the guard), deepest
+/// first (a process's children are listed while it is still alive and
+/// their parent), with a pidfd for each.
+pub fn walk(skip: Option<Pid>, visit: &mut dyn FnMut(Found<'_>)) {
+    let source = Source::new();
+    let me = sys::getpid();
+    for child in source.children(me) {
+        if Some(child) == skip {
+            continue;
+        }
+        // Our own child: its pid is ours until we reap it (and we are not
+        // reaping now), so the pidfd names it.
+        let Some(fd) = process::pidfd_open(child) else { continue };
+        let Some(stat) = proc::stat(child) else { continue };
+        if stat.ppid == me {
+            visit_below(&source, child, stat, fd, visit);
+        }
+    }
+}
+
+fn visit_below(source: &Source, pid: Pid, stat: Stat, fd: OwnedFd, visit: &mut dyn FnMut(Found<'_>)) {
+    for child in source.children(pid) {
+        let Some(child_fd) = process::pidfd_open(child) else { continue };
+        let Some(child_stat) = proc::stat(child) else { continue };
+        // Opened first, checked after: the parent is still `pid`, and `pid`
+        // has not exited, so the number `pid` still names our descendant.
+        if child_stat.ppid != pid || exited(fd.as_fd()) {
+            continue;
+        }
+        visit_below(source, child, child_stat, child_fd, visit);
+    }
+    if stat.state != b'Z' {
+        visit(Found { pid, stat, pidfd: fd.as_fd() });
+    }
+}
+
+#[cfg(linux_strengths)]
+fn exited(fd: BorrowedFd<'_>) -> bool {
+    process::pidfd_exited(fd)
+}
+
+#[cfg(not(linux_strengths))]
+fn exited(_fd: BorrowedFd<'_>) -> bool {
+    true
+}
+
+/// Send `signal` (and SIGCONT after it if `cont`) to every descendant
+/// outside group `pgid` (the guard `skip` aside); `reached` collects their
+/// pids.
+pub fn signal_escapees(pgid: Pid, skip: Option<Pid>, signal: i32, cont: bool, reached: &mut HashSet<Pid>) {
+    walk(skip, &mut |found| {
+        if found.stat.pgrp == pgid {
+            return;
+        }
+        #[cfg(linux_strengths)]
+        if let Ok(true) = process::pidfd_signal(found.pidfd, signal) {
+            crate::verbose!("sending {} to process {} (it left the group)", crate::signame::Signal(signal), found.pid);
+            reached.insert(found.pid);
+            if cont {
+                let _ = process::pidfd_signal(found.pidfd, libc::SIGCONT);
+            }
+        }
+        #[cfg(not(linux_strengths))]
+        let _ = (signal, cont, &reached);
+    });
+}
+
+/// Whether pgrun has a child other than `skip` (the guard). With the
+/// leader reaped and the group gone, a child left means a descendant left.
+pub fn has_children_besides(skip: Option<Pid>) -> bool {
+    let me = sys::getpid();
+    match Source::new() {
+        Source::Files => proc::children(me).unwrap_or_default().into_iter().any(|c| Some(c) != skip),
+        Source::Scan(map) => map.get(&me).is_some_and(|c| c.iter().any(|&c| Some(c) != skip)),
+    }
+}
+
+/// How many live descendants of `root` are outside group `pgid`, not
+/// counting a process named `skip_comm` directly below `root` (its guard).
+/// For `pgrun status`, which only reads.
+pub fn count_outside(root: Pid, pgid: Pid, skip_comm: &str) -> usize {
+    let source = Source::new();
+    let mut seen = HashSet::new();
+    let mut stack: Vec<Pid> =
+        source.children(root).into_iter().filter(|&c| proc::comm(c).is_none_or(|name| name != skip_comm)).collect();
+    let mut count = 0;
+    while let Some(pid) = stack.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        if let Some(stat) = proc::stat(pid)
+            && stat.state != b'Z'
+            && stat.pgrp != pgid
+        {
+            count += 1;
+        }
+        stack.extend(source.children(pid));
+    }
+    count
+}

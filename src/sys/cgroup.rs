@@ -1,0 +1,167 @@
+//! The cgroup v2 files `--contain cgroup` uses: finding the cgroup2 mount,
+//! creating and removing a leaf, and its `cgroup.procs`, `cgroup.events`
+//! and `cgroup.kill`.
+//!
+//! The mount is found in `/proc/self/mountinfo` (it is `/sys/fs/cgroup` on
+//! a unified host and often `/sys/fs/cgroup/unified` on a hybrid one), and
+//! pgrun's own cgroup in `/proc/self/cgroup`; a leaf is created below that.
+
+use super::Pid;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Where the cgroup2 hierarchy is mounted, and the path inside it that
+/// the mount shows at its top (`/` unless a container mounted a subtree).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mount {
+    pub point: PathBuf,
+    pub root: String,
+}
+
+/// The cgroup2 mount, from `/proc/self/mountinfo`.
+pub fn find_mount() -> Option<Mount> {
+    parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo").ok()?)
+}
+
+/// The first cgroup2 entry of a mountinfo text.
+pub fn parse_mountinfo(text: &str) -> Option<Mount> {
+    for line in text.lines() {
+        let (left, right) = line.split_once(" - ")?;
+        if right.split(' ').next() != Some("cgroup2") {
+            continue;
+        }
+        let fields: Vec<&str> = left.split(' ').collect();
+        let (root, point) = (fields.get(3)?, fields.get(4)?);
+        return Some(Mount { point: PathBuf::from(unescape(point)), root: unescape(root) });
+    }
+    None
+}
+
+/// mountinfo writes space, tab, newline and backslash as `\ooo`.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && let Ok(v) = u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 4]).unwrap_or("x"), 8)
+        {
+            out.push(v);
+            i += 4;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The folder of cgroup `path` (as `/proc/PID/cgroup` names it) under
+/// `mount`; `None` if the mount does not show it.
+pub fn folder(mount: &Mount, path: &str) -> Option<PathBuf> {
+    let root = mount.root.trim_end_matches('/');
+    let rel = path.strip_prefix(root)?;
+    if !(rel.is_empty() || rel.starts_with('/')) {
+        return None;
+    }
+    Some(mount.point.join(rel.trim_start_matches('/')))
+}
+
+/// `mkdir(2)` of a new cgroup (fails if it exists).
+pub fn create(path: &Path) -> io::Result<()> {
+    fs::create_dir(path)
+}
+
+/// Open `name` in cgroup folder `dir` for writing, close-on-exec.
+pub fn open_write(dir: &Path, name: &str) -> io::Result<OwnedFd> {
+    Ok(OpenOptions::new().write(true).custom_flags(libc::O_CLOEXEC).open(dir.join(name))?.into())
+}
+
+/// Open `name` in cgroup folder `dir` for reading, close-on-exec.
+pub fn open_read(dir: &Path, name: &str) -> io::Result<OwnedFd> {
+    Ok(OpenOptions::new().read(true).custom_flags(libc::O_CLOEXEC).open(dir.join(name))?.into())
+}
+
+/// The processes in cgroup `dir` and the cgroups below it.
+pub fn members(dir: &Path) -> Vec<Pid> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        if let Ok(text) = fs::read_to_string(d.join("cgroup.procs")) {
+            out.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<Pid>().ok()));
+        }
+        if let Ok(entries) = fs::read_dir(&d) {
+            stack.extend(entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()));
+        }
+    }
+    out
+}
+
+/// Whether `cgroup.events` (an fd of it) says `populated 1`. Reading from
+/// offset 0 also re-arms its poll notification.
+pub fn populated(events: BorrowedFd<'_>) -> io::Result<bool> {
+    let mut buf = [0u8; 256];
+    // SAFETY: pread into a stack buffer of the given size at offset 0.
+    let n = unsafe { libc::pread(events.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let text = String::from_utf8_lossy(&buf[..n as usize]);
+    Ok(!text.lines().any(|l| l.trim() == "populated 0"))
+}
+
+/// Whether `populated` is 0, reading the file by path (for a process that
+/// holds no fd of it).
+pub fn populated_at(dir: &Path) -> io::Result<bool> {
+    let fd = open_read(dir, "cgroup.events")?;
+    populated(fd.as_fd())
+}
+
+/// Write `1` to `cgroup.kill`: SIGKILL every process in the cgroup and
+/// below, atomically with respect to forks.
+pub fn kill(dir: &Path) -> io::Result<()> {
+    let mut file: File = open_write(dir, "cgroup.kill")?.into();
+    file.write_all(b"1")
+}
+
+/// `rmdir(2)` the cgroup and every cgroup below it, deepest first. Only
+/// cgroups with no live process can be removed.
+pub fn remove(dir: &Path) -> io::Result<()> {
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = remove(&entry.path());
+            }
+        }
+    }
+    fs::remove_dir(dir)
+}
+
+/// Whether process `pid` is in cgroup `rel` (a `/proc/PID/cgroup` path) or
+/// below it.
+pub fn process_in(pid: Pid, rel: &str) -> bool {
+    super::proc::cgroup_path(pid).is_some_and(|p| p == rel || p.strip_prefix(rel).is_some_and(|r| r.starts_with('/')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_hybrid_and_unified() {
+        let hybrid = "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n\
+                      41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        assert_eq!(parse_mountinfo(hybrid), Some(Mount { point: "/sys/fs/cgroup/unified".into(), root: "/".into() }));
+        let nested = "99 1 0:30 /user.slice /sys/fs/cg\\040x rw shared:1 - cgroup2 cgroup2 rw\n";
+        let m = parse_mountinfo(nested).unwrap();
+        assert_eq!(m.point, PathBuf::from("/sys/fs/cg x"));
+        assert_eq!(folder(&m, "/user.slice/a"), Some(PathBuf::from("/sys/fs/cg x/a")));
+        assert_eq!(folder(&m, "/user.slicex"), None);
+        assert_eq!(folder(&m, "/other"), None);
+        assert_eq!(parse_mountinfo("1 2 0:1 / / rw - ext4 /dev/sda rw\n"), None);
+    }
+}
