@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_pgrun_global_optspecs
-    string join \n t/timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= setsid v/verbose generate= h/help V/version
+    string join \n t/timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= contain= no-guard die-with-parent setsid v/verbose generate= h/help V/version
 end
 
 function __fish_pgrun_needs_command
@@ -43,6 +43,10 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -s p -l pidfile -d 'Publish th
 complete -c pgrun -n "__fish_pgrun_needs_command" -l cancel-file -d 'The cancel marker [default: PIDFILE.cancel]' -r -F
 complete -c pgrun -n "__fish_pgrun_needs_command" -l report -d 'Write a JSON outcome report to PATH at exit' -r -F
 complete -c pgrun -n "__fish_pgrun_needs_command" -l max-output -d 'Bound COMMAND\'s stdout and stderr to SIZE bytes each (e.g. 64K, 1M, 10MB): a longer stream keeps its first and last SIZE/2 bytes around a line `[pgrun: N bytes omitted]`' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -l contain -d 'What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]' -r -f -a "group\t'The command\'s process group only'
+tree\t'The group and every descendant of pgrun (Linux)'
+cgroup\t'Everything in a new cgroup v2 leaf (Linux, delegated cgroup2)'
+auto\t'cgroup where a leaf can be created, else tree'"
 complete -c pgrun -n "__fish_pgrun_needs_command" -l generate -d 'Print the man page or a shell\'s completion script, for packagers' -r -f -a "man\t'man/pgrun.1'
 man-cancel\t'man/pgrun-cancel.1'
 man-status\t'man/pgrun-status.1'
@@ -53,6 +57,8 @@ elvish\t''
 powershell\t''"
 complete -c pgrun -n "__fish_pgrun_needs_command" -l preserve-status -d 'On timeout, exit with COMMAND\'s status instead of 124'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l wait-group -d 'When COMMAND exits, let the rest of its group finish on its own instead of stopping it (a timeout or cancel still applies)'
+complete -c pgrun -n "__fish_pgrun_needs_command" -l no-guard -d 'Run without the guard that stops the run if pgrun is killed with SIGKILL'
+complete -c pgrun -n "__fish_pgrun_needs_command" -l die-with-parent -d 'Stop the run as if cancelled when the process that started pgrun dies'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l setsid -d 'Start COMMAND in a new session instead of a new group (no terminal)'
 complete -c pgrun -n "__fish_pgrun_needs_command" -s v -l verbose -d 'Say what pgrun does, one line per action on stderr'
 complete -c pgrun -n "__fish_pgrun_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -120,10 +120,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
     pub max_output: Option<u64>,
 
-    /// What the run is, and so what is stopped and waited for: group (the
-    /// process group), tree (the group and every descendant of pgrun),
-    /// cgroup (a new cgroup v2 leaf), auto (cgroup, else tree) [default:
-    /// tree on Linux, group elsewhere].
+    /// What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere].
+    ///
+    /// What is stopped and waited for: group (the command's process group),
+    /// tree (the group and every descendant of pgrun, wherever it moved),
+    /// cgroup (everything in a new cgroup v2 leaf the command is born in),
+    /// auto (cgroup where a leaf can be created, else tree) [default: tree
+    /// on Linux, group elsewhere].
     #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true)]
     pub contain: Option<crate::contain::Mode>,
 

@@ -316,10 +316,11 @@ fn an_escaped_holder_of_the_pipe_does_not_hold_up_a_capturing_caller() {
     let mut guard = Guard::new();
     // The command leaves a process outside its group that keeps the inner
     // stdout and stderr open; pgrun ends with the group and the caller's
-    // pipes close with pgrun.
+    // pipes close with pgrun. `--contain group`: in tree mode (the default)
+    // pgrun would stop the escaped process, which must live here.
     let harness = format!(
         "import subprocess,sys\n\
-         r = subprocess.run([sys.argv[1], '--max-output', '1K', '--', 'sh', '-c',\n\
+         r = subprocess.run([sys.argv[1], '--contain', 'group', '--max-output', '1K', '--', 'sh', '-c',\n\
              'echo start; setsid sh -c \"echo \\\\$\\\\$ > {dir}/escaped.pid; exec sleep 300\" & \
               while [ ! -s {dir}/escaped.pid ]; do sleep 0.01; done; echo end'],\n\
              capture_output=True, timeout=60)\n\

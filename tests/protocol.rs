@@ -199,7 +199,8 @@ fn a_pid_file_in_a_pid_namespace_is_never_read_as_a_host_group() {
     let report = scratch.path("r.json");
     let script = format!(
         "echo {} > /proc/sys/kernel/ns_last_pid && exec {} -p {p} --report {} -- sleep 300",
-        canary - 1,
+        // The guard takes the next pid, the command the one after it.
+        canary - 2,
         pgrun_path(),
         report.display()
     );
