@@ -318,13 +318,14 @@ impl Supervisor<'_> {
         }
     }
 
-    /// After the final KILL, if nothing of the run is alive but zombies
-    /// pgrun cannot reap in the group, how many.
+    /// If nothing of the run is alive any more but zombies in the group
+    /// that pgrun cannot reap, how many.
     fn only_unreapable_left(&self) -> Option<usize> {
         if !self.w.scope.is_gone_except_group() {
             return None;
         }
-        zombies::only_zombies_left(self.pgid)
+        let after_kill = matches!(self.phase, Phase::Stopping { .. });
+        zombies::only_zombies_left(self.pgid, after_kill)
     }
 
     fn give_up_on(&mut self, zombies: usize) {

@@ -8,9 +8,10 @@
 use crate::sys::Pid;
 
 /// If every member left in group `pgid` is a zombie, how many there are.
-/// Where `/proc` cannot be read, whatever survived the KILL and a grace is
-/// taken for one such zombie.
-pub fn only_zombies_left(pgid: Pid) -> Option<usize> {
+/// Where `/proc` cannot tell, `after_kill` says whether to take a group
+/// that survived the final KILL and a grace for one such zombie (`None`
+/// otherwise: a draining group may well be alive).
+pub fn only_zombies_left(pgid: Pid, after_kill: bool) -> Option<usize> {
     #[cfg(linux_strengths)]
     {
         let mut members = 0;
@@ -25,6 +26,6 @@ pub fn only_zombies_left(pgid: Pid) -> Option<usize> {
     }
     #[cfg(not(linux_strengths))]
     {
-        crate::sys::process::group_exists(pgid).then_some(1)
+        (after_kill && crate::sys::process::group_exists(pgid)).then_some(1)
     }
 }
