@@ -54,9 +54,9 @@ struct Report {
     pgid: Option<Pid>,
     /// The pgrun process holding the lock.
     pid: Option<Pid>,
-    /// How many processes the group has (`null`: unknown, e.g. the run is in
-    /// another PID namespace, where the file's group id names other
-    /// processes).
+    /// How many processes the run has, as its `--contain` mode defines it
+    /// (`null`: unknown, e.g. the run is in another PID namespace, where the
+    /// file's group id names other processes).
     processes: Option<usize>,
     uptime_ms: Option<u64>,
     pidfile: String,
@@ -130,7 +130,11 @@ pub fn status(args: &StatusArgs) -> StatusExit {
                     report.pid = (holder > 0).then_some(holder);
                     report.other_pid_namespace = holder <= 0 || !process::in_own_pid_namespace(holder);
                     if !report.other_pid_namespace {
-                        report.processes = process::count_group_members(record.pgid);
+                        // The run as its --contain mode defines it.
+                        report.processes = match holder {
+                            0 => process::count_group_members(record.pgid),
+                            holder => crate::contain::count_run(holder, record.pgid),
+                        };
                     }
                     report.uptime_ms = record
                         .meta

@@ -3,10 +3,13 @@
 mod util;
 
 mod cancel;
+mod containment;
 mod docs;
 mod exit_status;
+mod guard;
 mod inheritance;
 mod output;
+mod parent_death;
 mod protocol;
 mod publish;
 mod status;

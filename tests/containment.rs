@@ -1,0 +1,282 @@
+//! `--contain`: processes that leave the command's group (setsid, a
+//! double-fork daemon, job control, nohup) and zombies held by them; the
+//! cgroup leaf; `pgrun status` counting the run as the mode defines it.
+//!
+//! Each escapee payload proves that it really escaped: in `group` mode the
+//! escapee is alive, in a group of its own, when pgrun returns (and the test
+//! kills it). The cgroup cases need a cgroup2 mount; where there is none
+//! they print `skipped: ...` and check the other modes only.
+
+use crate::util::*;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// The modes that contain the whole run on this build.
+fn containing_modes() -> Vec<&'static str> {
+    if cfg!(feature = "posix-fallback") {
+        return Vec::new();
+    }
+    let mut modes = vec!["tree", "auto"];
+    if cgroup2_mount("the cgroup mode of this test").is_some() {
+        modes.push("cgroup");
+    }
+    modes
+}
+
+/// The cgroup2 mount point, or `None` after printing why `what` is skipped.
+pub fn cgroup2_mount(what: &str) -> Option<String> {
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let found = info.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split(' ').next() == Some("cgroup2")).then(|| left.split(' ').nth(4).map(str::to_string))?
+    });
+    if found.is_none() {
+        eprintln!("skipped: {what}: no cgroup2 file system is mounted here (/proc/self/mountinfo)");
+    }
+    found
+}
+
+/// The four ways out of a process group. Each payload starts a process that
+/// leaves the group, writes its pid to `esc.pid` once it has, and then the
+/// command exits.
+fn escapes(dir: &str) -> Vec<(&'static str, String)> {
+    let wait = format!("while [ ! -s {dir}/esc.pid ]; do sleep 0.01; done");
+    vec![
+        ("setsid", format!("setsid sh -c 'echo $$ > {dir}/esc.pid; exec sleep 300' & {wait}")),
+        (
+            "double-fork daemon",
+            format!(
+                "python3 -c 'import os, time\n\
+                 if os.fork(): os._exit(0)\n\
+                 os.setsid()\n\
+                 if os.fork(): os._exit(0)\n\
+                 open(\"{dir}/esc.pid\", \"w\").write(\"%d\\n\" % os.getpid())\n\
+                 time.sleep(300)' & {wait}"
+            ),
+        ),
+        ("set -m job", format!("exec bash -c 'set -m; sleep 300 & echo $! > {dir}/esc.pid'")),
+        (
+            "nohup from a job-control shell",
+            format!("exec bash -c 'set -m; nohup sleep 300 > /dev/null 2>&1 & echo $! > {dir}/esc.pid'"),
+        ),
+    ]
+}
+
+/// Run `cmd` to its end with stdout to nowhere and stderr to a file (an
+/// escapee left running in group mode holds them: a pipe would not end).
+/// Returns the exit status and what pgrun wrote on stderr.
+fn run_detached(guard: &mut Guard, scratch: &Scratch, cmd: &mut Command) -> (i32, String) {
+    let log = scratch.path("stderr.log");
+    cmd.stdout(Stdio::null()).stderr(fs::File::create(&log).unwrap());
+    let index = guard.spawn(cmd);
+    let status = guard.wait(index);
+    (status, fs::read_to_string(&log).unwrap_or_default())
+}
+
+fn run_escape(guard: &mut Guard, scratch: &Scratch, mode: &str, payload: &str) -> i32 {
+    let report = scratch.path("r.json");
+    let mut cmd = pgrun(["--contain", mode, "--report", report.to_str().unwrap(), "--", "sh", "-c", payload]);
+    let (status, stderr) = run_detached(guard, scratch, &mut cmd);
+    assert_eq!(status, 0, "{mode} mode: {payload}\n{stderr}");
+    status
+}
+
+#[test]
+fn escapees_are_gone_when_pgrun_returns_in_tree_cgroup_and_auto() {
+    for (name, _) in escapes("") {
+        for mode in containing_modes() {
+            let scratch = Scratch::new();
+            let mut guard = Guard::new();
+            let report = scratch.path("r.json");
+            let payload = escapes(&scratch.sh()).into_iter().find(|(n, _)| *n == name).unwrap().1;
+            run_escape(&mut guard, &scratch, mode, &payload);
+            let escapee = wait_pid(&scratch.path("esc.pid"), &mut guard);
+            assert!(is_dead(escapee), "{name}: the escapee {escapee} outlived pgrun in {mode} mode");
+            let r = json(&report);
+            assert!(r["escaped"].as_u64().unwrap() >= 1, "{name} in {mode} mode: {r}");
+            assert_eq!(r["unreaped"], 0);
+        }
+    }
+}
+
+#[test]
+fn escapees_are_left_alone_in_group_mode() {
+    for (name, _) in escapes("") {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let report = scratch.path("r.json");
+        let payload = escapes(&scratch.sh()).into_iter().find(|(n, _)| *n == name).unwrap().1;
+        run_escape(&mut guard, &scratch, "group", &payload);
+        let escapee = wait_pid(&scratch.path("esc.pid"), &mut guard);
+        assert!(!is_dead(escapee), "{name}: group mode stopped a process outside the group");
+        let group = json(&report)["pgid"].as_i64().unwrap() as i32;
+        assert_ne!(pgrp(escapee), Some(group), "{name}: the payload did not leave the group");
+        let r = json(&report);
+        assert_eq!((r["contain"].as_str(), r["escaped"].as_u64()), (Some("group"), Some(0)));
+        // Guard::drop kills it.
+    }
+}
+
+/// The issue's zombie holder: it forks a member that stays in the group,
+/// then leaves the group itself and never reaps that member. The member
+/// exits when `go` exists (never, unless the test creates it) or is
+/// killed; either way its zombie holds the group while the holder lives.
+fn holder_script(dir: &str) -> String {
+    let py = format!(
+        "import os, time\n\
+         child = os.fork()\n\
+         if child == 0:\n    \
+             while not os.path.exists(\"{dir}/go\"): time.sleep(0.01)\n    \
+             os._exit(0)\n\
+         os.setsid()\n\
+         open(\"{dir}/holder.pid\", \"w\").write(\"%d\\n\" % os.getpid())\n\
+         time.sleep(300)\n"
+    );
+    fs::write(format!("{dir}/holder.py"), py).unwrap();
+    format!("python3 {dir}/holder.py & while [ ! -s {dir}/holder.pid ]; do sleep 0.01; done")
+}
+
+#[test]
+fn a_zombie_held_by_an_escaped_parent_does_not_hold_pgrun_in_any_mode() {
+    let mut modes = vec!["group"];
+    modes.extend(containing_modes());
+    for mode in modes {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let dir = scratch.sh();
+        let report = scratch.path("r.json");
+        let mut cmd = pgrun(["--contain", mode, "--timeout", "1", "-k", "1", "--report", report.to_str().unwrap()]);
+        cmd.args(["--", "sh", "-c", &holder_script(&dir)]);
+        let (status, stderr) = run_detached(&mut guard, &scratch, &mut cmd);
+        let holder = wait_pid(&scratch.path("holder.pid"), &mut guard);
+        assert_eq!(status, 0, "{mode}: {stderr}");
+        let r = json(&report);
+        if mode == "group" {
+            assert!(!is_dead(holder), "group mode signalled the holder, outside the group");
+            assert_eq!(r["unreaped"], 1, "{r}");
+            assert!(stderr.contains("zombie"), "no warning: {stderr}");
+        } else {
+            assert!(is_dead(holder), "{mode} mode left the holder running");
+            assert_eq!((r["unreaped"].as_u64(), r["escaped"].as_u64()), (Some(0), Some(1)), "{mode}: {r}");
+        }
+    }
+}
+
+#[test]
+fn wait_group_ends_when_only_an_unreapable_zombie_is_left() {
+    // group mode: the last member exits as a zombie of the holder, outside
+    // the group; pgrun returns while the holder still runs (it would wait
+    // the holder's 300 s without the zombie rule).
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("r.json");
+    let mut cmd = pgrun(["--contain", "group", "--wait-group", "--report", report.to_str().unwrap()]);
+    cmd.args(["--", "sh", "-c", &holder_script(&dir)]);
+    let index = guard.spawn(cmd.stdout(Stdio::null()).stderr(Stdio::null()));
+    let holder = wait_pid(&scratch.path("holder.pid"), &mut guard);
+    fs::write(scratch.path("go"), "").unwrap();
+    assert_eq!(guard.wait(index), 0);
+    assert!(!is_dead(holder), "the holder should still be running");
+    assert_eq!(json(&report)["unreaped"], 1);
+
+    // tree mode: the holder is part of the run, waited for; once it ends,
+    // its zombie member comes to pgrun and the run is over.
+    for mode in containing_modes() {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let dir = scratch.sh();
+        let report = scratch.path("r.json");
+        let mut cmd = pgrun(["--contain", mode, "--wait-group", "--report", report.to_str().unwrap()]);
+        cmd.args(["--", "sh", "-c", &holder_script(&dir)]);
+        let index = guard.spawn(&mut cmd);
+        let holder = wait_pid(&scratch.path("holder.pid"), &mut guard);
+        fs::write(scratch.path("go"), "").unwrap();
+        send(holder, libc::SIGKILL);
+        assert_eq!(guard.wait(index), 0, "{mode}");
+        let r = json(&report);
+        assert_eq!((r["unreaped"].as_u64(), r["signals"].as_array().map(Vec::len)), (Some(0), Some(0)), "{r}");
+    }
+}
+
+#[test]
+fn status_counts_the_run_as_the_mode_defines_it() {
+    if cfg!(feature = "posix-fallback") {
+        return; // no /proc counting on the portable paths
+    }
+    for (mode, want) in [("group", "2 processes"), ("tree", "3 processes")] {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let dir = scratch.sh();
+        let pidfile = scratch.path("job.pid");
+        let payload = format!(
+            "setsid sh -c 'echo $$ > {dir}/esc.pid; exec sleep 300' & sleep 300 & echo ready > {dir}/ready; wait"
+        );
+        start_published(&mut guard, &pidfile, &["--contain", mode], &payload);
+        wait_pid(&scratch.path("esc.pid"), &mut guard);
+        wait_line(&scratch.path("ready"));
+        let out = run(&mut pgrun(["status", pidfile.to_str().unwrap()]));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(want),
+            "{mode}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+#[test]
+fn cgroup_mode_runs_the_command_in_its_own_leaf_and_removes_it() {
+    if cfg!(feature = "posix-fallback") || cgroup2_mount("cgroup mode").is_none() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("r.json");
+    let mut cmd = pgrun(["--contain", "cgroup", "--report", report.to_str().unwrap(), "--", "sh", "-c"]);
+    cmd.arg(format!(
+        "cat /proc/self/cgroup > {dir}/cg; echo go > {dir}/ready; while [ ! -e {dir}/go ]; do sleep 0.01; done"
+    ));
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id();
+    wait_line(&scratch.path("ready"));
+    let cg = fs::read_to_string(scratch.path("cg")).unwrap();
+    let leaf = cg.lines().find_map(|l| l.strip_prefix("0::")).expect("a cgroup v2 line").to_string();
+    assert!(leaf.ends_with(&format!("/pgrun-{pgrun_pid}")), "not born in pgrun's leaf: {leaf}");
+    let mount = cgroup2_mount("cgroup mode").unwrap();
+    let folder = Path::new(&mount).join(leaf.trim_start_matches('/'));
+    assert!(folder.is_dir(), "{} is missing during the run", folder.display());
+    fs::write(scratch.path("go"), "").unwrap();
+    assert_eq!(guard.wait(index), 0);
+    assert!(!folder.exists(), "the leaf {} was left behind", folder.display());
+    assert_eq!(json(&report)["contain"], "cgroup");
+}
+
+#[test]
+fn cgroup_mode_on_a_read_only_hierarchy_is_125_before_the_start_and_auto_falls_back() {
+    if cfg!(feature = "posix-fallback") {
+        return;
+    }
+    let Some(mount) = cgroup2_mount("read-only cgroup2") else { return };
+    let scratch = Scratch::new();
+    let witness = scratch.path("ran");
+    // A private mount namespace where the cgroup2 mount is read-only (a
+    // per-mount flag: the host's mount is untouched).
+    let script = |mode: &str| {
+        format!(
+            "mount -o remount,bind,ro {mount} && exec {} --contain {mode} -- touch {}",
+            pgrun_path(),
+            witness.display()
+        )
+    };
+    let out = run(Command::new("unshare").args(["-m", "--", "sh", "-c", &script("cgroup")]).stdin(Stdio::null()));
+    assert_status(&out, 125, "cgroup on a read-only hierarchy");
+    let err = stderr_of(&out);
+    assert!(err.starts_with("pgrun: --contain cgroup: ") && err.contains("read-only"), "{err}");
+    assert!(!witness.exists(), "the command ran");
+
+    let out = run(Command::new("unshare").args(["-m", "--", "sh", "-c", &script("auto")]).stdin(Stdio::null()));
+    assert_status(&out, 0, "auto on a read-only hierarchy");
+    assert!(witness.exists(), "auto did not fall back to tree");
+}

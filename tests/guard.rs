@@ -1,0 +1,126 @@
+//! The guard: pgrun killed with SIGKILL (alone, or with its caller's whole
+//! process group) still leaves nothing running, and removes its pid file
+//! and marker; `--no-guard` does not; a normal exit reaps the guard.
+
+use crate::util::*;
+use std::fs;
+use std::process::{Command, Stdio};
+
+/// pgrun's guard: its child named `pgrun-guard`.
+fn guard_of(pgrun: i32) -> i32 {
+    let mut found = None;
+    eventually("pgrun's guard to appear", || {
+        found = descendants(pgrun)
+            .into_iter()
+            .find(|&p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == "pgrun-guard"));
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+/// A run with a member that ignores TERM (logging it) and a pid file.
+fn start_stubborn(guard: &mut Guard, scratch: &Scratch, extra: &[&str]) -> (usize, i32, i32) {
+    let dir = scratch.sh();
+    let payload = format!(
+        "sh -c 'trap \"echo TERM >> {dir}/member.log\" TERM; echo $$ > {dir}/member.pid; while :; do sleep 0.1; done' & wait"
+    );
+    let mut args = vec!["-k", "2"];
+    args.extend_from_slice(extra);
+    let (index, pgid) = start_published(guard, &scratch.path("job.pid"), &args, &payload);
+    let member = wait_pid(&scratch.path("member.pid"), guard);
+    (index, pgid, member)
+}
+
+#[test]
+fn pgrun_killed_mid_stop_leaves_the_guard_to_finish_and_clean_up() {
+    if cfg!(feature = "posix-fallback") {
+        // The guard works the same there; descendants() needs /proc.
+    }
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let (index, pgid, member) = start_stubborn(&mut guard, &scratch, &[]);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    assert_eq!(fs::read_to_string(format!("/proc/{keeper}/comm")).unwrap().trim_end(), "pgrun-guard");
+    assert_eq!(pgrp(keeper), Some(keeper), "the guard is not in a group of its own");
+    assert_eq!(state(keeper).as_deref(), Some("S"), "the guard is not blocked");
+    // A stop is under way (the marker exists) when pgrun is killed.
+    send(pgrun_pid, libc::SIGTERM);
+    assert_eq!(wait_line(&scratch.path("member.log")), "TERM");
+    assert!(scratch.path("job.pid.cancel").exists(), "a stopping run has its marker");
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(member);
+    eventually("the group to be gone", || unsafe { libc::kill(-pgid, 0) } != 0);
+    wait_dead(keeper);
+    assert!(!scratch.path("job.pid").exists(), "the guard left the pid file");
+    assert!(!scratch.path("job.pid.cancel").exists(), "the guard left the marker");
+}
+
+#[test]
+fn killing_the_callers_whole_group_does_not_take_the_guard() {
+    use std::os::unix::process::CommandExt;
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pidfile = scratch.path("job.pid");
+    // The caller: a shell in a group of its own that runs pgrun in it.
+    let script = format!(
+        "{} -p {} -- sh -c 'echo $$ > {dir}/member.pid; exec sleep 300' & echo $! > {dir}/pgrun.pid; wait",
+        pgrun_path(),
+        pidfile.display()
+    );
+    let mut caller = Command::new("sh");
+    caller.args(["-c", &script]).stdin(Stdio::null()).process_group(0);
+    let (caller_pid, _) = guard.spawn_reaped(&mut caller);
+    guard.record_group(caller_pid);
+    let pgrun_pid = wait_pid(&scratch.path("pgrun.pid"), &mut guard);
+    let member = wait_pid(&scratch.path("member.pid"), &mut guard);
+    let pgid: i32 = wait_line(&pidfile).parse().unwrap();
+    guard.record_group(pgid);
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    // SAFETY: the group this test created for the caller.
+    assert_eq!(unsafe { libc::kill(-caller_pid, libc::SIGKILL) }, 0);
+    wait_dead(pgrun_pid);
+    wait_dead(member);
+    wait_dead(keeper);
+    eventually("the pid file to be removed", || !pidfile.exists());
+}
+
+#[test]
+fn no_guard_leaves_the_group_running_when_pgrun_is_killed() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let (index, _pgid, member) = start_stubborn(&mut guard, &scratch, &["--no-guard"]);
+    let pgrun_pid = guard.child(index).id() as i32;
+    assert!(
+        descendants(pgrun_pid)
+            .iter()
+            .all(|&p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() != "pgrun-guard")),
+        "--no-guard started a guard"
+    );
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    assert!(!is_dead(member), "without a guard nothing stops the group");
+    // Guard::drop kills the group.
+}
+
+#[test]
+fn a_normal_exit_releases_and_reaps_the_guard() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let mut cmd =
+        pgrun(["--", "sh", "-c", &format!("echo x > {dir}/ready; while [ ! -e {dir}/go ]; do sleep 0.01; done")]);
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    wait_line(&scratch.path("ready"));
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    fs::write(scratch.path("go"), "").unwrap();
+    assert_eq!(guard.wait(index), 0);
+    // Reaped by pgrun itself: not even a zombie is left.
+    assert!(!std::path::Path::new(&format!("/proc/{keeper}")).exists(), "the guard outlived pgrun");
+}
