@@ -14,6 +14,7 @@ use crate::sys::Pid;
 pub fn only_zombies_left(pgid: Pid, after_kill: bool) -> Option<usize> {
     #[cfg(linux_strengths)]
     {
+        let _ = after_kill; // /proc can tell
         let mut members = 0;
         let mut zombies = 0;
         for (_, stat) in crate::sys::proc::scan() {
