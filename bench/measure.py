@@ -243,9 +243,83 @@ def output_relay():
         "<= 1.5x direct pipe")
 
 
+def containment_startup():
+    """Start-up of each --contain mode and of the guard, next to group
+    without a guard and setsid/timeout, all in the same hyperfine rounds."""
+    runs, rounds = (20, 1) if QUICK else (250, 4)
+    cgroup = subprocess.run([PGRUN, "--contain", "cgroup", "--no-guard", "--", "true"],
+                            stderr=subprocess.DEVNULL).returncode == 0
+    variants = [
+        ("bare", "/bin/true"),
+        ("group --no-guard", f"{PGRUN} --contain group --no-guard -- /bin/true"),
+        ("group + guard", f"{PGRUN} --contain group -- /bin/true"),
+        ("tree --no-guard", f"{PGRUN} --contain tree --no-guard -- /bin/true"),
+        ("tree + guard (default)", f"{PGRUN} -- /bin/true"),
+        ("setsid -w", "setsid -w /bin/true"),
+        ("timeout", "timeout 10 /bin/true"),
+    ]
+    if cgroup:
+        variants.insert(5, ("cgroup + guard", f"{PGRUN} --contain cgroup -- /bin/true"))
+    medians = hyperfine([c for _, c in variants], runs, rounds=rounds)
+    m = dict(zip([n for n, _ in variants], medians))
+    cost = {k: v - m["bare"] for k, v in m.items()}
+    base = cost["group --no-guard"]
+    anchors = f"group --no-guard {ms(base)}, setsid -w {ms(cost['setsid -w'])}, timeout {ms(cost['timeout'])}"
+    for name in ["group + guard", "tree --no-guard", "tree + guard (default)", "cgroup + guard"]:
+        if name in cost:
+            target = "<= +0.15 ms" if name == "tree + guard (default)" else ""
+            row(f"start-up, --contain {name}", ms(cost[name]), anchors, f"{(cost[name] - base) * 1000:+.3f} ms vs group --no-guard", target)
+
+
+def containment_stop():
+    """Time to stop a tree of 1000 processes, half of which left the group
+    (setsid), by SIGTERM to pgrun, in tree and cgroup mode."""
+    n = 50 if QUICK else 500
+    payload = f"for i in $(seq {n}); do sleep 300 & setsid sleep 300 & done; wait"
+    modes = ["tree"]
+    if subprocess.run([PGRUN, "--contain", "cgroup", "--no-guard", "--", "true"], stderr=subprocess.DEVNULL).returncode == 0:
+        modes.append("cgroup")
+    for mode in modes:
+        pidfile = os.path.join(TMP, f"stop-{mode}.pid")
+        run, pgid = start_published(pidfile, payload, extra=("--contain", mode))
+
+        def children():
+            out = []
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    try:
+                        with open(f"/proc/{entry}/stat", "rb") as f:
+                            stat = f.read()
+                        fields = stat[stat.rindex(b")") + 2:].split()
+                        if int(fields[1]) == pgid and fields[0] != b"Z":
+                            out.append((int(entry), int(fields[2])))
+                    except (OSError, ValueError):
+                        pass
+            return out
+
+        wait_until(lambda: len(children()) == 2 * n and sum(1 for _, g in children() if g != pgid) == n,
+                   what=f"{2 * n} processes, {n} escaped")
+        pids = [p for p, _ in children()]
+        t0 = time.monotonic()
+        run.send_signal(signal.SIGTERM)
+        run.wait()
+        elapsed = time.monotonic() - t0
+        left = 0
+        for p in pids:
+            try:
+                with open(f"/proc/{p}/stat", "rb") as f:
+                    stat = f.read()
+                left += stat[stat.rindex(b")") + 2:].split()[0] != b"Z"
+            except OSError:
+                pass
+        row(f"stop {2 * n} processes, {n} escaped, --contain {mode}", ms(elapsed), f"survivors {left}", "",
+            "0 survivors (timeout, setsid, tini: the escaped half survives)")
+
+
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
-    for measure in [startup, cancel_latency, timeout_precision, idle_and_memory, scale, output_relay]:
+    for measure in [startup, containment_startup, containment_stop, cancel_latency, timeout_precision,
+                    idle_and_memory, scale, output_relay]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()
 finally:

@@ -7,35 +7,39 @@
 //! its own, so a kill of the caller's group does not take it, keeps only
 //! the read end of a pipe whose write end only pgrun holds
 //! (close-on-exec, so the command never inherits it), and blocks reading
-//! it: no CPU, no wake-ups. pgrun writes what the guard will need as it
+//! it: no CPU, no wake-ups. What the guard will need, pgrun stores as it
 //! learns it (the group id, the identity of the pid file and marker it
-//! published) as fixed-size records. A `Release` record means pgrun is
-//! ending normally: the guard exits, and pgrun reaps it. End of file
-//! without `Release` means pgrun died: the guard runs the stop sequence on
-//! the group (on the cgroup leaf in cgroup mode, then removes the leaf),
-//! removes the pid file and the marker if they are still the ones pgrun
-//! published (same device and inode), and exits.
+//! published) in a page shared with the guard: no syscall, no wake-up, so
+//! the guard costs little more than its fork. The pipe closes when pgrun
+//! exits, however it exits. If pgrun marked the page "released" first, it
+//! is ending normally: the guard exits, and pgrun reaps it. Otherwise pgrun
+//! died: the guard runs the stop sequence on the group (on the cgroup leaf
+//! in cgroup mode, then removes the leaf), removes the pid file and the
+//! marker if they are still the ones pgrun published (same device and
+//! inode), and exits.
 //!
 //! The guard never returns into the code it was forked from (destructors
 //! there would act on pgrun's files): it ends with `_exit`.
 
 use crate::contain::cgroup::LeafTarget;
+use crate::say;
 use crate::stop_sequence::StopSequence;
 use crate::sys::{self, Pid, lifetime, process};
 use crate::unsupervised;
-use crate::{say, verbose};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 
 /// The guard's name in `ps` (`/proc/PID/comm`).
 pub const NAME: &str = "pgrun-guard";
 
-const SPAWNED: u8 = 1;
-const PUBLISHED: u8 = 2;
-const MARKER: u8 = 3;
-const RELEASE: u8 = 4;
-const RECORD: usize = 17;
+/// Slots of the shared page. An identity takes three: device, inode, and
+/// a 1 stored after both that says they are valid.
+const PGID: usize = 0;
+const PIDFILE: usize = 1;
+const MARKER: usize = 4;
+const RELEASED: usize = 7;
 
 /// What the guard must know to stop the run without pgrun.
 pub struct Plan {
@@ -49,26 +53,31 @@ pub struct Plan {
 /// pgrun's handle on its guard.
 pub struct Guard {
     pid: Pid,
-    tx: OwnedFd,
+    /// The pipe's write end; closed to wake the guard.
+    tx: Option<OwnedFd>,
+    shared: lifetime::SharedPage,
     /// Already reaped (it died during the run): never wait for it again.
     reaped: bool,
+    /// Told to exit already.
+    released: bool,
 }
 
 impl Guard {
     /// Fork the guard. Call before the command starts.
     pub fn start(plan: Plan) -> std::io::Result<Guard> {
+        let shared = lifetime::SharedPage::new()?;
         let (rx, tx) = process::cloexec_pipe()?;
         match lifetime::fork()? {
             None => {
                 drop(tx);
-                guard_main(plan, rx.as_raw_fd())
+                guard_main(plan, &shared, rx.as_raw_fd())
             }
             Some(pid) => {
                 drop(rx);
                 // Also from this side, so the guard is in its own group
                 // before the command starts, whichever runs first.
                 let _ = lifetime::setpgid(pid, pid);
-                Ok(Guard { pid, tx, reaped: false })
+                Ok(Guard { pid, tx: Some(tx), shared, reaped: false, released: false })
             }
         }
     }
@@ -79,34 +88,44 @@ impl Guard {
 
     /// The command runs as group `pgid`.
     pub fn spawned(&self, pgid: Pid) {
-        self.tell(SPAWNED, pgid as u64, 0);
+        self.shared.slot(PGID).store(pgid as u64, Ordering::Release);
     }
 
     /// The pid file was published as this inode.
     pub fn published(&self, dev: u64, ino: u64) {
-        self.tell(PUBLISHED, dev, ino);
+        self.store_identity(PIDFILE, dev, ino);
     }
 
     /// The marker pgrun created (or found) when it started stopping.
     pub fn marker(&self, path: &std::path::Path) {
         if let Ok(meta) = std::fs::symlink_metadata(path) {
-            self.tell(MARKER, meta.dev(), meta.ino());
+            self.store_identity(MARKER, meta.dev(), meta.ino());
+        }
+    }
+
+    /// Store (device, inode) at `first` and `first + 1`, then mark them set.
+    fn store_identity(&self, first: usize, dev: u64, ino: u64) {
+        self.shared.slot(first + 2).store(0, Ordering::Release);
+        self.shared.slot(first).store(dev, Ordering::Release);
+        self.shared.slot(first + 1).store(ino, Ordering::Release);
+        self.shared.slot(first + 2).store(1, Ordering::Release);
+    }
+
+    /// The run is over and withdrawn: tell the guard to exit. It is reaped
+    /// when this handle is dropped, so that its exit overlaps pgrun's last
+    /// work (the report).
+    pub fn release(&mut self) {
+        if !self.released && !self.reaped {
+            self.shared.slot(RELEASED).store(1, Ordering::Release);
+            // The guard wakes on end of file and finds the mark.
+            self.tx = None;
+            self.released = true;
         }
     }
 
     /// The supervisor reaped the guard (it died): it is not waited for.
     pub fn reaped(&mut self) {
         self.reaped = true;
-    }
-
-    fn tell(&self, kind: u8, a: u64, b: u64) {
-        let mut record = [0u8; RECORD];
-        record[0] = kind;
-        record[1..9].copy_from_slice(&a.to_le_bytes());
-        record[9..17].copy_from_slice(&b.to_le_bytes());
-        if !lifetime::write_record(self.tx.as_raw_fd(), &record) {
-            verbose!("the guard {} is gone", self.pid);
-        }
     }
 }
 
@@ -117,34 +136,31 @@ impl Drop for Guard {
         if self.reaped {
             return;
         }
-        self.tell(RELEASE, 0, 0);
+        self.release();
         lifetime::wait_for(self.pid);
     }
 }
 
 /// The guard's whole life. Never returns.
-fn guard_main(plan: Plan, rx: RawFd) -> ! {
+fn guard_main(plan: Plan, shared: &lifetime::SharedPage, rx: RawFd) -> ! {
     lifetime::set_name(c"pgrun-guard");
     let _ = lifetime::setpgid(0, 0);
     lifetime::detach_stdin_stdout();
     let rx = lifetime::close_all_but(rx);
     let pgrun = sys::getppid();
-    let mut pgid: Option<Pid> = None;
-    let mut pidfile_id = None;
-    let mut marker_id = None;
-    let mut record = [0u8; RECORD];
-    while lifetime::read_record(rx, &mut record) {
-        let a = u64::from_le_bytes(record[1..9].try_into().unwrap_or_default());
-        let b = u64::from_le_bytes(record[9..17].try_into().unwrap_or_default());
-        match record[0] {
-            SPAWNED => pgid = Some(a as Pid),
-            PUBLISHED => pidfile_id = Some((a, b)),
-            MARKER => marker_id = Some((a, b)),
-            RELEASE => lifetime::exit_now(0),
-            _ => {}
-        }
+    lifetime::block_until_closed(rx);
+    if shared.slot(RELEASED).load(Ordering::Acquire) == 1 {
+        lifetime::exit_now(0);
     }
     // End of file without a release: pgrun is dead.
+    let pgid = match shared.slot(PGID).load(Ordering::Acquire) {
+        0 => None,
+        g => Some(g as Pid),
+    };
+    let identity = |first: usize| {
+        (shared.slot(first + 2).load(Ordering::Acquire) == 1)
+            .then(|| (shared.slot(first).load(Ordering::Acquire), shared.slot(first + 1).load(Ordering::Acquire)))
+    };
     let what = pgid.map_or_else(|| "its run".to_string(), |g| format!("process group {g}"));
     say::line(format_args!("guard: pgrun {pgrun} died; stopping {what}"));
     let gone = match (plan.leaf, pgid) {
@@ -160,8 +176,8 @@ fn guard_main(plan: Plan, rx: RawFd) -> ! {
     if !gone {
         say::line(format_args!("guard: {what} is still there 1s after SIGKILL; giving up"));
     }
-    remove_if_same(plan.pidfile, pidfile_id);
-    remove_if_same(plan.marker, marker_id);
+    remove_if_same(plan.pidfile, identity(PIDFILE));
+    remove_if_same(plan.marker, identity(MARKER));
     lifetime::exit_now(0)
 }
 

@@ -48,6 +48,9 @@ struct Finish {
     contain: Option<Mode>,
     escaped: usize,
     unreaped: usize,
+    /// The guard, released once the run is withdrawn; reaped when this is
+    /// dropped, after the report is written.
+    guard: Option<Guard>,
 }
 
 impl Finish {
@@ -64,6 +67,7 @@ impl Finish {
             contain: None,
             escaped: 0,
             unreaped: 0,
+            guard: None,
         }
     }
 
@@ -87,6 +91,7 @@ impl Finish {
             contain: None,
             escaped: 0,
             unreaped: 0,
+            guard: None,
         }
     }
 }
@@ -307,12 +312,12 @@ fn execute(args: &RunArgs, started: Instant, parent: crate::sys::Pid) -> Finish 
         pidfile::consume_marker(marker, me);
     }
     let mut guard = guard;
-    if let (Some(guard), Ok(ended)) = (&mut guard, &ended)
-        && ended.guard_reaped
-    {
-        guard.reaped();
+    if let Some(guard) = &mut guard {
+        if ended.as_ref().is_ok_and(|e| e.guard_reaped) {
+            guard.reaped();
+        }
+        guard.release();
     }
-    drop(guard);
     let mut finish = match ended {
         Ok(ended) => finish_from(ended, pgid),
         Err(e) => {
@@ -324,6 +329,7 @@ fn execute(args: &RunArgs, started: Instant, parent: crate::sys::Pid) -> Finish 
     };
     finish.output = output;
     finish.contain = Some(scope.mode());
+    finish.guard = guard;
     finish
 }
 
@@ -418,5 +424,6 @@ fn finish_from(ended: Ended, pgid: Pid) -> Finish {
         contain: None,
         escaped: ended.escaped,
         unreaped: ended.unreaped,
+        guard: None,
     }
 }

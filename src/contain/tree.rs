@@ -121,11 +121,15 @@ pub fn signal_escapees(pgid: Pid, skip: Option<Pid>, signal: i32, cont: bool, re
 
 /// Whether pgrun has a child other than `skip` (the guard). With the
 /// leader reaped and the group gone, a child left means a descendant left.
+/// One read: pgrun is single-threaded, so all its children are its main
+/// thread's.
 pub fn has_children_besides(skip: Option<Pid>) -> bool {
-    let me = sys::getpid();
-    match Source::new() {
-        Source::Files => proc::children(me).unwrap_or_default().into_iter().any(|c| Some(c) != skip),
-        Source::Scan(map) => map.get(&me).is_some_and(|c| c.iter().any(|&c| Some(c) != skip)),
+    match proc::own_children() {
+        Ok(children) => children.into_iter().any(|c| Some(c) != skip),
+        Err(_) => {
+            let me = sys::getpid();
+            proc::scan().into_iter().any(|(pid, stat)| stat.ppid == me && Some(pid) != skip)
+        }
     }
 }
 

@@ -114,35 +114,61 @@ pub fn set_parent_death_signal(signal: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// `write(2)` of a whole small record to a pipe; false if the reader is
-/// gone (EPIPE: SIGPIPE is blocked in pgrun) or the write failed.
-pub fn write_record(fd: RawFd, record: &[u8]) -> bool {
-    loop {
-        // SAFETY: writing from a live slice of the given length.
-        let n = unsafe { libc::write(fd, record.as_ptr().cast(), record.len()) };
-        if n == record.len() as isize {
-            return true;
+/// A page of memory shared between pgrun and the guard it forks
+/// (`mmap(MAP_SHARED | MAP_ANONYMOUS)`): pgrun stores what the guard will
+/// need there without a syscall and without waking it.
+pub struct SharedPage {
+    ptr: *mut std::sync::atomic::AtomicU64,
+}
+
+/// Slots of 8 bytes in a [`SharedPage`].
+pub const SHARED_SLOTS: usize = 16;
+
+impl SharedPage {
+    pub fn new() -> io::Result<SharedPage> {
+        // SAFETY: a fresh anonymous mapping, no address hint, no fd.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
         }
-        if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-            continue;
-        }
-        return false;
+        Ok(SharedPage { ptr: ptr.cast() })
+    }
+
+    /// Slot `i` (`< SHARED_SLOTS`), zero at first.
+    pub fn slot(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
+        assert!(i < SHARED_SLOTS);
+        // SAFETY: the mapping is 4096 bytes, page-aligned and zeroed, so
+        // each of its first SHARED_SLOTS u64s is a valid AtomicU64 for as
+        // long as the mapping lives, which is as long as `self`.
+        unsafe { &*self.ptr.add(i) }
     }
 }
 
-/// `read(2)` exactly `buf.len()` bytes, blocking; false at end of file (or
-/// on an error): the writer is gone.
-pub fn read_record(fd: RawFd, buf: &mut [u8]) -> bool {
-    let mut got = 0;
-    while got < buf.len() {
-        // SAFETY: reading into the unfilled part of a live buffer.
-        let n = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
-        match n {
-            0 => return false,
-            n if n > 0 => got += n as usize,
-            _ if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {}
-            _ => return false,
+impl Drop for SharedPage {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), 4096) };
+    }
+}
+
+/// `read(2)` of one byte, blocking, retried on EINTR: returns once the
+/// write end is closed by everyone (end of file) or a byte arrives.
+pub fn block_until_closed(fd: RawFd) {
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: reading one byte into a stack variable.
+        let n = unsafe { libc::read(fd, (&mut byte as *mut u8).cast(), 1) };
+        if n == 0 || (n < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)) {
+            return;
         }
     }
-    true
 }

@@ -61,6 +61,14 @@ pub fn children(pid: Pid) -> io::Result<Vec<Pid>> {
     Ok(out)
 }
 
+/// The children of the calling process's main thread (all of them, for a
+/// single-threaded process), in one read.
+pub fn own_children() -> io::Result<Vec<Pid>> {
+    let me = super::getpid();
+    let text = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children"))?;
+    Ok(text.split_ascii_whitespace().filter_map(|p| p.parse::<Pid>().ok()).collect())
+}
+
 /// Whether this kernel has `/proc/PID/task/TID/children`.
 pub fn children_files_exist() -> bool {
     let me = super::getpid();

@@ -254,20 +254,29 @@ pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
 /// `pipe(2)` with both ends close-on-exec.
 pub fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two fds pipe2 writes.
+    #[cfg(target_os = "linux")]
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
     // SAFETY: `fds` has room for the two fds pipe writes.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+    #[cfg(not(target_os = "linux"))]
+    let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
+    if rc != 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: pipe returned two fresh fds that nothing else owns.
     let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     // pipe2 is not on macOS; pgrun is single-threaded, so setting the flag
     // right after pipe leaves no window for another thread's fork.
-    set_cloexec(&r)?;
-    set_cloexec(&w)?;
+    #[cfg(not(target_os = "linux"))]
+    {
+        set_cloexec(&r)?;
+        set_cloexec(&w)?;
+    }
     Ok((r, w))
 }
 
 /// `fcntl(F_SETFD, FD_CLOEXEC)`.
+#[cfg(not(target_os = "linux"))]
 fn set_cloexec(fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: a valid open fd; F_SETFD takes an int.
     if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
