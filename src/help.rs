@@ -15,7 +15,9 @@ is gone: kill(-PGID, 0) fails with ESRCH (EPERM still counts as alive). \
 Background children, grandchildren that ignore SIGTERM and stopped processes \
 are all ended; none is left behind. On Linux pgrun is a child subreaper and \
 reaps every orphan it inherits, so zombies never hold the group open, even \
-when pgrun is PID 1 of a container.
+when pgrun is PID 1 of a container; and by default (--contain tree) it also \
+stops every descendant that left the group. A guard process stops the run \
+if pgrun itself is killed with SIGKILL.
 
 COMMAND inherits pgrun's stdin, stdout, stderr and every other fd unchanged \
 (no pipes in between; --max-output puts one under stdout and stderr), its environment, working directory, signal mask and \
@@ -50,6 +52,75 @@ Signals sent to pgrun:
   a program to do something and carry on; a SIGCONT after them would wake a
   member that was stopped on purpose (kill -STOP, a job put aside), which
   acts on them once it is continued.
+
+Containment (--contain MODE):
+  A process group is not a seal: a descendant can call setsid or setpgid
+  (daemons, `set -m` job control, `nohup ... &`, test fixtures that start
+  servers) and leave it, and a zombie whose parent left the group holds the
+  group open. --contain says what the run is, and so what every step of the
+  stop sequence reaches and what pgrun waits for:
+    group    the process group only (POSIX; the only mode off Linux)
+    tree     the group and every descendant of pgrun, wherever it moved
+             (Linux default): pgrun is the subreaper, so an orphan becomes
+             its child, and each step walks pgrun's children
+             (/proc/PID/task/TID/children, or a /proc scan) and signals
+             each process outside the group through a pidfd opened while it
+             was still a descendant, so a reused pid is never hit. The run
+             is gone when the group is gone and pgrun has no child left but
+             its guard.
+    cgroup   everything in a new cgroup v2 leaf, pgrun-PID under pgrun's
+             own cgroup (the cgroup2 mount is found in
+             /proc/self/mountinfo). COMMAND joins it before it execs. Each
+             step signals every member, the last step is cgroup.kill, gone
+             is cgroup.events saying populated 0 (watched with poll, not in
+             ticks); the leaf is removed at exit. Where no leaf can be made
+             (no cgroup2 mount, read-only, not delegated) it is exit 125
+             before the start, with the reason.
+    auto     cgroup where a leaf can be made, else tree
+  --wait-group waits for the whole run as the mode defines it. A process
+  outside the run is never signalled. The report says which mode was in
+  force (contain) and how many processes outside the group the stop
+  reached (escaped); status counts the run's processes as its mode defines
+  it (read from that pgrun's command line).
+
+  A zombie member whose parent is outside pgrun's reach (group mode, or no
+  subreaper off Linux) cannot be reaped by pgrun. After the final KILL
+  pgrun gives it one more grace (1s), then exits as usual with one warning
+  line, and the report counts it (unreaped). While draining (--wait-group),
+  a group left with nothing but such zombies is over at once (pgrun checks
+  every 100 ms at most once COMMAND has exited; on the portable paths,
+  without /proc, it waits).
+
+  Side by side: timeout, setsid and tini stop (or wait for) the group only;
+  a setsid'd or double-forked descendant outlives them, a zombie held by an
+  escaped parent keeps timeout sending KILL, and killing them with SIGKILL
+  leaves the group running. pgrun closes the first two with tree or cgroup
+  and the third with its guard.
+
+Guard (--no-guard to turn it off):
+  Before COMMAND starts, pgrun forks a guard: not exec'd, named pgrun-guard
+  in ps, in a process group of its own (so a kill of the caller's group does
+  not take it), blocked on a pipe whose write end only pgrun holds, using no
+  CPU. When pgrun exits normally it releases the guard and reaps it: nothing
+  of pgrun outlives pgrun. When pgrun is killed (SIGKILL from a harness's
+  timeout, the OOM killer, kill -9, a kill of its whole group), the guard
+  runs the same stop sequence on the group (in cgroup mode on the leaf,
+  which it then removes), removes the pid file and the marker if they are
+  still the ones pgrun published, and exits. It is not the group's parent:
+  it checks for the group's end with a backoff, and gives up with a warning
+  1s after the final KILL. In tree mode the descendants that had already
+  left the group are out of its reach once pgrun is dead (they are
+  reparented elsewhere); cgroup mode covers them. The instant between the
+  spawn and pgrun noting the group id is not covered.
+
+Parent death (--die-with-parent):
+  When the process that started pgrun dies, the run is stopped as if
+  cancelled (reason cancelled; 143 if COMMAND had not started). On Linux
+  pgrun arms PR_SET_PDEATHSIG (SIGURG) before COMMAND starts; the kernel
+  also sends it when only the parent *thread* exits, so pgrun acts only if
+  its parent process really changed (getppid) and carries on otherwise: a
+  harness may start pgrun from a short-lived thread. Elsewhere pgrun checks
+  getppid() once a second while the run lasts.
 
 Exit status:
     N        COMMAND exited with N, also after a cancel it handled
@@ -145,12 +216,15 @@ Report:
      \"status\": {\"code\": null, \"signal\": \"KILL\"}, \"pgid\": 4242,
      \"signals\": [{\"signal\": \"TERM\", \"at_ms\": 1001},
                  {\"signal\": \"KILL\", \"at_ms\": 11002}],
-     \"stragglers\": 2, \"duration_ms\": 11010}
+     \"stragglers\": 2, \"contain\": \"tree\", \"escaped\": 0,
+     \"unreaped\": 0, \"duration_ms\": 11010}
   reason is exited, signaled, timeout, cancelled, cancelled-before-start or
   error (then with an error message); status holds COMMAND's exit code or the
   name of the signal that ended it; signals lists the stop-sequence signals
   sent, in milliseconds since pgrun started; stragglers counts the members
-  still alive when COMMAND exited; output (--max-output) gives bytes and
+  still alive when COMMAND exited; contain is the --contain mode in force,
+  escaped the processes outside the group the stop reached, unreaped the
+  zombies pgrun could not reap (see Containment); output (--max-output) gives bytes and
   omitted per stream. The path is checked before anything else,
   so every exit after that writes the report; cancelled is written only
   once the group is confirmed gone.
@@ -230,9 +304,10 @@ Details the contract leaves open:
   Once a stop sequence is under way, the timeout and further SIGTERMs change
   nothing; it runs to its end. When COMMAND has exited and its stragglers
   are being stopped, the exit status stays COMMAND's own.
-  If the group survives the final KILL (a member pgrun may not signal, a
+  If the run survives the final KILL (a member pgrun may not signal, a
   process in uninterruptible sleep), pgrun sends KILL again every second and
-  keeps waiting: it never exits while the group exists.
+  keeps waiting; the one exception is a group held only by zombies pgrun
+  cannot reap (see Containment).
   A report that cannot be written at exit is reported on stderr; the exit
   status stays that of the run.
   If another run creates the same pid file where there was none, in the
