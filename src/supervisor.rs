@@ -223,6 +223,11 @@ impl Supervisor<'_> {
         if let Some(relay) = &mut self.w.relay {
             relay.on_ready(&set[first_relay..n]);
         }
+        if events.is_some() && set[1].ready {
+            // Reading cgroup.events re-arms its notification (the run's end
+            // itself is checked by the loop).
+            self.w.scope.rearm_events();
+        }
         if set[0].ready {
             for signal in self.w.signals.drain()? {
                 self.on_signal(signal);
@@ -265,12 +270,16 @@ impl Supervisor<'_> {
             self.stragglers = process::count_group_members(self.pgid);
         }
         if let Phase::Running = self.phase {
-            let left = self.stragglers.map_or_else(|| "processes".to_string(), |n| format!("{n} process(es)"));
+            let left = match self.stragglers {
+                Some(0) => format!("nothing left in process group {}, but the run goes on", self.pgid),
+                Some(n) => format!("{n} process(es) left in process group {}", self.pgid),
+                None => format!("processes left in process group {}", self.pgid),
+            };
             if self.w.wait_group {
-                verbose!("{left} left in process group {}; waiting for them", self.pgid);
+                verbose!("{left}; waiting for them");
                 self.phase = Phase::Draining;
             } else {
-                verbose!("{left} left in process group {}; stopping them", self.pgid);
+                verbose!("{left}; stopping them");
                 self.start_stop(StopReason::Stragglers);
             }
         }

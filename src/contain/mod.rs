@@ -188,6 +188,14 @@ impl Scope {
         self.leaf.as_ref().map(cgroup::Leaf::events)
     }
 
+    /// Read `cgroup.events` after poll reported a change: that re-arms
+    /// the notification, so the next poll sleeps until the next change.
+    pub fn rearm_events(&self) {
+        if let Some(leaf) = &self.leaf {
+            let _ = leaf.populated();
+        }
+    }
+
     /// How many processes outside the group the stop reached.
     pub fn escaped(&self) -> usize {
         self.escaped.len()
