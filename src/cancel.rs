@@ -14,6 +14,7 @@ use crate::pidfile::{self, Liveness, Marker, Record, RecordError};
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
 use crate::sys::{self, Pid, process};
+use crate::unsupervised;
 use crate::{say, verbose};
 use anyhow::{Result, anyhow, bail};
 use std::os::fd::AsFd;
@@ -45,9 +46,6 @@ impl CancelExit {
         }
     }
 }
-
-/// How long a group gets to vanish after a SIGKILL before cancel gives up.
-const AFTER_KILL: Duration = Duration::from_secs(1);
 
 pub fn cancel(args: &CancelArgs) -> CancelExit {
     say::set_verbose(args.verbose);
@@ -305,54 +303,28 @@ impl Canceller<'_> {
         }
     }
 
-    /// Run the default stop sequence on a group pgrun no longer watches.
+    /// Run the default stop sequence on a group pgrun no longer watches
+    /// (the loop the guard runs too); past --timeout, straight to KILL.
     fn stop_group(&self, pgid: Pid) -> CancelExit {
-        for step in StopSequence::default().steps() {
-            if step.signal == Signal::KILL {
-                break;
-            }
-            verbose!("sending {} to process group {pgid}", step.signal);
-            let _ = process::signal_group(pgid, step.signal.0);
-            let _ = process::signal_group(pgid, libc::SIGCONT);
-            let step_end = Instant::now() + step.grace;
-            let until = self.deadline.map_or(step_end, |d| d.min(step_end));
-            if wait_group_gone_until(pgid, Some(until)) {
-                return CancelExit::Gone;
-            }
-        }
-        self.kill_group(pgid)
+        let gone = unsupervised::stop(&mut unsupervised::Group(pgid), &StopSequence::default(), self.deadline);
+        Self::outcome(pgid, gone)
     }
 
     /// SIGKILL the group; 2 if it is still there a second later.
     fn kill_group(&self, pgid: Pid) -> CancelExit {
-        verbose!("sending KILL to process group {pgid}");
-        let _ = process::signal_group(pgid, libc::SIGKILL);
-        if wait_group_gone_until(pgid, Some(Instant::now() + AFTER_KILL)) {
-            CancelExit::Gone
-        } else {
-            say::line(format_args!("process group {pgid} is still alive 1s after SIGKILL"));
-            CancelExit::Survived
+        let kill = StopSequence::simple(Signal::KILL, Duration::ZERO);
+        Self::outcome(pgid, unsupervised::stop(&mut unsupervised::Group(pgid), &kill, None))
+    }
+
+    fn outcome(pgid: Pid, gone: bool) -> CancelExit {
+        if gone {
+            return CancelExit::Gone;
         }
+        say::line(format_args!("process group {pgid} is still alive 1s after SIGKILL"));
+        CancelExit::Survived
     }
 }
 
 fn lock_error(path: &Path, e: std::io::Error) -> anyhow::Error {
     anyhow!("cannot read the lock of pid file {}: {e}", path.display())
-}
-
-/// Poll `kill(-pgid, 0)` with backoff until ESRCH or `until`. cancel is not
-/// the group's parent, so no event tells it; the backoff keeps this cheap.
-fn wait_group_gone_until(pgid: Pid, until: Option<Instant>) -> bool {
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if !process::group_exists(pgid) {
-            return true;
-        }
-        let now = Instant::now();
-        if until.is_some_and(|u| now >= u) {
-            return false;
-        }
-        thread::sleep(until.map_or(pause, |u| (u - now).min(pause)));
-        pause = (pause * 2).min(Duration::from_millis(20));
-    }
 }

@@ -70,7 +70,12 @@ impl Guard {
         match lifetime::fork()? {
             None => {
                 drop(tx);
-                guard_main(plan, &shared, rx.as_raw_fd())
+                // A panic must not unwind into the frames this copy of
+                // pgrun was forked from: their destructors would act on
+                // pgrun's files.
+                let rx = rx.as_raw_fd();
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard_main(plan, &shared, rx)));
+                lifetime::exit_now(70)
             }
             Some(pid) => {
                 drop(rx);
