@@ -124,3 +124,35 @@ fn a_normal_exit_releases_and_reaps_the_guard() {
     // Reaped by pgrun itself: not even a zombie is left.
     assert!(!std::path::Path::new(&format!("/proc/{keeper}")).exists(), "the guard outlived pgrun");
 }
+
+#[test]
+fn in_cgroup_mode_the_guard_also_stops_the_escapees_and_removes_the_leaf() {
+    if cfg!(feature = "posix-fallback") || crate::containment::cgroup2_mount("the guard in cgroup mode").is_none() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let payload = format!(
+        "setsid sh -c 'echo $$ > {dir}/esc.pid; exec sleep 300' & echo $$ > {dir}/member.pid; exec sleep 300"
+    );
+    let (index, _pgid) = start_published(&mut guard, &scratch.path("job.pid"), &["--contain", "cgroup"], &payload);
+    let escapee = wait_pid(&scratch.path("esc.pid"), &mut guard);
+    let member = wait_pid(&scratch.path("member.pid"), &mut guard);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let leaf = fs::read_to_string(format!("/proc/{escapee}/cgroup")).unwrap();
+    assert!(leaf.contains(&format!("/pgrun-{pgrun_pid}")), "the escapee is not in the leaf: {leaf}");
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(member);
+    wait_dead(escapee);
+    wait_dead(keeper);
+    let mount = crate::containment::cgroup2_mount("the guard in cgroup mode").unwrap();
+    let own = fs::read_to_string("/proc/self/cgroup").unwrap();
+    let own = own.lines().find_map(|l| l.strip_prefix("0::")).unwrap().trim_start_matches('/').to_string();
+    let folder = std::path::Path::new(&mount).join(own).join(format!("pgrun-{pgrun_pid}"));
+    assert!(!folder.exists(), "the guard left the leaf {}", folder.display());
+    assert!(!scratch.path("job.pid").exists());
+}
