@@ -316,9 +316,43 @@ def containment_stop():
             "0 survivors (timeout, setsid, tini: the escaped half survives)")
 
 
+def zombie_holder():
+    """--wait-group, group mode: the last member exits as a zombie of a
+    parent that left the group (and never reaps it); how long until pgrun
+    notices the group is over."""
+    reps = 3 if QUICK else 10
+    took = []
+    for i in range(reps):
+        d = os.path.join(TMP, f"holder{i}")
+        os.mkdir(d)
+        with open(os.path.join(d, "holder.py"), "w") as f:
+            f.write("import os, time\n"
+                    "if os.fork() == 0:\n"
+                    f"    while not os.path.exists({d!r} + '/go'): time.sleep(0.001)\n"
+                    "    os._exit(0)\n"
+                    "os.setsid()\n"
+                    f"open({d!r} + '/holder.pid', 'w').write(str(os.getpid()))\n"
+                    "time.sleep(300)\n")
+        run = subprocess.Popen([PGRUN, "--contain", "group", "--wait-group", "--", "sh", "-c",
+                                f"python3 {d}/holder.py & while [ ! -s {d}/holder.pid ]; do sleep 0.01; done"],
+                               stderr=subprocess.DEVNULL)
+        wait_until(lambda: os.path.exists(f"{d}/holder.pid") and os.path.getsize(f"{d}/holder.pid") > 0, what="holder")
+        with open(f"{d}/holder.pid") as f:
+            holder = int(f.read())
+        OUR_GROUPS.add(holder)
+        time.sleep(0.3)  # let the supervisor's backoff reach its 100 ms ceiling, as in a long run
+        t0 = time.monotonic()
+        open(f"{d}/go", "w").close()
+        run.wait()
+        took.append(time.monotonic() - t0)
+        os.kill(holder, signal.SIGKILL)
+    row("--wait-group: end noticed after the last member exits as an unreapable zombie", ms(statistics.median(took)),
+        f"worst {ms(max(took))}; timeout/setsid/tini: never (they do not wait for the group)", "", "< 100 ms")
+
+
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
-    for measure in [startup, containment_startup, containment_stop, cancel_latency, timeout_precision,
+    for measure in [startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
                     idle_and_memory, scale, output_relay]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()
