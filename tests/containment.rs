@@ -285,3 +285,25 @@ fn cgroup_mode_on_a_read_only_hierarchy_is_125_before_the_start_and_auto_falls_b
     assert_status(&out, 0, "auto on a read-only hierarchy");
     assert!(witness.exists(), "auto did not fall back to tree");
 }
+
+#[test]
+fn cgroup_mode_without_a_delegated_hierarchy_is_125_naming_the_reason() {
+    if cfg!(feature = "posix-fallback") || cgroup2_mount("cgroup mode as another user").is_none() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: cgroup mode as nobody needs the suite to run as root");
+        return;
+    }
+    let scratch = Scratch::new();
+    open_up(scratch.dir(), true);
+    let witness = scratch.path("ran");
+    let out = run(&mut as_nobody(pgrun_path(), &["--contain", "cgroup", "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 125, "cgroup mode as nobody");
+    assert!(stderr_of(&out).contains("not delegated"), "{}", stderr_of(&out));
+    assert!(!witness.exists(), "the command ran");
+    let out = run(&mut as_nobody(pgrun_path(), &["--contain", "auto", "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 0, "auto as nobody falls back to tree");
+    assert!(witness.exists());
+}

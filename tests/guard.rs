@@ -133,9 +133,8 @@ fn in_cgroup_mode_the_guard_also_stops_the_escapees_and_removes_the_leaf() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let dir = scratch.sh();
-    let payload = format!(
-        "setsid sh -c 'echo $$ > {dir}/esc.pid; exec sleep 300' & echo $$ > {dir}/member.pid; exec sleep 300"
-    );
+    let payload =
+        format!("setsid sh -c 'echo $$ > {dir}/esc.pid; exec sleep 300' & echo $$ > {dir}/member.pid; exec sleep 300");
     let (index, _pgid) = start_published(&mut guard, &scratch.path("job.pid"), &["--contain", "cgroup"], &payload);
     let escapee = wait_pid(&scratch.path("esc.pid"), &mut guard);
     let member = wait_pid(&scratch.path("member.pid"), &mut guard);
