@@ -479,3 +479,19 @@ fn stress_starts_racing_cancels_over_a_stale_pid_file() {
     }
     assert_canary_untouched(&scratch, canary);
 }
+
+#[test]
+fn cancel_continues_a_stopped_pgrun() {
+    // A pgrun stopped as a job (here by SIGSTOP) must still act on cancel.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let (index, pgid) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    let pgrun_pid = guard.child(index).id() as i32;
+    send(pgrun_pid, libc::SIGSTOP);
+    eventually("pgrun to stop", || state(pgrun_pid).as_deref() == Some("T"));
+    let canceller = guard.spawn(&mut pgrun(["cancel", pidfile.to_str().unwrap()]));
+    assert_eq!(guard.wait(index), 143, "the stopped pgrun ran its stop sequence");
+    assert_eq!(guard.wait(canceller), 0);
+    assert!(is_dead(pgid));
+}
