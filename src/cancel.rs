@@ -9,7 +9,9 @@
 //! until that pgrun has exited and the group is gone. Nothing is reported
 //! gone before it is.
 
+use crate::backoff::{self, Backoff};
 use crate::cli::CancelArgs;
+use crate::exit::CancelExit;
 use crate::pidfile::{self, Liveness, Marker, Record, RecordError};
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
@@ -19,32 +21,7 @@ use anyhow::{Result, anyhow, bail};
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::thread;
 use std::time::{Duration, Instant};
-
-/// Exit statuses of `pgrun cancel`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CancelExit {
-    /// 0: the run is gone (stopped, or kept from starting).
-    Gone,
-    /// 1: no live run was found (also: left pending with --keep-pending).
-    NoRun,
-    /// 2: the group was still alive 1 s after the SIGKILL --timeout led to.
-    Survived,
-    /// 125: an error; nothing was signalled.
-    Failed,
-}
-
-impl CancelExit {
-    pub fn code(self) -> u8 {
-        match self {
-            CancelExit::Gone => 0,
-            CancelExit::NoRun => 1,
-            CancelExit::Survived => 2,
-            CancelExit::Failed => 125,
-        }
-    }
-}
 
 /// How long a group gets to vanish after a SIGKILL before cancel gives up.
 const AFTER_KILL: Duration = Duration::from_secs(1);
@@ -110,7 +87,7 @@ impl Canceller<'_> {
         let until = started.checked_add(self.args.wait_start);
         let mut stale: Option<StaleRemoved> = None;
         let mut said_claimed = false;
-        let mut pause = Duration::from_millis(1);
+        let mut backoff = Backoff::default();
         loop {
             match pidfile::read_record(path, true) {
                 Ok(record) => {
@@ -145,12 +122,9 @@ impl Canceller<'_> {
                 ));
                 return Ok(stale.and_then(|s| s.forced).unwrap_or(CancelExit::Gone));
             }
-            let now = Instant::now();
-            if until.is_some_and(|u| now >= u) {
+            if !backoff.pause_until(until) {
                 return Ok(self.no_run_appeared(stale));
             }
-            thread::sleep(until.map_or(pause, |u| (u - now).min(pause)));
-            pause = (pause * 2).min(Duration::from_millis(20));
         }
     }
 
@@ -255,7 +229,15 @@ impl Canceller<'_> {
             _ => process::signal_process(holder, libc::SIGTERM),
         }
         .map_err(|e| anyhow!("cannot signal pgrun {holder}: {e}"))?;
-        if !delivered {
+        if delivered {
+            // A pgrun stopped as a job (Ctrl-Z, or waiting in the background
+            // for the terminal) acts on the TERM only once continued.
+            let _ = match &handle {
+                #[cfg(linux_strengths)]
+                Some(fd) => process::pidfd_signal(fd.as_fd(), libc::SIGCONT),
+                _ => process::signal_process(holder, libc::SIGCONT),
+            };
+        } else {
             verbose!("pgrun {holder} had already exited");
         }
         if self.args.no_wait {
@@ -283,25 +265,19 @@ impl Canceller<'_> {
     /// passed first. The lock is released at exit even if the process lingers
     /// as a zombie, so it is the portable signal; a pidfd makes it an event.
     fn wait_run_exit(&self, record: &Record, holder: Pid, exit_handle: Option<std::os::fd::OwnedFd>) -> bool {
-        let mut pause = Duration::from_millis(1);
+        let ended = || record.liveness().ok() != Some(Liveness::Live(holder));
+        let Some(fd) = exit_handle else {
+            return backoff::poll_until(self.deadline, ended);
+        };
         loop {
-            if record.liveness().ok() != Some(Liveness::Live(holder)) {
+            if ended() {
                 return true;
             }
             let now = Instant::now();
             if self.deadline.is_some_and(|d| now >= d) {
                 return false;
             }
-            let until_deadline = self.deadline.map(|d| d - now);
-            match &exit_handle {
-                Some(fd) => {
-                    let _ = sys::wait_readable(fd.as_fd(), until_deadline);
-                }
-                None => {
-                    thread::sleep(until_deadline.map_or(pause, |d| d.min(pause)));
-                    pause = (pause * 2).min(Duration::from_millis(20));
-                }
-            }
+            let _ = sys::wait_readable(fd.as_fd(), self.deadline.map(|d| d - now));
         }
     }
 
@@ -343,16 +319,5 @@ fn lock_error(path: &Path, e: std::io::Error) -> anyhow::Error {
 /// Poll `kill(-pgid, 0)` with backoff until ESRCH or `until`. cancel is not
 /// the group's parent, so no event tells it; the backoff keeps this cheap.
 fn wait_group_gone_until(pgid: Pid, until: Option<Instant>) -> bool {
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if !process::group_exists(pgid) {
-            return true;
-        }
-        let now = Instant::now();
-        if until.is_some_and(|u| now >= u) {
-            return false;
-        }
-        thread::sleep(until.map_or(pause, |u| (u - now).min(pause)));
-        pause = (pause * 2).min(Duration::from_millis(20));
-    }
+    backoff::poll_until(until, || !process::group_exists(pgid))
 }

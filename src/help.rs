@@ -4,7 +4,9 @@
 //! mechanically to roff (see `generate`): a line at column 0 ending in `:`
 //! is a section heading, lines indented by two spaces are running prose
 //! (paragraphs split by blank lines), and lines indented by four or more
-//! are kept as they are (tables, examples).
+//! are kept as they are (tables, examples). `{RUN_EXIT}`, `{CANCEL_EXIT}`
+//! and `{STATUS_EXIT}` stand for the exit-status tables of [`crate::exit`],
+//! filled in by [`render`].
 
 pub const ABOUT: &str = "Run a command in its own process group; stop the whole group, leave nothing behind.";
 
@@ -52,15 +54,7 @@ Signals sent to pgrun:
   acts on them once it is continued.
 
 Exit status:
-    N        COMMAND exited with N, also after a cancel it handled
-    128+N    COMMAND was ended by signal N (143 for TERM, 137 for KILL)
-    124      the timeout fired, however the group then ended
-             (--preserve-status: COMMAND's own status instead)
-    125      pgrun itself failed, including usage errors; COMMAND did not
-             run or was stopped
-    126      COMMAND was found but could not be executed
-    127      COMMAND was not found
-    143      cancelled before COMMAND started
+{RUN_EXIT}
 
 Pid file:
   --pidfile PATH publishes the run: one line, the process-group id in decimal
@@ -121,23 +115,14 @@ Cancel and status:
   namespace. When the pgrun holding the lock runs in another PID namespace
   (a container's pid file on a shared mount), cancel acts only through that
   pgrun and never signals the file's number; status counts no processes.
-    0    the run is gone (stopped, or kept from starting)
-    1    no live run was found (a stale pid file is removed), or the
-         cancel was left pending (--keep-pending)
-    2    the group was still alive 1s after the SIGKILL --timeout led to
-         (in another PID namespace: its pgrun was still stopping it)
-    125  error, including usage errors
+{CANCEL_EXIT}
 
   `pgrun status PIDFILE` prints e.g. `running: pgid 4242, pgrun pid 4241, 3
   processes, up 12.4s` (--json: one object with state, pgid, pid,
   processes, uptime_ms, starting, other_pid_namespace). States: running,
   stopping, stale, not-running (also while a starting run replaces a stale
   file: starting is true), cancel-pending.
-    0    running or stopping
-    1    stale pid file
-    3    not running, or only a cancel is pending
-    4    unreadable pid file, or content that is not a group id
-    125  usage error
+{STATUS_EXIT}
 
 Report:
   --report PATH writes one JSON object atomically at exit, for example
@@ -279,12 +264,7 @@ symlinks, and group ids <= 1, cancel's own group or its caller's are refused.";
 
 pub const CANCEL_AFTER_LONG_HELP: &str = "\
 Exit status:
-    0    the run is gone (stopped, or kept from starting)
-    1    no live run was found (a stale pid file is removed), or the
-         cancel was left pending (--keep-pending)
-    2    the group was still alive 1s after the SIGKILL --timeout led to
-    125  error: a pid file whose content is not a group id, permission
-         denied, an unsafe group id, a usage error";
+{CANCEL_EXIT}";
 
 pub const STATUS_ABOUT: &str = "Say whether a run is alive, by its pid file.";
 
@@ -301,8 +281,12 @@ marker exists).";
 
 pub const STATUS_AFTER_LONG_HELP: &str = "\
 Exit status:
-    0    running or stopping
-    1    stale pid file
-    3    not running, or only a cancel is pending
-    4    unreadable pid file, or content that is not a group id
-    125  usage error";
+{STATUS_EXIT}";
+
+/// A help text with its exit-status tables filled in from [`crate::exit`].
+pub fn render(text: &str) -> String {
+    use crate::exit::{CANCEL_TABLE, RUN_TABLE, STATUS_TABLE, help_table};
+    text.replace("{RUN_EXIT}", &help_table(RUN_TABLE))
+        .replace("{CANCEL_EXIT}", &help_table(CANCEL_TABLE))
+        .replace("{STATUS_EXIT}", &help_table(STATUS_TABLE))
+}

@@ -6,6 +6,7 @@
 //! with the kernel goes through [`sys`].
 
 pub mod atomic_file;
+pub mod backoff;
 pub mod cancel;
 pub mod cli;
 pub mod duration;

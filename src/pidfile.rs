@@ -29,6 +29,7 @@
 //! left behind.
 
 use crate::atomic_file::{self, TempFile, folder_of};
+use crate::backoff::Backoff;
 use crate::sys::lock::{self, CLAIM_BYTE, Kind, Range};
 use crate::sys::{Pid, geteuid, process};
 use crate::test_hook;
@@ -37,7 +38,6 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Fail unless the folder of `path` exists and `path` is not a symlink or a
 /// directory. `what` names the file in the message ("pid file", "report").
@@ -106,7 +106,7 @@ pub struct Published {
 pub fn claim(path: &Path, interrupted: &mut dyn FnMut() -> Option<i32>) -> Result<Claimed> {
     check_target(path, "pid file")?;
     let me = geteuid();
-    let mut pause = Duration::from_millis(1);
+    let mut backoff = Backoff::default();
     let stale = loop {
         let file = match open_existing(path) {
             Ok(file) => file,
@@ -144,8 +144,7 @@ pub fn claim(path: &Path, interrupted: &mut dyn FnMut() -> Option<i32>) -> Resul
             return Ok(Claimed::Interrupted(signal));
         }
         crate::verbose!("another run is starting on pid file {}; waiting", path.display());
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(20));
+        backoff.pause_until(None);
     };
     test_hook::pause("claimed");
     let temp =

@@ -3,6 +3,7 @@
 //! no file.
 
 use crate::cli::StatusArgs;
+use crate::exit::StatusExit;
 use crate::pidfile::{self, Liveness, Marker, RecordError};
 use crate::say;
 use crate::sys::{self, Pid, process};
@@ -10,33 +11,6 @@ use serde::Serialize;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::time::SystemTime;
-
-/// Exit statuses of `pgrun status`, after the LSB convention.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StatusExit {
-    /// 0: running or stopping.
-    Alive,
-    /// 1: stale pid file.
-    Stale,
-    /// 3: not running, or only a cancel is pending.
-    NotRunning,
-    /// 4: the pid file cannot be read or does not hold a group id.
-    Unknown,
-    /// 125: a usage error.
-    Usage,
-}
-
-impl StatusExit {
-    pub fn code(self) -> u8 {
-        match self {
-            StatusExit::Alive => 0,
-            StatusExit::Stale => 1,
-            StatusExit::NotRunning => 3,
-            StatusExit::Unknown => 4,
-            StatusExit::Usage => crate::USAGE_ERROR,
-        }
-    }
-}
 
 #[derive(Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
