@@ -3,8 +3,9 @@
 //! The grammar is fixed by the contract: `([0-9]+\.?[0-9]*|\.[0-9]+)(ms|s|m|h|d)?`,
 //! seconds by default; nothing else (no sign, spaces, exponent, `inf`, hex or
 //! upper-case unit). Arithmetic is exact decimal on nanoseconds, so `0.1` is
-//! 100 ms and not 99.999 ms; a value too large to represent saturates to
-//! [`Duration::MAX`], which callers treat as "forever".
+//! 100 ms and not 99.999 ms; digits past the nanosecond round up, so any
+//! value above zero is above zero; a value too large to represent saturates
+//! to [`Duration::MAX`], which callers treat as "forever".
 
 use std::time::Duration;
 
@@ -38,11 +39,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         nanos = nanos.saturating_mul(10).saturating_add(u128::from(b - b'0'));
     }
     nanos = nanos.saturating_mul(nanos_per_unit);
-    // The fraction, digit by digit; past nanosecond precision it is dropped.
+    // The fraction, digit by digit. Past nanosecond precision it rounds up:
+    // any value above zero, however small, is a duration above zero.
     let mut scale = nanos_per_unit;
-    for b in fraction.bytes() {
+    for (i, b) in fraction.bytes().enumerate() {
         scale /= 10;
         if scale == 0 {
+            if fraction.bytes().skip(i).any(|d| d != b'0') {
+                nanos = nanos.saturating_add(1);
+            }
             break;
         }
         nanos = nanos.saturating_add(u128::from(b - b'0') * scale);
@@ -88,6 +93,16 @@ mod tests {
         ] {
             assert_eq!(parse_duration(text), Ok(want), "{text}");
         }
+    }
+
+    #[test]
+    fn anything_above_zero_rounds_up_to_at_least_a_nanosecond() {
+        assert_eq!(parse_duration("0.0000000001"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_duration("0.000000001"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_duration("0.0000000001ms"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_duration("1.0000000001"), Ok(Duration::new(1, 1)));
+        assert_eq!(parse_duration("0.00000000000"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("0.0000000010"), Ok(Duration::from_nanos(1)));
     }
 
     #[test]

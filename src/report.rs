@@ -45,7 +45,8 @@ struct Report<'a> {
     status: Status,
     pgid: Option<Pid>,
     signals: Vec<SignalEntry>,
-    stragglers: Option<usize>,
+    stragglers: usize,
+    unreaped: usize,
     duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
@@ -58,7 +59,10 @@ pub struct Facts<'a> {
     pub status: Option<ChildStatus>,
     pub pgid: Option<Pid>,
     pub signals: &'a [SentSignal],
-    pub stragglers: Option<usize>,
+    /// Members left when the command exited; 0 when it never ran.
+    pub stragglers: usize,
+    /// Zombies pgrun could not reap and stopped waiting for.
+    pub unreaped: usize,
     pub duration: Duration,
     pub error: Option<&'a str>,
 }
@@ -94,6 +98,7 @@ impl ReportTarget {
                 .map(|s| SignalEntry { signal: s.signal.name(), at_ms: s.at.as_millis() as u64 })
                 .collect(),
             stragglers: facts.stragglers,
+            unreaped: facts.unreaped,
             duration_ms: facts.duration.as_millis() as u64,
             error: facts.error,
         };

@@ -31,7 +31,10 @@ struct Finish {
     status: Option<ChildStatus>,
     pgid: Option<Pid>,
     signals: Vec<SentSignal>,
-    stragglers: Option<usize>,
+    /// Members left when the command exited; 0 when it never ran.
+    stragglers: usize,
+    /// Zombies pgrun could not reap and stopped waiting for.
+    unreaped: usize,
     error: Option<anyhow::Error>,
 }
 
@@ -43,7 +46,8 @@ impl Finish {
             status: None,
             pgid,
             signals: Vec::new(),
-            stragglers: None,
+            stragglers: 0,
+            unreaped: 0,
             error: Some(error),
         }
     }
@@ -56,7 +60,8 @@ impl Finish {
             status: None,
             pgid: None,
             signals: Vec::new(),
-            stragglers: None,
+            stragglers: 0,
+            unreaped: 0,
             error: None,
         }
     }
@@ -104,6 +109,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             pgid: finish.pgid,
             signals: &finish.signals,
             stragglers: finish.stragglers,
+            unreaped: finish.unreaped,
             duration: started.elapsed(),
             error: message.as_deref(),
         };
@@ -134,10 +140,11 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     // Block before spawning, so no signal is lost or handled asynchronously;
     // the child gets the mask pgrun was started with.
     let handled = handled_signals();
-    let original_mask = match sigmask::block(&handled) {
-        Ok(mask) => mask,
-        Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot block signals: {e}"), None),
-    };
+    // The mask to hand on is the caller's, from before pgrun blocked SIGPIPE.
+    let inherited = sigmask::inherited();
+    if let Err(e) = sigmask::block(&handled) {
+        return Finish::failed(RunExit::Failed, anyhow!("cannot block signals: {e}"), None);
+    }
     let signals = match SignalSource::new(&handled) {
         Ok(s) => s,
         Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot watch signals: {e}"), None),
@@ -156,7 +163,8 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     let terminal = if args.setsid { None } else { terminal::foreground_terminal() };
     let options = SpawnOptions {
         detach: if args.setsid { Detach::Session } else { Detach::Group },
-        child_mask: original_mask,
+        child_mask: inherited.mask,
+        ignore_sigchld: inherited.sigchld_ignored,
         take_terminal: terminal,
     };
     let program = args.command[0].to_string_lossy();
@@ -171,6 +179,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         }
     };
     verbose!("started '{program}' as process group {pgid}");
+    crate::panic_stop::watch(pgid);
     let _lease = terminal.map(|tty| TerminalLease::hand_over(tty, pgid));
     let ctx = Supervision { pgid, signals: &signals, subreaper, started, marker: marker.as_deref(), terminal };
     if let Err(e) = signals.activate(&handled) {
@@ -188,7 +197,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
             }
             let mut finish = Finish::failed(RunExit::Failed, err, Some(pgid));
             if let Ok(ended) = stopped {
-                finish.status = Some(ended.status);
+                finish.status = ended.status;
                 finish.signals = ended.signals;
             }
             return finish;
@@ -256,7 +265,20 @@ fn supervise(args: &RunArgs, ctx: &Supervision<'_>, stop_now: Option<StopReason>
 }
 
 fn finish_from(ended: Ended, pgid: Pid) -> Finish {
-    let (exit, reason) = match (ended.stop_reason, ended.status) {
+    let Some(status) = ended.status else {
+        // The command's status was lost (see the supervisor): pgrun cannot
+        // say how the command ended, which is its own failure.
+        let mut finish = Finish::failed(
+            RunExit::Failed,
+            anyhow!("lost the exit status of process group {pgid}'s leader: it was reaped by someone else"),
+            Some(pgid),
+        );
+        finish.signals = ended.signals;
+        finish.stragglers = ended.stragglers;
+        finish.unreaped = ended.unreaped;
+        return finish;
+    };
+    let (exit, reason) = match (ended.stop_reason, status) {
         (Some(StopReason::Timeout), _) => (RunExit::Timeout, Reason::Timeout),
         (Some(StopReason::Cancel), status) => (RunExit::Command(status), Reason::Cancelled),
         (_, status @ ChildStatus::Exited(_)) => (RunExit::Command(status), Reason::Exited),
@@ -265,10 +287,11 @@ fn finish_from(ended: Ended, pgid: Pid) -> Finish {
     Finish {
         exit,
         reason,
-        status: Some(ended.status),
+        status: Some(status),
         pgid: Some(pgid),
         signals: ended.signals,
         stragglers: ended.stragglers,
+        unreaped: ended.unreaped,
         error: None,
     }
 }
