@@ -10,10 +10,10 @@
 //! gone before it is.
 
 use crate::cli::CancelArgs;
-use crate::pidfile::{self, Record, RecordError};
+use crate::pidfile::{self, Liveness, Marker, Record, RecordError};
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
-use crate::sys::{self, Pid, lock, process};
+use crate::sys::{self, Pid, process};
 use crate::{say, verbose};
 use anyhow::{Result, anyhow, bail};
 use std::os::fd::AsFd;
@@ -52,22 +52,29 @@ const AFTER_KILL: Duration = Duration::from_secs(1);
 pub fn cancel(args: &CancelArgs) -> CancelExit {
     say::set_verbose(args.verbose);
     let marker = args.cancel_file.clone().unwrap_or_else(|| pidfile::default_marker(&args.pidfile));
-    let created = match pidfile::create_marker(&marker) {
-        Ok(created) => created,
+    if pidfile::same_file(&marker, &args.pidfile) {
+        say::line(format_args!("--cancel-file {} names the pid file itself", marker.display()));
+        return CancelExit::Failed;
+    }
+    // Without a marker a live run can still be stopped through its lock
+    // holder; only a run that has not published would be missed.
+    let (created, marker_error) = match pidfile::create_marker(&marker) {
+        Ok(created) => {
+            verbose!("cancel marker {} {}", marker.display(), if created { "created" } else { "already there" });
+            (created, None)
+        }
         Err(e) => {
-            say::line(format_args!("cannot create cancel marker {}: {e}", marker.display()));
-            return CancelExit::Failed;
+            verbose!("cannot create cancel marker {}: {e}; looking for a live run", marker.display());
+            (false, Some(e))
         }
     };
     let started = Instant::now();
     let deadline = args.timeout.filter(|t| !t.is_zero()).and_then(|t| started.checked_add(t));
-    let c = Canceller { args, marker, created, deadline };
+    let c = Canceller { args, marker, created, marker_error, deadline };
     match c.run(started) {
         Ok(exit) => exit,
         Err(err) => {
-            if c.created {
-                pidfile::take_marker(&c.marker);
-            }
+            c.withdraw_marker();
             say::line(format_args!("{err:#}"));
             CancelExit::Failed
         }
@@ -79,74 +86,117 @@ struct Canceller<'a> {
     marker: PathBuf,
     /// Whether this cancel created the marker (and so may remove it).
     created: bool,
+    /// Why the marker could not be created, if it could not.
+    marker_error: Option<std::io::Error>,
     /// `--timeout`: past it, SIGKILL the group.
     deadline: Option<Instant>,
 }
 
+/// What cancel found of a stale pid file it removed.
+struct StaleRemoved {
+    pgid: Pid,
+    /// With --force: how stopping its group went.
+    forced: Option<CancelExit>,
+}
+
 impl Canceller<'_> {
+    /// Look for a published run until `--wait-start` has passed (a value
+    /// too large to represent waits forever). A stale pid file is removed
+    /// on the way (its group stopped only with --force) and the wait goes
+    /// on: a run may be starting. A file a starting run has claimed is not
+    /// published yet: its content is not trusted, its claimant not touched.
     fn run(&self, started: Instant) -> Result<CancelExit> {
         let path = &self.args.pidfile;
-        let Some(record) = self.wait_for_record(started)? else {
-            return Ok(self.no_run_appeared());
-        };
-        self.check_safe(path, &record)?;
-        match lock::lock_holder(&record.file) {
-            // Its holder lives in another PID namespace: we cannot name it.
-            Ok(Some(holder)) if holder <= 0 => {
-                bail!("cannot tell which pgrun holds pid file {} (another PID namespace?)", path.display())
-            }
-            Ok(Some(holder)) => self.stop_live_run(&record, holder),
-            Ok(None) if !pidfile::still_names(path, &record) && !process::group_exists(record.pgid) => {
-                // Its pgrun removed it and exited while we looked: the run is
-                // over (it found our marker, or ended on its own).
-                verbose!("the run ended while cancel looked at it");
-                Ok(CancelExit::Gone)
-            }
-            Ok(None) => self.stale(path, &record),
-            Err(e) => bail!("cannot read the lock of pid file {}: {e}", path.display()),
-        }
-    }
-
-    /// Look for the pid file until `--wait-start` has passed. `Ok(None)`: no
-    /// run appeared, or a starting run took the marker (then we are done).
-    fn wait_for_record(&self, started: Instant) -> Result<Option<Record>> {
-        let path = &self.args.pidfile;
         let until = started.checked_add(self.args.wait_start);
+        let mut stale: Option<StaleRemoved> = None;
+        let mut said_claimed = false;
         let mut pause = Duration::from_millis(1);
         loop {
             match pidfile::read_record(path, true) {
-                Ok(record) => return Ok(Some(record)),
+                Ok(record) => {
+                    self.check_safe(path, &record)?;
+                    match record.liveness().map_err(|e| lock_error(path, e))? {
+                        Liveness::Live(holder) => return self.stop_live_run(&record, holder),
+                        Liveness::Claimed => {
+                            if !said_claimed {
+                                verbose!("a run is starting on {}; waiting for it to publish", path.display());
+                                said_claimed = true;
+                            }
+                        }
+                        Liveness::Stale => {
+                            if stale.is_none() && pidfile::remove_if_stale(path, &record) {
+                                stale = Some(self.removed_stale(record.pgid));
+                            }
+                        }
+                    }
+                }
                 Err(RecordError::Missing) => {}
                 Err(e) => bail!("cannot use pid file {}: {e}", path.display()),
             }
-            if !pidfile::marker_present(&self.marker) {
-                // A starting run removed it: it will not start (or has ended).
-                return Ok(None);
+            if let Some(e) = &self.marker_error {
+                bail!("cannot create cancel marker {}: {e}", self.marker.display());
+            }
+            if pidfile::marker(&self.marker, sys::geteuid()) == Marker::Absent {
+                // A starting run consumed it (and will not start), or the run
+                // ended and withdrew it: either way, no run is left.
+                say::line(format_args!(
+                    "a starting run at {} took the cancel marker: it did not start",
+                    path.display()
+                ));
+                return Ok(stale.and_then(|s| s.forced).unwrap_or(CancelExit::Gone));
             }
             let now = Instant::now();
-            if until.is_none_or(|u| now >= u) {
-                return Ok(None);
+            if until.is_some_and(|u| now >= u) {
+                return Ok(self.no_run_appeared(stale));
             }
-            thread::sleep(pause.min(until.map_or(pause, |u| u - now)));
+            thread::sleep(until.map_or(pause, |u| (u - now).min(pause)));
             pause = (pause * 2).min(Duration::from_millis(20));
         }
     }
 
-    fn no_run_appeared(&self) -> CancelExit {
+    /// A stale pid file was removed: say so; with --force, stop its group.
+    fn removed_stale(&self, pgid: Pid) -> StaleRemoved {
         let path = self.args.pidfile.display();
-        if !pidfile::marker_present(&self.marker) {
-            say::line(format_args!("a starting run at {path} took the cancel marker: it did not start"));
-            return CancelExit::Gone;
+        if !self.args.force {
+            verbose!("stale pid file {path} removed; process group {pgid} not signalled (no --force)");
+            return StaleRemoved { pgid, forced: None };
         }
-        if self.args.keep_pending {
-            say::line(format_args!("no run at {path}; cancel left pending at {}", self.marker.display()));
+        let forced = if process::group_exists(pgid) {
+            verbose!("stale pid file {path} removed; --force: stopping process group {pgid}");
+            self.stop_group(pgid)
         } else {
-            if self.created {
-                pidfile::take_marker(&self.marker);
-            }
-            say::line(format_args!("no run at {path}"));
+            verbose!("stale pid file {path} removed; process group {pgid} is already gone");
+            CancelExit::Gone
+        };
+        StaleRemoved { pgid, forced: Some(forced) }
+    }
+
+    fn no_run_appeared(&self, stale: Option<StaleRemoved>) -> CancelExit {
+        let path = self.args.pidfile.display();
+        if !self.args.keep_pending {
+            self.withdraw_marker();
+        }
+        if let Some(StaleRemoved { forced: Some(exit), pgid }) = stale {
+            verbose!("no run appeared at {path}; the stale run's process group {pgid} was stopped");
+            return exit;
+        }
+        let stale_note = stale.map_or(String::new(), |s| {
+            format!(" (a stale pid file was removed; process group {} not signalled)", s.pgid)
+        });
+        if self.args.keep_pending {
+            say::line(format_args!("no run at {path}{stale_note}; cancel left pending at {}", self.marker.display()));
+        } else {
+            say::line(format_args!("no run at {path}{stale_note}"));
         }
         CancelExit::NoRun
+    }
+
+    /// Remove the marker if this cancel created it; one that was already
+    /// there is somebody else's request.
+    fn withdraw_marker(&self) {
+        if self.created {
+            pidfile::consume_marker(&self.marker, sys::geteuid());
+        }
     }
 
     /// Refuse pid files that someone else could have planted, and group ids
@@ -173,27 +223,55 @@ impl Canceller<'_> {
         Ok(())
     }
 
+    /// Ask the pgrun holding the lock to stop (SIGTERM through a pidfd where
+    /// there is one), and wait for it. The group id in the file is used
+    /// only if that pgrun lives in our PID namespace: in another one the
+    /// number names a different group here.
     fn stop_live_run(&self, record: &Record, holder: Pid) -> Result<CancelExit> {
+        let path = &self.args.pidfile;
+        if holder <= 0 {
+            bail!("cannot tell which pgrun holds pid file {} (it runs in another PID namespace)", path.display());
+        }
         let pgid = record.pgid;
-        // Open the handle first, then make sure the lock still names the
-        // same pgrun, so a recycled pid can never be signalled.
-        let exit_handle = process::pidfd_open(holder);
-        if lock::lock_holder(&record.file).ok().flatten() != Some(holder) {
+        // Open the handle and look at the namespace first, then make sure
+        // the lock still names the same pgrun: so both describe that pgrun,
+        // and a recycled pid is never signalled.
+        let handle = process::pidfd_open(holder);
+        let own_namespace = process::in_own_pid_namespace(holder);
+        if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
             verbose!("the run ended while cancel looked at it");
-            return Ok(if process::group_exists(pgid) { self.stop_group(pgid) } else { CancelExit::Gone });
+            if own_namespace && process::group_exists(pgid) {
+                return Ok(self.stop_group(pgid));
+            }
+            return Ok(CancelExit::Gone);
+        }
+        if !own_namespace {
+            verbose!("pgrun {holder} runs in another PID namespace: acting only through it, not on group {pgid}");
         }
         verbose!("sending TERM to pgrun {holder} (process group {pgid})");
-        if !process::signal_process(holder, libc::SIGTERM).map_err(|e| anyhow!("cannot signal pgrun {holder}: {e}"))? {
+        let delivered = match &handle {
+            #[cfg(linux_strengths)]
+            Some(fd) => process::pidfd_signal(fd.as_fd(), libc::SIGTERM),
+            _ => process::signal_process(holder, libc::SIGTERM),
+        }
+        .map_err(|e| anyhow!("cannot signal pgrun {holder}: {e}"))?;
+        if !delivered {
             verbose!("pgrun {holder} had already exited");
         }
         if self.args.no_wait {
             return Ok(CancelExit::Gone);
         }
-        if !self.wait_run_exit(record, holder, exit_handle) {
-            return Ok(self.kill_group(pgid));
+        if !self.wait_run_exit(record, holder, handle) {
+            if own_namespace {
+                return Ok(self.kill_group(pgid));
+            }
+            say::line(format_args!(
+                "pgrun {holder} is still stopping its run after --timeout; its process group is in another PID namespace and was not signalled"
+            ));
+            return Ok(CancelExit::Survived);
         }
         verbose!("pgrun {holder} has exited");
-        if process::group_exists(pgid) {
+        if own_namespace && process::group_exists(pgid) {
             // pgrun died without cleaning up (SIGKILL): finish its job.
             verbose!("process group {pgid} outlived its pgrun; stopping it");
             return Ok(self.stop_group(pgid));
@@ -207,7 +285,7 @@ impl Canceller<'_> {
     fn wait_run_exit(&self, record: &Record, holder: Pid, exit_handle: Option<std::os::fd::OwnedFd>) -> bool {
         let mut pause = Duration::from_millis(1);
         loop {
-            if lock::lock_holder(&record.file).ok().flatten() != Some(holder) {
+            if record.liveness().ok() != Some(Liveness::Live(holder)) {
                 return true;
             }
             let now = Instant::now();
@@ -225,33 +303,6 @@ impl Canceller<'_> {
                 }
             }
         }
-    }
-
-    /// A pid file nobody holds: remove it; with --force, stop its group.
-    fn stale(&self, path: &Path, record: &Record) -> Result<CancelExit> {
-        let pgid = record.pgid;
-        let removed = pidfile::remove_if_stale(path, record);
-        if self.created {
-            pidfile::take_marker(&self.marker);
-        }
-        if !removed {
-            // Someone locked it meanwhile: a run is starting on this path.
-            say::line(format_args!("pid file {} was taken by a starting run; cancel again", path.display()));
-            return Ok(CancelExit::NoRun);
-        }
-        if self.args.force {
-            if !process::group_exists(pgid) {
-                verbose!("stale pid file removed; process group {pgid} is already gone");
-                return Ok(CancelExit::Gone);
-            }
-            verbose!("stale pid file removed; --force: stopping process group {pgid}");
-            return Ok(self.stop_group(pgid));
-        }
-        say::line(format_args!(
-            "stale pid file {} (no live run) removed; process group {pgid} not signalled",
-            path.display()
-        ));
-        Ok(CancelExit::NoRun)
     }
 
     /// Run the default stop sequence on a group pgrun no longer watches.
@@ -283,6 +334,10 @@ impl Canceller<'_> {
             CancelExit::Survived
         }
     }
+}
+
+fn lock_error(path: &Path, e: std::io::Error) -> anyhow::Error {
+    anyhow!("cannot read the lock of pid file {}: {e}", path.display())
 }
 
 /// Poll `kill(-pgid, 0)` with backoff until ESRCH or `until`. cancel is not

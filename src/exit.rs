@@ -25,8 +25,9 @@ pub enum RunExit {
     CannotExecute,
     /// 127: the command was not found.
     NotFound,
-    /// 143: cancelled before the command started.
-    CancelledBeforeStart,
+    /// 143: cancelled before the command started (by the marker or SIGTERM;
+    /// 128+N for another termination signal N: INT, HUP, QUIT).
+    CancelledBeforeStart(i32),
 }
 
 impl RunExit {
@@ -38,7 +39,7 @@ impl RunExit {
             RunExit::Failed => 125,
             RunExit::CannotExecute => 126,
             RunExit::NotFound => 127,
-            RunExit::CancelledBeforeStart => 128 + libc::SIGTERM as u8,
+            RunExit::CancelledBeforeStart(signal) => (128 + signal).clamp(0, 255) as u8,
         }
     }
 }

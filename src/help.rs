@@ -59,38 +59,73 @@ Pid file:
   --pidfile PATH publishes the run: one line, the process-group id in decimal
   and a newline, so `kill -TERM -- -$(cat PATH)` works. It is written to a
   temporary file in the same folder and renamed into place once the group
-  exists, so a reader sees no file or the whole line. While the run lives,
-  pgrun holds a POSIX record lock (fcntl F_SETLK) on it, and F_GETLK names
-  pgrun's pid: a held lock means alive, no lock means stale, and pid reuse
-  cannot fool a reader. A pid file held by a live run makes pgrun exit 125
-  without starting anything; a stale one is replaced; a symlink or a missing
-  folder is refused (125). Mode 0644 whatever the umask; removed at exit,
-  after the group is gone.
+  exists, so a reader sees no file or the whole line. Mode 0644 whatever the
+  umask; removed at exit, after the group is gone.
+
+  Liveness is a lock, so pid reuse cannot fool a reader. While the run lives,
+  pgrun holds a POSIX write lock (fcntl F_SETLK, F_WRLCK) from byte 0 to the
+  end of the file. The run is alive exactly when F_GETLK for a write lock on
+  byte 0 reports l_type F_WRLCK held by a process running as the file's
+  owner; l_pid is then pgrun's pid (0 if it runs in a PID namespace the
+  reader cannot see). Anything else (no lock, a read lock, another user's
+  lock) means the file is not a live run's.
+
+  A pid file held by a live run makes pgrun exit 125 without starting
+  anything; a symlink or a missing folder is refused (125). A stale one is
+  replaced: the starting run write-locks the one byte at offset 1073741824
+  (2^30) of the old file, never byte 0, so no reader takes it for a live
+  run; it then checks that the path still names the file it locked (and
+  starts over if not), and waits while another starting run holds that
+  byte. If another user's process holds a lock over that byte, pgrun exits
+  125 naming it. A starting run that ends before it publishes removes the
+  stale file it claimed. Everything that can fail (the temporary file, its
+  space, its lock, the report's temporary file) is prepared before COMMAND
+  starts; a read-only or full folder, a name too long, or no fd left is exit
+  125 with nothing run. SIGTERM, INT, HUP or QUIT received before COMMAND
+  starts ends pgrun with 128+N, COMMAND never run.
 
 Cancel marker:
-  An empty file, PIDFILE.cancel unless --cancel-file says otherwise. Present
-  before the start: pgrun removes it and exits 143 without running anything.
+  An empty file, PIDFILE.cancel unless --cancel-file says otherwise (which
+  must not name the pid file itself, by any spelling or link: 125). It
+  counts only if it is owned by the user running pgrun or by root; another
+  user's (in a sticky /tmp, anyone can create one) is ignored, with a line
+  under --verbose. Present before the start: pgrun removes it and exits 143
+  without running anything; removing it is the check, so a marker created
+  at that moment is either consumed or found right after publishing.
   Present right after publishing: the run is stopped as if cancelled. pgrun
   creates it whenever it starts a stop sequence, so a marker next to a live
   pid file means \"stopping\", and removes it when it exits.
 
 Cancel and status:
-  `pgrun cancel PIDFILE` drops the marker, then finds the pid file (waiting up
-  to --wait-start, 5s, for it to appear), sends SIGTERM to the pgrun holding
-  its lock and waits until that pgrun has exited and the group is gone.
+  `pgrun cancel PIDFILE` drops the marker, then waits up to --wait-start
+  (5s; a value too large to represent waits forever) for a live run to be
+  published. It sends SIGTERM to the pgrun holding the lock (through a pidfd
+  on Linux) and waits until that pgrun has exited and the group is gone.
   --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself.
-  It refuses pid files owned by another user, world-writable ones, symlinks,
-  and group ids <= 1, its own group or its caller's.
+  A stale pid file is removed (its group signalled only with --force) and
+  the wait goes on: a run may be starting. A file a starting run has
+  claimed is not published yet: cancel waits for it and never signals the
+  claimant. If the marker cannot be created (a read-only folder), a live run
+  is still stopped; with none, that is an error. It refuses pid files owned
+  by another user, world-writable ones, symlinks, and group ids <= 1, its
+  own group or its caller's.
+
+  PID namespaces: the group id in the file is the one in the run's
+  namespace. When the pgrun holding the lock runs in another PID namespace
+  (a container's pid file on a shared mount), cancel acts only through that
+  pgrun and never signals the file's number; status counts no processes.
     0    the run is gone (stopped, or kept from starting)
     1    no live run was found (a stale pid file is removed), or the
          cancel was left pending (--keep-pending)
     2    the group was still alive 1s after the SIGKILL --timeout led to
+         (in another PID namespace: its pgrun was still stopping it)
     125  error, including usage errors
 
   `pgrun status PIDFILE` prints e.g. `running: pgid 4242, pgrun pid 4241, 3
   processes, up 12.4s` (--json: one object with state, pgid, pid,
-  processes, uptime_ms). States: running, stopping, stale, not-running,
-  cancel-pending.
+  processes, uptime_ms, starting, other_pid_namespace). States: running,
+  stopping, stale, not-running (also while a starting run replaces a stale
+  file: starting is true), cancel-pending.
     0    running or stopping
     1    stale pid file
     3    not running, or only a cancel is pending
@@ -138,11 +173,11 @@ Details the contract leaves open:
   keeps waiting: it never exits while the group exists.
   A report that cannot be written at exit is reported on stderr; the exit
   status stays that of the run.
-  If another run creates the same pid file in the instant between this
-  run's checks and its publication, this run stops its command and exits
-  125.
+  If another run creates the same pid file where there was none, in the
+  instant between this run's checks and its publication, this run stops its
+  command and exits 125.
   A file or folder of any kind at the cancel marker's path counts as a
-  marker.
+  marker, if its owner is the user running pgrun or root.
 
 Examples:
   In a script, with a deadline and a longer grace:
@@ -172,11 +207,12 @@ pub const CANCEL_LONG_ABOUT: &str = "\
 Stop a run from another process, by its pid file. cancel first drops the \
 cancel marker (PIDFILE.cancel), then looks for the pid file, waiting up to \
 --wait-start for it to appear: a run that has not published yet finds the \
-marker and never starts. A live run (its pid file locked) is asked to stop by \
+marker and never starts. A stale pid file is removed (its group left alone \
+unless --force) and the wait goes on. A live run (its pid file write-locked \
+on byte 0 by its owner's pgrun) is asked to stop by \
 SIGTERM to the pgrun holding the lock, so it runs its own stop sequence; \
 cancel then waits until that pgrun has exited and the group is gone, and \
-only then says so. A stale pid file (no lock) is removed and its group left \
-alone, unless --force. Pid files owned by another user, world-writable ones, \
+only then says so. Pid files owned by another user, world-writable ones, \
 symlinks, and group ids <= 1, cancel's own group or its caller's are refused.";
 
 pub const CANCEL_AFTER_LONG_HELP: &str = "\
@@ -194,8 +230,10 @@ pub const STATUS_LONG_ABOUT: &str = "\
 Say whether a run is alive, by its pid file, its lock and its cancel marker \
 alone; status signals nothing and changes no file. It prints one line, e.g. \
 'running: pgid 4242, pgrun pid 4241, 3 processes, up 12.4s', or with --json \
-one object with state, pgid, pid, processes, uptime_ms, pidfile and \
-cancel_pending. States: running, stopping (a stop sequence is under way), \
+one object with state, pgid, pid, processes, uptime_ms, pidfile, \
+cancel_pending, starting and other_pid_namespace (then processes is null: \
+the file's group id names other processes here). A cancel marker owned by \
+another user is ignored and said so. States: running, stopping (a stop sequence is under way), \
 stale (no live run holds the pid file), not-running, cancel-pending (only a \
 marker exists).";
 

@@ -5,6 +5,7 @@
 //! status; the modes live in [`run`], [`cancel`] and [`status`]. All contact
 //! with the kernel goes through [`sys`].
 
+pub mod atomic_file;
 pub mod cancel;
 pub mod cli;
 pub mod duration;

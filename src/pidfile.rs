@@ -1,32 +1,43 @@
-//! The pid file and the cancel marker of a run, and the write-then-rename
-//! temporary file that both the pid file and the report are published with.
+//! The pid file protocol and the cancel marker, for the run that publishes
+//! and for the readers (`cancel`, `status`) that look at it.
 //!
-//! Claiming happens before the command starts, so every refusal (a live
-//! run's file, a symlink, a missing folder) costs nothing but exit 125. The
-//! record is published only once the group exists: a temporary file in the
-//! same folder, written, locked, then renamed (or, where no file existed,
-//! hard-linked, which fails rather than replaces if another run got there
-//! first). A reader therefore sees no file or the whole line, never part of
-//! it, and the lock travels with the inode it was taken on.
+//! A published run holds a write lock from byte 0 of its pid file (see
+//! [`lock`]); held by a process running as the file's owner, that lock is
+//! what "alive" means, and nothing else is (not a read lock, not another
+//! user's lock, not a starting run's claim).
+//!
+//! A starting run claims the path before its command starts:
+//! - no file: nothing to claim; it publishes with `link(2)`, which fails
+//!   rather than replaces if another run got there first;
+//! - a live run's file: refused (exit 125);
+//! - a stale file: it write-locks the claim byte of that file (never byte 0,
+//!   so no reader mistakes it for a live run), then checks that the path
+//!   still names the inode it locked and starts over if not (another run
+//!   replaced it meanwhile). Holding the claim, it alone may replace the
+//!   file, with `rename(2)`.
+//!
+//! The temporary file the record is published from is created, sized and
+//! locked during the claim too, so everything that can fail does so before
+//! the command starts. A reader that finds a stale file removes it only
+//! while holding the same claim byte, so it never removes a file a starting
+//! run is about to replace.
+//!
+//! Markers count only when owned by the pid file's user or by root: in a
+//! sticky `/tmp`, another user's `job.pid.cancel` must not cancel our runs.
+//! The run consumes a marker with one `unlink(2)`: the unlink succeeding
+//! *is* the check, so a marker created concurrently is never both seen and
+//! left behind.
 
-use crate::sys::{Pid, getpid, lock};
+use crate::atomic_file::{self, TempFile, folder_of};
+use crate::sys::lock::{self, CLAIM_BYTE, Kind, Range};
+use crate::sys::{Pid, geteuid, process};
+use crate::test_hook;
 use anyhow::{Context, Result, bail};
-use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-
-/// Pid files and markers are created with this mode whatever the umask.
-const MODE: u32 = 0o644;
-
-/// The folder a path lives in (`.` for a bare file name).
-pub fn folder_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
+use std::time::Duration;
 
 /// Fail unless the folder of `path` exists and `path` is not a symlink or a
 /// directory. `what` names the file in the message ("pid file", "report").
@@ -44,12 +55,39 @@ pub fn check_target(path: &Path, what: &str) -> Result<()> {
     }
 }
 
+/// The longest record: a 32-bit group id in decimal and a newline. The
+/// temporary file reserves this much before the command starts.
+const RECORD_SPACE: usize = 11;
+
+/// What became of a claim that had to wait for another starting run.
+pub enum Claimed {
+    Claim(Claim),
+    /// A termination signal arrived while waiting (its number).
+    Interrupted(i32),
+}
+
 /// A pid file claimed for this run but not yet published.
 pub struct Claim {
     path: PathBuf,
-    /// The existing (stale) file, write-locked by us so that no other run
-    /// can claim it while we start; `None` if there was no file.
-    held: Option<File>,
+    /// The stale file, its claim byte write-locked by us, so that no other
+    /// run replaces it while we start; `None` if there was no file.
+    stale: Option<File>,
+    /// The record to be, created and locked already (taken by `publish`).
+    temp: Option<TempFile>,
+}
+
+impl Drop for Claim {
+    /// A run that ends before it publishes (cancelled before the start, a
+    /// command not found) removes the stale file it had claimed: nobody
+    /// else may replace it meanwhile, and leaving it helps no one.
+    fn drop(&mut self) {
+        if let Some(stale) = self.stale.take()
+            && let Ok(meta) = stale.metadata()
+            && names(&self.path, &meta)
+        {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// A published pid file, locked for as long as this value lives.
@@ -60,69 +98,129 @@ pub struct Published {
     ino: u64,
 }
 
-/// Claim `path`: refuse it if a live run holds it or it is not a plain file.
-pub fn claim(path: &Path) -> Result<Claim> {
+/// Claim `path` for a run: refuse a live run's file, a symlink, a missing
+/// folder, a claim byte another user holds; wait (with backoff) while
+/// another starting run of ours holds the claim, asking `interrupted` for a
+/// termination signal between tries. Then prepare the record's temporary
+/// file.
+pub fn claim(path: &Path, interrupted: &mut dyn FnMut() -> Option<i32>) -> Result<Claimed> {
     check_target(path, "pid file")?;
-    let held = match open_existing(path) {
-        Ok(file) => {
-            if !lock::try_write_lock(&file).with_context(|| format!("cannot lock pid file {}", path.display()))? {
-                let holder = lock::lock_holder(&file).ok().flatten();
-                match holder {
-                    Some(pid) => bail!("pid file {} is held by a live run (pgrun pid {pid})", path.display()),
-                    None => bail!("pid file {} is held by a live run", path.display()),
-                }
+    let me = geteuid();
+    let mut pause = Duration::from_millis(1);
+    let stale = loop {
+        let file = match open_existing(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => break None,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                bail!("refusing pid file {}: it is a symlink", path.display())
             }
-            Some(file)
+            Err(e) => return Err(e).with_context(|| format!("cannot open pid file {}", path.display())),
+        };
+        test_hook::pause("claim-opened");
+        let meta = file.metadata().with_context(|| format!("cannot stat pid file {}", path.display()))?;
+        if let Some(pid) = live_holder(&file, &meta).with_context(|| lock_context(path))? {
+            bail!("pid file {} is held by a live run (pgrun pid {})", path.display(), shown_pid(pid))
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("cannot open pid file {}", path.display())),
+        if lock::try_write_lock(&file, Range::Claim).with_context(|| lock_context(path))? {
+            // Whoever replaced the file between our open and our lock did so
+            // holding this same claim: the path no longer names our inode.
+            if names(path, &meta) {
+                break Some(file);
+            }
+            continue;
+        }
+        if let Some(holder) = lock::holder(&file, Range::Claim).with_context(|| lock_context(path))?
+            && is_foreign(holder, me)
+        {
+            bail!(
+                "pid file {} is blocked: process {} of another user holds a lock on its byte {CLAIM_BYTE}",
+                path.display(),
+                shown_pid(holder.pid)
+            )
+        }
+        // Another run of ours is starting on this path: it will publish (and
+        // we then refuse) or give up (and we claim). Wait for either.
+        if let Some(signal) = interrupted() {
+            return Ok(Claimed::Interrupted(signal));
+        }
+        crate::verbose!("another run is starting on pid file {}; waiting", path.display());
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
     };
-    Ok(Claim { path: path.to_path_buf(), held })
+    test_hook::pause("claimed");
+    let temp =
+        TempFile::create(path, RECORD_SPACE).with_context(|| format!("cannot prepare pid file {}", path.display()))?;
+    if !lock::try_write_lock(temp.file(), Range::Record)
+        .with_context(|| format!("cannot lock the new pid file for {}", path.display()))?
+    {
+        bail!("cannot lock the new pid file for {}", path.display());
+    }
+    Ok(Claimed::Claim(Claim { path: path.to_path_buf(), stale, temp: Some(temp) }))
 }
 
-/// Open an existing pid file without following a symlink.
+fn lock_context(path: &Path) -> String {
+    format!("cannot read the locks of pid file {}", path.display())
+}
+
+fn shown_pid(pid: Pid) -> String {
+    if pid > 0 { pid.to_string() } else { "unknown: another PID namespace".to_string() }
+}
+
+/// A lock on the claim byte that no starting run of ours could hold: a read
+/// lock (starters and cancellers take write locks), or one held by a
+/// process of another user.
+fn is_foreign(holder: lock::Holder, me: u32) -> bool {
+    holder.kind == Kind::Read || process::effective_uid(holder.pid).is_some_and(|uid| uid != me)
+}
+
+/// Open an existing pid file read-write without following a symlink.
 fn open_existing(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOFOLLOW).open(path)?;
+    let file =
+        OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
     if !file.metadata()?.is_file() {
         return Err(io::Error::other("not a regular file"));
     }
     Ok(file)
 }
 
-impl Claim {
-    /// Publish `pgid` atomically and keep the new file locked.
-    pub fn publish(self, pgid: Pid) -> Result<Published> {
-        let tmp = temp_path(&self.path);
-        let result = self.publish_via(&tmp, pgid);
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
+/// The pgrun that holds `file` as a live run: a write lock on byte 0 held
+/// by a process running as the file's owner. A holder in a PID namespace
+/// we cannot see (pid 0) cannot be checked; a write lock needs write access
+/// to a 0644 file, so it is the owner's (or root's), and counts.
+fn live_holder(file: &File, meta: &fs::Metadata) -> io::Result<Option<Pid>> {
+    Ok(match lock::holder(file, Range::FirstByte)? {
+        Some(lock::Holder { kind: Kind::Write, pid: 0 }) => Some(0),
+        Some(lock::Holder { kind: Kind::Write, pid }) => {
+            process::effective_uid(pid).is_none_or(|uid| uid == meta.uid()).then_some(pid)
         }
-        result
-    }
+        _ => None,
+    })
+}
 
-    fn publish_via(self, tmp: &Path, pgid: Pid) -> Result<Published> {
-        let path = &self.path;
-        let mut file = create_temp(tmp).with_context(|| format!("cannot create pid file {}", tmp.display()))?;
-        file.write_all(format!("{pgid}\n").as_bytes())
-            .with_context(|| format!("cannot write pid file {}", tmp.display()))?;
-        if !lock::try_write_lock(&file).with_context(|| format!("cannot lock pid file {}", tmp.display()))? {
-            bail!("cannot lock pid file {}", tmp.display());
-        }
-        if self.held.is_some() {
-            // We hold the old file's lock, so nobody else can be replacing it.
-            fs::rename(tmp, path).with_context(|| format!("cannot publish pid file {}", path.display()))?;
+impl Claim {
+    /// Publish `pgid` atomically; the new file is locked already.
+    pub fn publish(mut self, pgid: Pid) -> Result<Published> {
+        let path = self.path.clone();
+        let temp = self.temp.take().expect("published once");
+        temp.set_content(format!("{pgid}\n").as_bytes())
+            .with_context(|| format!("cannot write pid file {}", path.display()))?;
+        let file = if let Some(stale) = self.stale.take() {
+            // We hold the old file's claim, so nobody else replaces it; the
+            // claim ends with `stale`, once the new file is in place.
+            let placed = temp.rename_into_place();
+            drop(stale);
+            placed.with_context(|| format!("cannot publish pid file {}", path.display()))?
         } else {
-            match fs::hard_link(tmp, path) {
-                Ok(()) => {}
+            match temp.link_into_place() {
+                Ok(file) => file,
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     bail!("pid file {} was created by another run while this one started", path.display())
                 }
                 Err(e) => return Err(e).with_context(|| format!("cannot publish pid file {}", path.display())),
             }
-            let _ = fs::remove_file(tmp);
-        }
+        };
         let meta = file.metadata().context("cannot stat the pid file")?;
-        Ok(Published { path: self.path, _locked: file, dev: meta.dev(), ino: meta.ino() })
+        Ok(Published { path, _locked: file, dev: meta.dev(), ino: meta.ino() })
     }
 }
 
@@ -138,28 +236,6 @@ impl Published {
     }
 }
 
-/// Create `tmp` (from [`temp_path`]) for writing, mode 0644 whatever the
-/// umask, never through a symlink. A file already there is the leftover of a
-/// crashed pgrun that had our pid: ours to replace.
-pub fn create_temp(tmp: &Path) -> io::Result<File> {
-    let create = || OpenOptions::new().write(true).create_new(true).mode(MODE).custom_flags(libc::O_NOFOLLOW).open(tmp);
-    let file = match create() {
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => fs::remove_file(tmp).and_then(|()| create()),
-        other => other,
-    }?;
-    file.set_permissions(fs::Permissions::from_mode(MODE))?;
-    Ok(file)
-}
-
-/// `.NAME.pgrun-PID.tmp` next to `path`: where a file is written before it
-/// is renamed into place, so readers never see it half-written.
-pub fn temp_path(path: &Path) -> PathBuf {
-    let mut name = OsString::from(".");
-    name.push(path.file_name().unwrap_or_default());
-    name.push(format!(".pgrun-{}.tmp", getpid()));
-    folder_of(path).join(name)
-}
-
 /// The cancel marker for a pid file: `PIDFILE.cancel`.
 pub fn default_marker(pidfile: &Path) -> PathBuf {
     let mut s = pidfile.as_os_str().to_owned();
@@ -167,22 +243,60 @@ pub fn default_marker(pidfile: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Whether the marker exists (a symlink counts: it is somebody's marker).
-pub fn marker_present(marker: &Path) -> bool {
-    fs::symlink_metadata(marker).is_ok()
+/// What is at a marker's path, from the point of view of `owner`'s runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marker {
+    Absent,
+    /// A file or folder owned by `owner` or root: it says "cancel".
+    Present,
+    /// Owned by another user (this uid): ignored.
+    Foreign(u32),
 }
 
-/// Remove the marker; whether there was one. Anything at the path counts,
-/// even what cannot be removed (a folder): it still says "cancel".
-pub fn take_marker(marker: &Path) -> bool {
-    fs::remove_file(marker).is_ok() || marker_present(marker)
+/// Look at `marker` without following a symlink.
+pub fn marker(marker: &Path, owner: u32) -> Marker {
+    match fs::symlink_metadata(marker) {
+        Err(_) => Marker::Absent,
+        Ok(meta) if meta.uid() == owner || meta.uid() == 0 => Marker::Present,
+        Ok(meta) => Marker::Foreign(meta.uid()),
+    }
 }
 
-/// Create the marker as an empty file; `Ok(false)` if it was already there.
+/// Check for a marker and consume it in one step: whether there was one
+/// that counts. The `unlink` succeeding is the check, so of two runs (or a
+/// run and a cancel's clean-up) only one ever consumes a marker. A folder
+/// is removed with `rmdir`; one that cannot be removed still says "cancel".
+pub fn consume_marker(path: &Path, owner: u32) -> bool {
+    match marker(path, owner) {
+        Marker::Absent => false,
+        Marker::Foreign(uid) => {
+            crate::verbose!("ignoring cancel marker {} owned by uid {uid}", path.display());
+            false
+        }
+        Marker::Present => match fs::remove_file(path) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(_) => match fs::remove_dir(path) {
+                Ok(()) => true,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+                Err(_) => true,
+            },
+        },
+    }
+}
+
+/// Create the marker as an empty file; `Ok(false)` if something was
+/// already there.
 pub fn create_marker(marker: &Path) -> io::Result<bool> {
-    match OpenOptions::new().write(true).create_new(true).mode(MODE).custom_flags(libc::O_NOFOLLOW).open(marker) {
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(atomic_file::MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(marker)
+    {
         Ok(file) => {
-            let _ = file.set_permissions(fs::Permissions::from_mode(MODE));
+            let _ = file.set_permissions(fs::Permissions::from_mode(atomic_file::MODE));
             Ok(true)
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
@@ -190,12 +304,67 @@ pub fn create_marker(marker: &Path) -> io::Result<bool> {
     }
 }
 
+/// Whether two paths name the same file, by any spelling: the same folder
+/// and name once folders are resolved, a symlink (chain) to the other, or a
+/// hard link of it. Used to refuse a cancel marker that is the pid file.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    let (ra, rb) = (resolve(a), resolve(b));
+    if ra.is_some() && ra == rb {
+        return true;
+    }
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(ma), Ok(mb)) => ma.dev() == mb.dev() && ma.ino() == mb.ino(),
+        _ => false,
+    }
+}
+
+/// `path` with its folder canonicalised and symlinks at the end followed,
+/// even to a file that does not exist yet.
+fn resolve(path: &Path) -> Option<PathBuf> {
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        let folder = fs::canonicalize(folder_of(&path)).ok()?;
+        let here = folder.join(path.file_name()?);
+        match fs::read_link(&here) {
+            Ok(target) => path = folder.join(target),
+            Err(_) => return Some(here),
+        }
+    }
+    None
+}
+
 /// A pid file as a reader (`cancel`, `status`) finds it.
 pub struct Record {
-    /// Open without following symlinks; used for `F_GETLK`.
+    /// Open without following symlinks; used for `F_GETLK` (and, read-write,
+    /// for the claim byte when removing a stale file).
     pub file: File,
     pub pgid: Pid,
     pub meta: fs::Metadata,
+}
+
+/// What the locks of a record say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Liveness {
+    /// A published run: the pgrun holding the lock (0: in a PID namespace
+    /// the reader cannot see).
+    Live(Pid),
+    /// Not published: a starting run (or a canceller) holds the claim byte.
+    Claimed,
+    /// Not published and nobody claims it.
+    Stale,
+}
+
+impl Record {
+    /// What the locks say now.
+    pub fn liveness(&self) -> io::Result<Liveness> {
+        if let Some(pid) = live_holder(&self.file, &self.meta)? {
+            return Ok(Liveness::Live(pid));
+        }
+        Ok(match lock::holder(&self.file, Range::Claim)? {
+            Some(lock::Holder { kind: Kind::Write, .. }) => Liveness::Claimed,
+            _ => Liveness::Stale,
+        })
+    }
 }
 
 /// Why a pid file could not be read as a record.
@@ -222,7 +391,8 @@ impl std::fmt::Display for RecordError {
 }
 
 /// Open and parse the pid file at `path` without following a symlink.
-/// `writable` asks for a read-write fd (needed to take its lock).
+/// `writable` asks for a read-write fd where one can be had (needed to
+/// take its claim byte when removing a stale file).
 pub fn read_record(path: &Path, writable: bool) -> Result<Record, RecordError> {
     let meta = match fs::symlink_metadata(path) {
         Ok(m) => m,
@@ -235,16 +405,20 @@ pub fn read_record(path: &Path, writable: bool) -> Result<Record, RecordError> {
     if !meta.is_file() {
         return Err(RecordError::NotRegular);
     }
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(writable)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => RecordError::Missing,
-            _ if e.raw_os_error() == Some(libc::ELOOP) => RecordError::Symlink,
-            _ => RecordError::Unreadable(e),
-        })?;
+    let open = |write: bool| {
+        OpenOptions::new().read(true).write(write).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
+    };
+    // Read-only where writing is refused (a read-only mount, a file that is
+    // not ours): the record can still be read and its lock tested.
+    let opened = match open(writable) {
+        Err(e) if writable && matches!(e.raw_os_error(), Some(libc::EROFS) | Some(libc::EACCES)) => open(false),
+        other => other,
+    };
+    let mut file = opened.map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => RecordError::Missing,
+        _ if e.raw_os_error() == Some(libc::ELOOP) => RecordError::Symlink,
+        _ => RecordError::Unreadable(e),
+    })?;
     let mut text = String::new();
     let mut limited = io::Read::take(&mut file, 64);
     io::Read::read_to_string(&mut limited, &mut text).map_err(|_| RecordError::NotAGroupId("<not text>".into()))?;
@@ -254,7 +428,7 @@ pub fn read_record(path: &Path, writable: bool) -> Result<Record, RecordError> {
 }
 
 /// Exactly one positive decimal number and a newline.
-fn parse_group_id(text: &str) -> Option<Pid> {
+pub fn parse_group_id(text: &str) -> Option<Pid> {
     let digits = text.strip_suffix('\n')?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.starts_with('0') {
         return None;
@@ -262,23 +436,36 @@ fn parse_group_id(text: &str) -> Option<Pid> {
     digits.parse().ok()
 }
 
-/// Remove a stale record, but only if nobody took it meanwhile: lock it
-/// ourselves first, and unlink only if `path` still names the same file.
-/// Returns whether it was removed.
+/// Remove a stale record, holding its claim byte so that no starting run is
+/// replacing it meanwhile, and only if `path` still names it and it is
+/// still not live. Returns whether it was removed. (The record must have
+/// been opened writable.)
 pub fn remove_if_stale(path: &Path, record: &Record) -> bool {
-    matches!(lock::try_write_lock(&record.file), Ok(true)) && still_names(path, record) && fs::remove_file(path).is_ok()
+    if !matches!(lock::try_write_lock(&record.file, Range::Claim), Ok(true)) {
+        return false;
+    }
+    let removed = names(path, &record.meta)
+        && matches!(live_holder(&record.file, &record.meta), Ok(None))
+        && fs::remove_file(path).is_ok();
+    let _ = lock::unlock(&record.file, Range::Claim);
+    removed
+}
+
+/// Whether `path` still names the file `meta` describes.
+fn names(path: &Path, meta: &fs::Metadata) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|now| now.dev() == meta.dev() && now.ino() == meta.ino())
 }
 
 /// Whether `path` still names the file `record` was read from. A run
 /// removes its pid file only after its group is gone, so a record whose
 /// path has moved on belongs to a run that has ended.
 pub fn still_names(path: &Path, record: &Record) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|now| now.dev() == record.meta.dev() && now.ino() == record.meta.ino())
+    names(path, &record.meta)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_group_id;
+    use super::*;
 
     #[test]
     fn group_ids_are_one_decimal_line() {
@@ -286,5 +473,21 @@ mod tests {
         for bad in ["", "\n", "4242", "-1\n", "0\n", "042\n", " 42\n", "42 \n", "42\n\n", "4x\n", "99999999999\n"] {
             assert_eq!(parse_group_id(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn same_file_by_any_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid = dir.path().join("job.pid");
+        assert!(same_file(&pid, &dir.path().join("./job.pid")));
+        assert!(same_file(&pid, &dir.path().join("sub/../job.pid")) || !dir.path().join("sub").exists());
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("job.pid", &link).unwrap();
+        assert!(same_file(&link, &pid), "a symlink to a pid file that does not exist yet");
+        fs::write(&pid, "1\n").unwrap();
+        let hard = dir.path().join("hard");
+        fs::hard_link(&pid, &hard).unwrap();
+        assert!(same_file(&hard, &pid));
+        assert!(!same_file(&dir.path().join("job.pid.cancel"), &pid));
     }
 }

@@ -1,16 +1,17 @@
 //! The `--report` JSON outcome, written atomically at exit.
 //!
-//! The path is checked before anything else, so that once it is accepted
-//! every exit can write the report, failures included.
+//! The path is checked before anything else, and the temporary file the
+//! report is renamed from is created then: once the path is accepted, every
+//! exit can write the report, failures included, and a folder the report
+//! cannot be written to is found before the command starts.
 
-use crate::pidfile::{check_target, create_temp, temp_path};
+use crate::atomic_file::TempFile;
+use crate::pidfile::check_target;
 use crate::supervisor::SentSignal;
 use crate::sys::Pid;
 use crate::sys::process::ChildStatus;
 use anyhow::{Context, Result};
 use serde::Serialize;
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -67,20 +68,28 @@ pub struct Facts<'a> {
     pub error: Option<&'a str>,
 }
 
-/// An accepted report path.
+/// Space reserved for the report when the run starts; a longer report
+/// (a long error message) still fits unless the disk is full.
+const REPORT_SPACE: usize = 4096;
+
+/// An accepted report path, with its temporary file ready.
 pub struct ReportTarget {
     path: PathBuf,
+    temp: TempFile,
 }
 
 impl ReportTarget {
-    /// Accept `path` if its folder exists and it is not a symlink or folder.
-    pub fn check(path: &Path) -> Result<Self> {
+    /// Accept `path` if its folder exists and it is not a symlink or folder,
+    /// and create the temporary file the report will be renamed from.
+    pub fn prepare(path: &Path) -> Result<Self> {
         check_target(path, "report")?;
-        Ok(ReportTarget { path: path.to_path_buf() })
+        let temp = TempFile::create(path, REPORT_SPACE)
+            .with_context(|| format!("cannot prepare report {}", path.display()))?;
+        Ok(ReportTarget { path: path.to_path_buf(), temp })
     }
 
-    /// Write the report: a temporary file in the same folder, then rename.
-    pub fn write(&self, facts: &Facts<'_>) -> Result<()> {
+    /// Write the report into the temporary file, then rename it into place.
+    pub fn write(self, facts: &Facts<'_>) -> Result<()> {
         let report = Report {
             exit_code: facts.exit_code,
             reason: facts.reason,
@@ -104,16 +113,9 @@ impl ReportTarget {
         };
         let mut json = serde_json::to_vec(&report).context("cannot encode the report")?;
         json.push(b'\n');
-        let tmp = temp_path(&self.path);
-        let written = (|| -> std::io::Result<()> {
-            let mut file = create_temp(&tmp)?;
-            file.write_all(&json)?;
-            fs::rename(&tmp, &self.path)
-        })();
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            return Err(e).with_context(|| format!("cannot write report {}", self.path.display()));
-        }
+        let path = self.path;
+        self.temp.set_content(&json).with_context(|| format!("cannot write report {}", path.display()))?;
+        self.temp.rename_into_place().with_context(|| format!("cannot write report {}", path.display()))?;
         Ok(())
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::cli::RunArgs;
 use crate::exit::RunExit;
-use crate::pidfile;
+use crate::pidfile::{self, Claimed, Marker};
 use crate::report::{Facts, Reason, ReportTarget};
 use crate::supervisor::{self, Ended, SentSignal, StopReason, Watch};
 use crate::sys::Pid;
@@ -17,6 +17,7 @@ use crate::sys::process::{self, ChildStatus, Detach, SpawnError, SpawnOptions};
 use crate::sys::sigmask::{self, SigSet};
 use crate::sys::terminal;
 use crate::sys::wakeup::SignalSource;
+use crate::test_hook;
 use crate::{say, verbose};
 use anyhow::{Context, anyhow};
 use std::ffi::CString;
@@ -53,9 +54,15 @@ impl Finish {
     }
 
     fn cancelled_before_start() -> Self {
+        Self::interrupted_before_start(libc::SIGTERM)
+    }
+
+    /// A cancel (the marker, or `signal` sent to pgrun) before the command
+    /// started: exit 128+N (143 for TERM and the marker).
+    fn interrupted_before_start(signal: i32) -> Self {
         verbose!("cancelled before the command started");
         Finish {
-            exit: RunExit::CancelledBeforeStart,
+            exit: RunExit::CancelledBeforeStart(signal),
             reason: Reason::CancelledBeforeStart,
             status: None,
             pgid: None,
@@ -85,7 +92,7 @@ fn handled_signals() -> SigSet {
 /// Run the command; returns pgrun's exit status.
 pub fn run(args: &RunArgs, started: Instant) -> u8 {
     say::set_verbose(args.verbose);
-    let report = match args.report.as_deref().map(ReportTarget::check).transpose() {
+    let report = match args.report.as_deref().map(ReportTarget::prepare).transpose() {
         Ok(report) => report,
         Err(err) => {
             say::line(format_args!("{err:#}"));
@@ -125,20 +132,18 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         Ok(argv) => argv,
         Err(_) => return Finish::failed(RunExit::Failed, anyhow!("an argument of COMMAND contains a NUL byte"), None),
     };
-    let claim = match args.pidfile.as_deref().map(pidfile::claim).transpose() {
-        Ok(claim) => claim,
-        Err(err) => return Finish::failed(RunExit::Failed, err, None),
-    };
     let marker: Option<PathBuf> =
         args.cancel_file.clone().or_else(|| args.pidfile.as_deref().map(pidfile::default_marker));
-    if let Some(marker) = &marker
-        && pidfile::take_marker(marker)
+    if let (Some(pidfile), Some(marker)) = (&args.pidfile, &marker)
+        && pidfile::same_file(marker, pidfile)
     {
-        return Finish::cancelled_before_start();
+        let err = anyhow!("--cancel-file {} names the pid file itself", marker.display());
+        return Finish::failed(RunExit::Failed, err, None);
     }
 
-    // Block before spawning, so no signal is lost or handled asynchronously;
-    // the child gets the mask pgrun was started with.
+    // Block the handled signals before touching the pid file, so that no
+    // signal is lost or acts asynchronously from here on; the child gets
+    // the mask pgrun was started with.
     let handled = handled_signals();
     // The mask to hand on is the caller's, from before pgrun blocked SIGPIPE.
     let inherited = sigmask::inherited();
@@ -149,13 +154,27 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         Ok(s) => s,
         Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot watch signals: {e}"), None),
     };
+
+    let claim = match args.pidfile.as_deref().map(|path| pidfile::claim(path, &mut termination_pending)).transpose() {
+        Ok(Some(Claimed::Claim(claim))) => Some(claim),
+        Ok(Some(Claimed::Interrupted(signal))) => return Finish::interrupted_before_start(signal),
+        Ok(None) => None,
+        Err(err) => return Finish::failed(RunExit::Failed, err, None),
+    };
+    let me = crate::sys::geteuid();
+    if let Some(marker) = &marker
+        && pidfile::consume_marker(marker, me)
+    {
+        return Finish::cancelled_before_start();
+    }
+    test_hook::pause("marker-checked");
     let subreaper = match process::become_subreaper() {
         Ok(on) => on,
         Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot become a child subreaper: {e}"), None),
     };
-    if sigmask::pending().contains(libc::SIGTERM) {
+    if let Some(signal) = termination_pending() {
         let _ = signals.drain();
-        return Finish::cancelled_before_start();
+        return Finish::interrupted_before_start(signal);
     }
 
     // Only a pgrun in the foreground of its terminal hands it over; with
@@ -185,6 +204,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     if let Err(e) = signals.activate(&handled) {
         verbose!("cannot install signal handlers: {e}");
     }
+    test_hook::pause("spawned");
 
     let published = match claim.map(|c| c.publish(pgid)).transpose() {
         Ok(p) => p,
@@ -193,7 +213,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
             // must not run unsupervised) and report the failure.
             let stopped = supervise(args, &ctx, Some(StopReason::Cancel));
             if let Some(marker) = &marker {
-                pidfile::take_marker(marker);
+                pidfile::consume_marker(marker, me);
             }
             let mut finish = Finish::failed(RunExit::Failed, err, Some(pgid));
             if let Ok(ended) = stopped {
@@ -203,7 +223,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
             return finish;
         }
     };
-    let stop_now = marker.as_deref().filter(|m| pidfile::marker_present(m)).map(|_| {
+    let stop_now = marker.as_deref().filter(|m| pidfile::marker(m, me) == Marker::Present).map(|_| {
         verbose!("cancel marker found right after publishing");
         StopReason::Cancel
     });
@@ -215,7 +235,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         published.remove();
     }
     if let Some(marker) = &marker {
-        pidfile::take_marker(marker);
+        pidfile::consume_marker(marker, me);
     }
     match ended {
         Ok(ended) => finish_from(ended, pgid),
@@ -226,6 +246,13 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
             Finish::failed(RunExit::Failed, anyhow!("cannot supervise process group {pgid}: {e}"), Some(pgid))
         }
     }
+}
+
+/// A signal that asks pgrun to end (TERM, INT, HUP, QUIT), pending before
+/// the command has started: such a run ends before it begins.
+fn termination_pending() -> Option<i32> {
+    let pending = sigmask::pending();
+    [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT].into_iter().find(|&s| pending.contains(s))
 }
 
 /// What the supervisor needs besides the options.

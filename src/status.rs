@@ -3,11 +3,12 @@
 //! no file.
 
 use crate::cli::StatusArgs;
-use crate::pidfile::{self, RecordError};
+use crate::pidfile::{self, Liveness, Marker, RecordError};
 use crate::say;
-use crate::sys::{Pid, lock, process};
+use crate::sys::{self, Pid, process};
 use serde::Serialize;
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::time::SystemTime;
 
 /// Exit statuses of `pgrun status`, after the LSB convention.
@@ -21,6 +22,8 @@ pub enum StatusExit {
     NotRunning,
     /// 4: the pid file cannot be read or does not hold a group id.
     Unknown,
+    /// 125: a usage error.
+    Usage,
 }
 
 impl StatusExit {
@@ -30,6 +33,7 @@ impl StatusExit {
             StatusExit::Stale => 1,
             StatusExit::NotRunning => 3,
             StatusExit::Unknown => 4,
+            StatusExit::Usage => crate::USAGE_ERROR,
         }
     }
 }
@@ -50,16 +54,42 @@ struct Report {
     pgid: Option<Pid>,
     /// The pgrun process holding the lock.
     pid: Option<Pid>,
+    /// How many processes the group has (`null`: unknown, e.g. the run is in
+    /// another PID namespace, where the file's group id names other
+    /// processes).
     processes: Option<usize>,
     uptime_ms: Option<u64>,
     pidfile: String,
     cancel_pending: bool,
+    /// A run is starting on this path: the file is claimed, not published.
+    starting: bool,
+    /// Whether the pgrun holding the lock lives in another PID namespace.
+    other_pid_namespace: bool,
+    /// The owner of a marker that is ignored because it belongs to another
+    /// user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignored_marker_uid: Option<u32>,
 }
 
 pub fn status(args: &StatusArgs) -> StatusExit {
     let path = &args.pidfile;
     let marker = args.cancel_file.clone().unwrap_or_else(|| pidfile::default_marker(path));
-    let marker_present = pidfile::marker_present(&marker);
+    if pidfile::same_file(&marker, path) {
+        say::line(format_args!("--cancel-file {} names the pid file itself", marker.display()));
+        return StatusExit::Usage;
+    }
+    let record = match pidfile::read_record(path, false) {
+        Ok(record) => Some(record),
+        Err(RecordError::Missing) => None,
+        Err(e) => {
+            say::line(format_args!("cannot read pid file {}: {e}", path.display()));
+            return StatusExit::Unknown;
+        }
+    };
+    // Markers count when they belong to the run's user (the pid file's
+    // owner) or root.
+    let owner = record.as_ref().map_or_else(sys::geteuid, |r| r.meta.uid());
+    let found = pidfile::marker(&marker, owner);
     let mut report = Report {
         state: State::NotRunning,
         pgid: None,
@@ -67,29 +97,41 @@ pub fn status(args: &StatusArgs) -> StatusExit {
         processes: None,
         uptime_ms: None,
         pidfile: path.display().to_string(),
-        cancel_pending: marker_present,
+        cancel_pending: found == Marker::Present,
+        starting: false,
+        other_pid_namespace: false,
+        ignored_marker_uid: match found {
+            Marker::Foreign(uid) => Some(uid),
+            _ => None,
+        },
     };
-    match pidfile::read_record(path, false) {
-        Err(RecordError::Missing) => {
-            report.state = if marker_present { State::CancelPending } else { State::NotRunning };
-        }
-        Err(e) => {
-            say::line(format_args!("cannot read pid file {}: {e}", path.display()));
-            return StatusExit::Unknown;
-        }
-        Ok(record) => {
+    match record {
+        None => report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning },
+        Some(record) => {
             report.pgid = Some(record.pgid);
-            match lock::lock_holder(&record.file) {
+            let liveness = match record.liveness() {
+                Ok(l) => l,
                 Err(e) => {
                     say::line(format_args!("cannot read the lock of pid file {}: {e}", path.display()));
                     return StatusExit::Unknown;
                 }
-                Ok(None) => report.state = State::Stale,
-                Ok(Some(holder)) => {
-                    report.state = if marker_present { State::Stopping } else { State::Running };
-                    // 0: the holder is in another PID namespace.
+            };
+            match liveness {
+                Liveness::Stale => report.state = State::Stale,
+                Liveness::Claimed => {
+                    // Not published yet: the content is the old run's.
+                    report.starting = true;
+                    report.pgid = None;
+                    report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning };
+                }
+                Liveness::Live(holder) => {
+                    report.state = if report.cancel_pending { State::Stopping } else { State::Running };
+                    // 0: the holder is in a PID namespace we cannot see.
                     report.pid = (holder > 0).then_some(holder);
-                    report.processes = process::count_group_members(record.pgid);
+                    report.other_pid_namespace = holder <= 0 || !process::in_own_pid_namespace(holder);
+                    if !report.other_pid_namespace {
+                        report.processes = process::count_group_members(record.pgid);
+                    }
                     report.uptime_ms = record
                         .meta
                         .modified()
@@ -113,12 +155,17 @@ fn print(json: bool, r: &Report, marker: &std::path::Path) {
         serde_json::to_string(r).unwrap_or_default()
     } else {
         let pgid = r.pgid.unwrap_or_default();
-        match r.state {
+        let mut text = match r.state {
             State::Running | State::Stopping => {
                 let name = if r.state == State::Running { "running" } else { "stopping" };
-                let mut line = format!("{name}: pgid {pgid}, pgrun pid {}", r.pid.unwrap_or_default());
-                if let Some(n) = r.processes {
-                    line.push_str(&format!(", {n} process{}", if n == 1 { "" } else { "es" }));
+                let pid = r.pid.map_or_else(|| "unknown".to_string(), |p| p.to_string());
+                let mut line = format!("{name}: pgid {pgid}, pgrun pid {pid}");
+                match r.processes {
+                    Some(n) => line.push_str(&format!(", {n} process{}", if n == 1 { "" } else { "es" })),
+                    None if r.other_pid_namespace => {
+                        line.push_str(" (in another PID namespace), process count unknown")
+                    }
+                    None => {}
                 }
                 if let Some(ms) = r.uptime_ms {
                     line.push_str(&format!(", up {:.1}s", ms as f64 / 1000.0));
@@ -126,9 +173,14 @@ fn print(json: bool, r: &Report, marker: &std::path::Path) {
                 line
             }
             State::Stale => format!("stale: pgid {pgid}, no live run holds {}", r.pidfile),
+            State::NotRunning if r.starting => format!("not-running: a run is starting at {}", r.pidfile),
             State::NotRunning => format!("not-running: no pid file at {}", r.pidfile),
             State::CancelPending => format!("cancel-pending: no run yet, cancel marker at {}", marker.display()),
+        };
+        if let Some(uid) = r.ignored_marker_uid {
+            text.push_str(&format!(" (ignoring cancel marker {} owned by uid {uid})", marker.display()));
         }
+        text
     };
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");

@@ -1,15 +1,56 @@
-//! Test-only ways to make pgrun misbehave on purpose, so that the suite can
-//! prove what happens then (a panic in the supervise loop, a SIGCHLD left
-//! ignored). They are named in the environment variable `PGRUN_TEST_HOOK`
-//! (comma-separated) and honoured only in debug builds, the ones `cargo test`
-//! runs; a release build compiles them out.
+//! Test-only hooks: pauses at named steps, so that the test suite can hold
+//! pgrun inside a race window and act there, deterministically; and ways to
+//! make pgrun misbehave on purpose, so that the suite can prove what happens
+//! then.
+//!
+//! `PGRUN_TEST_PAUSE=STEP=FILE[,STEP=FILE...]`: on reaching STEP, pgrun
+//! creates `FILE.reached` and waits until FILE exists (at most two minutes),
+//! then goes on. Only debug builds (the ones `cargo test` runs) read the
+//! variable; in release builds [`pause`] is empty and compiles away.
+//!
+//! Steps: `claim-opened` (a stale pid file is open, not yet claimed),
+//! `claimed` (the claim is held, nothing prepared yet), `marker-checked`
+//! (no marker was found before the start), `spawned` (the command runs, its
+//! group is not published yet).
+//!
+//! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise
+//! loop panic when it reads SIGUSR1; [`KEEP_SIGCHLD_IGNORED`] leaves a
+//! SIGCHLD ignored by the caller ignored in pgrun itself. Also read by debug
+//! builds only.
+
+/// Pause here if the environment asks for `step`.
+#[inline]
+pub fn pause(step: &str) {
+    #[cfg(debug_assertions)]
+    pause_for_tests(step);
+    #[cfg(not(debug_assertions))]
+    let _ = step;
+}
+
+#[cfg(debug_assertions)]
+fn pause_for_tests(step: &str) {
+    use std::time::{Duration, Instant};
+    let Some(spec) = std::env::var_os("PGRUN_TEST_PAUSE") else { return };
+    let spec = spec.to_string_lossy().into_owned();
+    for entry in spec.split(',') {
+        let Some((name, file)) = entry.split_once('=') else { continue };
+        if name != step {
+            continue;
+        }
+        let _ = std::fs::write(format!("{file}.reached"), b"");
+        let until = Instant::now() + Duration::from_secs(120);
+        while std::fs::symlink_metadata(file).is_err() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
 
 /// Make the supervise loop panic when it reads SIGUSR1.
 pub const PANIC_ON_USR1: &str = "panic-on-usr1";
 /// Leave a SIGCHLD ignored by the caller ignored in pgrun itself.
 pub const KEEP_SIGCHLD_IGNORED: &str = "keep-sigchld-ignored";
 
-/// Whether the hook `name` is asked for.
+/// Whether the hook `name` is asked for in `PGRUN_TEST_HOOK`.
 pub fn active(name: &str) -> bool {
     #[cfg(debug_assertions)]
     {

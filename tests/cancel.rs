@@ -105,7 +105,7 @@ fn a_stale_pid_file_is_removed_and_its_group_left_alone_unless_forced() {
     let (pgid, ended) = guard.spawn_reaped(&mut sleeper);
 
     fs::write(&pidfile, format!("{pgid}\n")).unwrap();
-    let out = cancel(&[pidfile.to_str().unwrap()]);
+    let out = cancel(&["--wait-start", "0.2", pidfile.to_str().unwrap()]);
     assert_status(&out, 1, "stale");
     assert!(!pidfile.exists() && !scratch.path("job.pid.cancel").exists());
     assert!(ended.try_recv().is_err(), "a stale group id was trusted without --force");

@@ -317,3 +317,79 @@ pub fn start_published(guard: &mut Guard, pidfile: &Path, extra: &[&str], payloa
 pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&fs::read_to_string(path).expect("report exists")).expect("valid JSON")
 }
+
+/// A test-only pause of pgrun at a named step (see `src/test_hook.rs`):
+/// the environment entry that asks for it, a way to know pgrun got there,
+/// and a way to let it go on.
+pub struct Pause {
+    gate: PathBuf,
+    step: &'static str,
+}
+
+impl Pause {
+    pub fn new(scratch: &Scratch, step: &'static str) -> Self {
+        Pause { gate: scratch.path(&format!("gate-{step}")), step }
+    }
+    /// Ask `cmd` (a pgrun) to pause at the step.
+    pub fn arm<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
+        cmd.env("PGRUN_TEST_PAUSE", format!("{}={}", self.step, self.gate.display()))
+    }
+    /// Wait until pgrun has reached the step and is waiting there.
+    pub fn wait_reached(&self) {
+        let reached = PathBuf::from(format!("{}.reached", self.gate.display()));
+        eventually(&format!("pgrun to reach step {}", self.step), || reached.exists());
+    }
+    /// Let pgrun go on.
+    pub fn release(&self) {
+        fs::write(&self.gate, b"").expect("open the gate");
+    }
+}
+
+/// A bystander: a process in a group of its own that logs every catchable
+/// signal it receives to `canary.log` (and so must end the test alive with
+/// an empty log). Returns its pid (= its group id).
+pub fn spawn_canary(guard: &mut Guard, scratch: &Scratch) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let log = scratch.path("canary.log");
+    let ready = scratch.path("canary.ready");
+    let script = format!(
+        "import signal, os\n\
+         def note(n, f):\n    open({log:?}, 'a').write(signal.Signals(n).name + '\\n')\n\
+         for s in signal.valid_signals():\n    \
+             try: signal.signal(s, note)\n    \
+             except (OSError, ValueError): pass\n\
+         open({ready:?}, 'w').write('ready\\n')\n\
+         while True: signal.pause()\n",
+        log = log.display().to_string(),
+        ready = ready.display().to_string()
+    );
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", &script]).stdin(Stdio::null()).process_group(0);
+    let (pid, _) = guard.spawn_reaped(&mut cmd);
+    guard.record_group(pid);
+    wait_line(&ready);
+    pid
+}
+
+/// The canary is alive and has received no signal.
+pub fn assert_canary_untouched(scratch: &Scratch, canary: i32) {
+    assert!(!is_dead(canary), "the bystander {canary} was killed");
+    let log = fs::read_to_string(scratch.path("canary.log")).unwrap_or_default();
+    assert!(log.is_empty(), "the bystander {canary} received signals: {log:?}");
+}
+
+/// Run `cmd` as the unprivileged user nobody (uid and gid 65534, no
+/// supplementary groups), through util-linux's setpriv.
+pub fn as_nobody(program: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", program]).args(args).stdin(Stdio::null());
+    cmd
+}
+
+/// Make `path` (a folder) usable by nobody: world-readable, or with
+/// `writable`, world-writable and sticky like /tmp.
+pub fn open_up(path: &Path, writable: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if writable { 0o1777 } else { 0o755 };
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).expect("chmod");
+}

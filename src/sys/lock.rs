@@ -1,30 +1,75 @@
-//! POSIX record locks (`fcntl` `F_SETLK`/`F_GETLK`) on whole files.
+//! POSIX record locks (`fcntl` `F_SETLK`/`F_GETLK`) on the two byte ranges
+//! of the pid file protocol.
 //!
-//! A live run holds a write lock on its pid file; the kernel drops it when
-//! pgrun exits, however it exits, so "locked" means "alive" and pid reuse
-//! cannot fool a reader. Record locks belong to the process and vanish when
-//! *any* of its fds for the file is closed, so pgrun opens the pid file once
-//! and keeps that one fd.
+//! - [`Range::Record`]: a published run holds a write lock from byte 0 to
+//!   the end of the file (and beyond). "Byte 0 is write-locked by a process
+//!   running as the file's owner" is what "the run is alive" means.
+//! - [`Range::Claim`]: one byte at [`CLAIM_BYTE`], far past the end of any
+//!   pid file. A starting run that replaces a stale file write-locks only
+//!   this byte of the old file, so that starters serialise with each other
+//!   (and with a canceller removing the file) while a reader testing byte 0
+//!   never mistakes a starter for a live run.
+//!
+//! The kernel drops the locks when their holder exits, however it exits, so
+//! pid reuse cannot fool a reader. Record locks belong to the process and
+//! vanish when *any* of its fds for the file is closed, so pgrun opens each
+//! pid file once and keeps that one fd.
 
 use super::Pid;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 
-fn whole_file_write_lock(kind: libc::c_short) -> libc::flock {
+/// The offset of the claim byte: 2^30, far past the end of any pid file and
+/// representable in a 32-bit `off_t`.
+pub const CLAIM_BYTE: i64 = 1 << 30;
+
+/// Which part of a pid file a lock covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Range {
+    /// Byte 0 to the end of the file and beyond: the live run's lock.
+    Record,
+    /// Byte 0 alone: what a reader tests to tell a live run.
+    FirstByte,
+    /// The one byte at [`CLAIM_BYTE`]: a starting run's claim.
+    Claim,
+}
+
+/// The kind of a lock someone holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Read,
+    Write,
+}
+
+/// A lock another process holds, as `F_GETLK` describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Holder {
+    pub kind: Kind,
+    /// The holder's pid in the caller's PID namespace; 0 when the holder is
+    /// not visible from it (it lives in a sibling or parent namespace).
+    pub pid: Pid,
+}
+
+fn flock(range: Range, kind: libc::c_short) -> libc::flock {
     // SAFETY: flock is plain data; all-zero is a valid starting value.
     let mut lock: libc::flock = unsafe { std::mem::zeroed() };
     lock.l_type = kind;
     lock.l_whence = libc::SEEK_SET as libc::c_short;
-    lock.l_start = 0;
-    lock.l_len = 0; // to the end of the file, however long it grows
+    let (start, len) = match range {
+        Range::Record => (0, 0), // length 0: to the end, however long it grows
+        Range::FirstByte => (0, 1),
+        Range::Claim => (CLAIM_BYTE, 1),
+    };
+    lock.l_start = start as libc::off_t;
+    lock.l_len = len;
     lock
 }
 
-/// `fcntl(F_SETLK, F_WRLCK)`: take the write lock without waiting.
-/// `Ok(false)` if another process holds a conflicting lock.
-pub fn try_write_lock(file: &File) -> io::Result<bool> {
-    let lock = whole_file_write_lock(libc::F_WRLCK as libc::c_short);
+/// `fcntl(F_SETLK, F_WRLCK)` on `range`: take the write lock without
+/// waiting. `Ok(false)` if another process holds a conflicting lock.
+pub fn try_write_lock(file: &File, range: Range) -> io::Result<bool> {
+    let lock = flock(range, libc::F_WRLCK as libc::c_short);
     // SAFETY: a valid fd and a valid flock pointer.
     if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } == 0 {
         return Ok(true);
@@ -36,13 +81,29 @@ pub fn try_write_lock(file: &File) -> io::Result<bool> {
     }
 }
 
-/// `fcntl(F_GETLK)`: the pid of the process holding a lock that would block
-/// a write lock, or `None` if nobody does.
-pub fn lock_holder(file: &File) -> io::Result<Option<Pid>> {
-    let mut lock = whole_file_write_lock(libc::F_WRLCK as libc::c_short);
+/// `fcntl(F_SETLK, F_UNLCK)` on `range`.
+pub fn unlock(file: &File, range: Range) -> io::Result<()> {
+    let lock = flock(range, libc::F_UNLCK as libc::c_short);
+    // SAFETY: a valid fd and a valid flock pointer.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `fcntl(F_GETLK)` on `range`: a lock another process holds that would
+/// block a write lock there, or `None`. Locks of the caller itself never
+/// show.
+pub fn holder(file: &File, range: Range) -> io::Result<Option<Holder>> {
+    let mut lock = flock(range, libc::F_WRLCK as libc::c_short);
     // SAFETY: a valid fd and a valid, writable flock pointer.
     if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut lock) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok((lock.l_type != libc::F_UNLCK as libc::c_short).then_some(lock.l_pid))
+    let kind = match lock.l_type {
+        t if t == libc::F_UNLCK as libc::c_short => return Ok(None),
+        t if t == libc::F_RDLCK as libc::c_short => Kind::Read,
+        _ => Kind::Write,
+    };
+    Ok(Some(Holder { kind, pid: lock.l_pid }))
 }

@@ -483,3 +483,60 @@ pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
         None
     }
 }
+
+/// `pidfd_send_signal(2)`: signal the process a pidfd refers to. Unlike
+/// `kill(pid)`, this can never reach a process that reused the pid.
+/// `Ok(false)` if the process has already exited (ESRCH).
+#[cfg(linux_strengths)]
+pub fn pidfd_signal(pidfd: std::os::fd::BorrowedFd<'_>, signal: i32) -> io::Result<bool> {
+    // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
+    let rc = unsafe {
+        libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), signal, std::ptr::null::<libc::siginfo_t>(), 0)
+    };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::ESRCH) { Ok(false) } else { Err(err) }
+}
+
+/// The effective uid process `pid` runs as, from `/proc/PID/status` (Linux
+/// only; `None` elsewhere, or if the process is gone or hidden).
+pub fn effective_uid(pid: Pid) -> Option<u32> {
+    #[cfg(linux_strengths)]
+    {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+        line.split_ascii_whitespace().nth(1)?.parse().ok()
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// Whether process `pid` lives in the caller's PID namespace, so that the
+/// numbers it sees (its group id) name the same processes here. Compares
+/// `/proc/self/ns/pid` with `/proc/PID/ns/pid`; where that cannot be read
+/// the answer is `false`, the safe side. Off Linux there are no PID
+/// namespaces: always `true`.
+pub fn in_own_pid_namespace(pid: Pid) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |p: &str| std::fs::metadata(format!("/proc/{p}/ns/pid")).map(|m| (m.dev(), m.ino()));
+        match (ns("self"), ns(&pid.to_string())) {
+            (Ok(own), Ok(theirs)) => own == theirs,
+            // No /proc at all: nothing can tell namespaces apart, and a
+            // system without /proc has none to offer.
+            (Err(_), Err(_)) if std::fs::metadata("/proc/self").is_err() => true,
+            _ => false,
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        true
+    }
+}

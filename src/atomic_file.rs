@@ -1,0 +1,100 @@
+//! Files published whole: written under a temporary name in the target's
+//! folder, then renamed (or hard-linked) into place, so a reader sees no
+//! file or the whole content, never part of it. The pid file and the report
+//! are both published this way.
+//!
+//! The temporary file is created when a run starts, before the command
+//! does, and space is reserved in it then: a read-only or full folder, a
+//! name too long for the file system, or no fd left are found before
+//! anything runs.
+
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Published files are created with this mode whatever the umask.
+pub const MODE: u32 = 0o644;
+
+/// The folder a path lives in (`.` for a bare file name).
+pub fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// `.NAME.pgrun-PID.tmp` next to `target`.
+fn temp_path(target: &Path) -> PathBuf {
+    let mut name = OsString::from(".");
+    name.push(target.file_name().unwrap_or_default());
+    name.push(format!(".pgrun-{}.tmp", crate::sys::getpid()));
+    folder_of(target).join(name)
+}
+
+/// A file being prepared under a temporary name; removed again if it is
+/// dropped before it is placed.
+pub struct TempFile {
+    temp: PathBuf,
+    target: PathBuf,
+    file: Option<File>,
+}
+
+impl TempFile {
+    /// Create the temporary file for `target`, mode 0644 whatever the umask,
+    /// never through a symlink, with `reserve` bytes of space already
+    /// written. A file already at the temporary name is the leftover of a
+    /// crashed pgrun that had our pid: ours to replace.
+    pub fn create(target: &Path, reserve: usize) -> io::Result<TempFile> {
+        let temp = temp_path(target);
+        let create =
+            || OpenOptions::new().write(true).create_new(true).mode(MODE).custom_flags(libc::O_NOFOLLOW).open(&temp);
+        let file = match create() {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => fs::remove_file(&temp).and_then(|()| create()),
+            other => other,
+        }?;
+        let prepared = TempFile { temp, target: target.to_path_buf(), file: Some(file) };
+        let mut file = prepared.file();
+        file.set_permissions(fs::Permissions::from_mode(MODE))?;
+        // Reserve the space now, so the final write cannot meet a full disk.
+        file.write_all(&vec![b' '; reserve])?;
+        Ok(prepared)
+    }
+
+    /// The open temporary file.
+    pub fn file(&self) -> &File {
+        self.file.as_ref().expect("a TempFile holds its file until placed")
+    }
+
+    /// Replace the content with `bytes` (written over the reserved space,
+    /// then cut to length).
+    pub fn set_content(&self, bytes: &[u8]) -> io::Result<()> {
+        let file = self.file();
+        file.write_all_at(bytes, 0)?;
+        file.set_len(bytes.len() as u64)
+    }
+
+    /// `rename(2)` into place, replacing whatever is there; the open file is
+    /// returned (its locks travel with it).
+    pub fn rename_into_place(mut self) -> io::Result<File> {
+        fs::rename(&self.temp, &self.target)?;
+        Ok(self.file.take().expect("placed once"))
+    }
+
+    /// `link(2)` into place: fails with `AlreadyExists` rather than replace
+    /// a file that is there. The temporary name is removed either way.
+    pub fn link_into_place(mut self) -> io::Result<File> {
+        fs::hard_link(&self.temp, &self.target)?;
+        let _ = fs::remove_file(&self.temp);
+        Ok(self.file.take().expect("placed once"))
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if self.file.is_some() {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}

@@ -1,0 +1,481 @@
+//! The pid file protocol under races, other users and PID namespaces: a
+//! starting run is never taken for a live one, two runs never share a pid
+//! file, another user cannot fake a live run or a cancel, a cancel is never
+//! lost, and nothing outside the run is ever signalled. Windows found by
+//! reading are held open with the test-only pauses (`Pause`).
+
+use crate::util::run as run_cmd;
+use crate::util::*;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::process::{Command, Stdio};
+
+/// A stale pid file naming the bystander's group, as a crashed run leaves it.
+fn stale_file(path: &std::path::Path, pgid: i32) {
+    fs::write(path, format!("{pgid}\n")).unwrap();
+}
+
+#[test]
+fn a_starting_run_is_not_live_and_cancel_never_trusts_the_old_group() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let canary = spawn_canary(&mut guard, &scratch);
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    stale_file(&pidfile, canary);
+
+    let claimed = Pause::new(&scratch, "claimed");
+    let report = scratch.path("r.json");
+    let witness = scratch.path("ran");
+    let run = guard.spawn(claimed.arm(&mut pgrun([
+        "-p",
+        p,
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "touch",
+        witness.to_str().unwrap(),
+    ])));
+    claimed.wait_reached();
+
+    // While the run holds only its claim, nobody may take it for live.
+    let out = run_cmd(&mut pgrun(["status", "--json", p]));
+    assert_status(&out, 3, "status of a claimed file");
+    let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(state["state"], "not-running", "{state}");
+    assert_eq!(state["starting"], true, "{state}");
+
+    let canceller = guard.spawn(pgrun(["cancel", p]).stderr(Stdio::piped()));
+    eventually("cancel to drop its marker", || scratch.path("job.pid.cancel").exists());
+    claimed.release();
+
+    assert_eq!(guard.wait(run), 143, "the run was cancelled before it started");
+    assert_eq!(json(&report)["reason"], "cancelled-before-start", "pgrun itself exited and wrote its report");
+    assert!(!witness.exists(), "the command ran");
+    assert_eq!(guard.wait(canceller), 0, "cancel kept the run from starting");
+    assert!(!scratch.path("job.pid.cancel").exists(), "marker left behind");
+    assert_canary_untouched(&scratch, canary);
+}
+
+#[test]
+fn sigterm_to_a_starting_run_is_a_cancel_not_a_death() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let canary = spawn_canary(&mut guard, &scratch);
+    let pidfile = scratch.path("job.pid");
+    stale_file(&pidfile, canary);
+    let opened = Pause::new(&scratch, "claim-opened");
+    let report = scratch.path("r.json");
+    let witness = scratch.path("ran");
+    let run = guard.spawn(opened.arm(&mut pgrun([
+        "-p",
+        pidfile.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "touch",
+        witness.to_str().unwrap(),
+    ])));
+    opened.wait_reached();
+    send(guard.child(run).id() as i32, libc::SIGTERM);
+    opened.release();
+    assert_eq!(guard.wait(run), 143);
+    assert_eq!(json(&report)["reason"], "cancelled-before-start", "pgrun exited by itself, report written");
+    assert!(!witness.exists());
+    assert_canary_untouched(&scratch, canary);
+}
+
+#[test]
+fn two_starters_never_share_a_pid_file() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let canary = spawn_canary(&mut guard, &scratch);
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    stale_file(&pidfile, canary);
+    let dir = scratch.sh();
+
+    // A claims the stale file; B has opened the same (old) inode.
+    let a_claimed = Pause::new(&scratch, "claimed");
+    let a = guard.spawn(a_claimed.arm(&mut pgrun([
+        "-p",
+        p,
+        "--",
+        "sh",
+        "-c",
+        &format!("echo $$ > {dir}/a; exec sleep 300"),
+    ])));
+    a_claimed.wait_reached();
+    let b_opened = Pause::new(&scratch, "claim-opened");
+    let b_witness = scratch.path("b-ran");
+    let b = guard
+        .spawn(b_opened.arm(&mut pgrun(["-p", p, "--", "touch", b_witness.to_str().unwrap()])).stderr(Stdio::piped()));
+    b_opened.wait_reached();
+
+    // A publishes and lets go of the old inode; only then does B try it.
+    a_claimed.release();
+    let a_pid = guard.child(a).id() as i32;
+    let a_group = wait_pid(&scratch.path("a"), &mut guard);
+    guard.record_group(a_group);
+    eventually("A to publish", || lock_holder(&pidfile) == Some(a_pid));
+    b_opened.release();
+
+    assert_eq!(guard.wait(b), 125, "B must see A's live run and refuse");
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut guard.child(b).stderr.take().unwrap(), &mut said).unwrap();
+    assert!(said.contains("held by a live run"), "B said: {said:?}");
+    assert!(!b_witness.exists(), "B's command ran");
+    assert_eq!(wait_line(&pidfile), a_group.to_string(), "the pid file still names A's group");
+    assert_eq!(lock_holder(&pidfile), Some(a_pid), "A still holds it");
+
+    assert_status(&run_cmd(&mut pgrun(["cancel", p])), 0, "cancel A");
+    assert_eq!(guard.wait(a), 143);
+    assert_canary_untouched(&scratch, canary);
+}
+
+#[test]
+fn a_stale_pid_file_does_not_lose_a_cancel() {
+    // The run has opened the stale file when cancel arrives and removes it;
+    // cancel must then keep its marker and wait for the run to start.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let canary = spawn_canary(&mut guard, &scratch);
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    stale_file(&pidfile, canary);
+    let opened = Pause::new(&scratch, "claim-opened");
+    let witness = scratch.path("ran");
+    let run = guard.spawn(opened.arm(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])));
+    opened.wait_reached();
+
+    let canceller = guard.spawn(&mut pgrun(["cancel", p]));
+    eventually("cancel to remove the stale pid file", || !pidfile.exists());
+    assert!(scratch.path("job.pid.cancel").exists(), "cancel withdrew its marker while a run was starting");
+    opened.release();
+
+    assert_eq!(guard.wait(run), 143, "the run must not start");
+    assert!(!witness.exists(), "the command ran: the cancel was lost");
+    assert_eq!(guard.wait(canceller), 0);
+    assert!(!scratch.path("job.pid.cancel").exists());
+    assert_canary_untouched(&scratch, canary);
+}
+
+#[test]
+fn a_marker_that_appears_after_the_check_before_the_start_stops_the_run_and_is_consumed() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let report = scratch.path("r.json");
+    let dir = scratch.sh();
+    let checked = Pause::new(&scratch, "marker-checked");
+    let mut cmd = pgrun(["-p", p, "--report", report.to_str().unwrap(), "--"]);
+    cmd.args(["sh", "-c", &format!("echo $$ > {dir}/me; exec sleep 300")]);
+    let run = guard.spawn(checked.arm(&mut cmd));
+    checked.wait_reached();
+    fs::write(scratch.path("job.pid.cancel"), "").unwrap();
+    checked.release();
+
+    assert_eq!(guard.wait(run), 143, "the marker found right after publishing stops the run");
+    let r = json(&report);
+    assert_eq!(r["reason"], "cancelled");
+    let group = r["pgid"].as_i64().expect("the command ran") as i32;
+    assert!(is_dead(group), "the command outlived pgrun");
+    assert!(!scratch.path("job.pid.cancel").exists(), "the marker was left behind to cancel the next run");
+    let witness = scratch.path("next");
+    assert_status(&run_cmd(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 0, "the next run");
+    assert!(witness.exists());
+}
+
+#[test]
+fn a_pid_file_in_a_pid_namespace_is_never_read_as_a_host_group() {
+    // The container's run gets, inside its namespace, the number that the
+    // bystander's group has on the host (ns_last_pid makes that exact).
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let canary = spawn_canary(&mut guard, &scratch);
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let report = scratch.path("r.json");
+    let script = format!(
+        "echo {} > /proc/sys/kernel/ns_last_pid && exec {} -p {p} --report {} -- sleep 300",
+        canary - 1,
+        pgrun_path(),
+        report.display()
+    );
+    let mut container = Command::new("unshare");
+    container.args(["--pid", "--fork", "--mount-proc", "--", "sh", "-c", &script]).stdin(Stdio::null());
+    let container = guard.spawn(&mut container);
+    assert_eq!(wait_line(&pidfile), canary.to_string(), "the container's group has the bystander's number");
+    let holder = lock_holder(&pidfile).expect("the container's pgrun holds the pid file");
+    guard.record(holder);
+
+    let out = run_cmd(&mut pgrun(["status", "--json", p]));
+    assert_status(&out, 0, "status from the host");
+    let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(state["pid"], holder, "{state}");
+    assert_eq!(state["other_pid_namespace"], true, "{state}");
+    assert!(state["processes"].is_null(), "the host's group {canary} was counted: {state}");
+
+    let out = run_cmd(&mut pgrun(["cancel", p]));
+    assert_status(&out, 0, "cancel from the host");
+    assert_eq!(guard.wait(container), 143, "the container's run was stopped through its pgrun");
+    assert_eq!(json(&report)["reason"], "cancelled");
+    assert_canary_untouched(&scratch, canary);
+}
+
+#[test]
+fn another_users_read_lock_fakes_nothing() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    open_up(scratch.dir(), false);
+    let canary = spawn_canary(&mut guard, &scratch);
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let drop_box = scratch.path("box");
+    fs::create_dir(&drop_box).unwrap();
+    open_up(&drop_box, true);
+
+    // nobody read-locks a range of the (root-owned, 0644) pid file.
+    let lock_as_nobody = |guard: &mut Guard, start: u64, len: u64, name: &str| -> i32 {
+        let ready = drop_box.join(name);
+        let script = format!(
+            "import fcntl, signal, os\n\
+             def note(n, f): open({log:?}, 'a').write('signalled\\n')\n\
+             signal.signal(signal.SIGTERM, note)\n\
+             f = open({p:?})\n\
+             fcntl.lockf(f, fcntl.LOCK_SH | fcntl.LOCK_NB, {len}, {start})\n\
+             open({ready:?}, 'w').write(str(os.getpid()) + '\\n')\n\
+             while True: signal.pause()\n",
+            log = drop_box.join(format!("{name}.log")).display().to_string(),
+            ready = ready.display().to_string(),
+        );
+        // The system python: a per-user install (pyenv) is not nobody's.
+        let mut cmd = as_nobody("/usr/bin/python3", &["-c", &script]);
+        let (pid, _) = guard.spawn_reaped(&mut cmd);
+        let locker: i32 = wait_line(&ready).parse().unwrap();
+        guard.record(locker);
+        assert_eq!(locker, pid, "setpriv execs python3");
+        pid
+    };
+
+    stale_file(&pidfile, canary);
+    let first = lock_as_nobody(&mut guard, 0, 1, "first");
+    let out = run_cmd(&mut pgrun(["status", p]));
+    assert_status(&out, 1, "a read lock on byte 0 is not a live run");
+    let out = run_cmd(&mut pgrun(["cancel", "--wait-start", "0.2", p]));
+    assert_status(&out, 1, "cancel of a stale file, no run appearing");
+    assert!(!drop_box.join("first.log").exists(), "cancel signalled the other user's process");
+    assert!(!is_dead(first));
+    assert!(!pidfile.exists(), "the stale file is removed");
+
+    stale_file(&pidfile, canary);
+    let _second = lock_as_nobody(&mut guard, 0, 1, "second");
+    let witness = scratch.path("ran");
+    let out = run_cmd(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 0, "a run replaces a file another user read-locks");
+    assert!(witness.exists());
+
+    // A lock over the claim byte blocks starters: refused, naming the process.
+    stale_file(&pidfile, canary);
+    let third = lock_as_nobody(&mut guard, 0, 0, "third");
+    let out = run_cmd(&mut pgrun(["-p", p, "--", "true"]));
+    assert_status(&out, 125, "claim byte held by another user");
+    assert!(stderr_of(&out).contains(&format!("process {third} of another user")), "{}", stderr_of(&out));
+    assert_canary_untouched(&scratch, canary);
+}
+
+#[test]
+fn another_users_marker_is_ignored() {
+    let scratch = Scratch::new();
+    open_up(scratch.dir(), true); // a sticky, world-writable folder like /tmp
+    let sd = scratch.sh();
+    let out =
+        run_cmd(&mut as_nobody("sh", &["-c", &format!("touch {sd}/job.pid.cancel && mkdir {sd}/dir.pid.cancel")]));
+    assert_status(&out, 0, "nobody drops markers");
+    for name in ["job.pid", "dir.pid"] {
+        let pidfile = scratch.path(name);
+        let witness = scratch.path(&format!("{name}.ran"));
+        let out =
+            run_cmd(&mut pgrun(["-v", "-p", pidfile.to_str().unwrap(), "--", "touch", witness.to_str().unwrap()]));
+        assert_status(&out, 0, "another user's marker cancels nothing");
+        assert!(witness.exists());
+        assert!(stderr_of(&out).contains("ignoring cancel marker"), "{}", stderr_of(&out));
+        let out = run_cmd(&mut pgrun(["status", pidfile.to_str().unwrap()]));
+        assert_status(&out, 3, "not running, no pending cancel");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("ignoring cancel marker"));
+    }
+}
+
+/// pgrun's `-v` says "started 'PROGRAM'" as soon as the command runs: a
+/// failure found before the start never says it.
+fn assert_never_started(out: &std::process::Output, what: &str) {
+    assert_status(out, 125, what);
+    let said = stderr_of(out);
+    assert!(!said.contains("started '"), "{what}: the command was started before pgrun failed: {said}");
+}
+
+#[test]
+fn failures_are_found_before_the_command_starts() {
+    let scratch = Scratch::new();
+    let sd = scratch.sh();
+    let witness = scratch.path("ran");
+    let w = witness.to_str().unwrap();
+
+    // A pid file name so long that the temporary name is too long.
+    let long = scratch.path(&"a".repeat(240));
+    let out = run_cmd(&mut pgrun(["-v", "-p", long.to_str().unwrap(), "--", "touch", w]));
+    assert_never_started(&out, "name too long");
+    assert!(stderr_of(&out).contains("pgrun: cannot prepare pid file"), "{}", stderr_of(&out));
+
+    // No fd left for the pid file.
+    let out = run_cmd(
+        Command::new("sh").args(["-c", &format!("ulimit -n 4; exec {} -v -p {sd}/job.pid -- touch {w}", pgrun_path())]),
+    );
+    assert_never_started(&out, "ulimit -n 4");
+
+    // A full file system (a tiny tmpfs, in a mount namespace of our own).
+    let full = scratch.path("full");
+    fs::create_dir(&full).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=16k tmpfs {f} && (dd if=/dev/zero of={f}/fill bs=4k 2>/dev/null || true) && \
+         exec {pg} -v -p {f}/job.pid -- touch {w}",
+        f = full.display(),
+        pg = pgrun_path()
+    );
+    let out = run_cmd(Command::new("unshare").args(["--mount", "--", "sh", "-c", &script]));
+    assert_never_started(&out, "full file system");
+    assert!(stderr_of(&out).contains("No space left"), "{}", stderr_of(&out));
+
+    // A folder the user cannot write, for the pid file and for the report.
+    open_up(scratch.dir(), false);
+    let drop_box = scratch.path("box");
+    fs::create_dir(&drop_box).unwrap();
+    open_up(&drop_box, true);
+    let nobody_witness = drop_box.join("ran");
+    let nw = nobody_witness.to_str().unwrap();
+    let pf = format!("{sd}/job.pid");
+    let out = run_cmd(&mut as_nobody(pgrun_path(), &["-v", "-p", &pf, "--", "touch", nw]));
+    assert_never_started(&out, "pid file in a read-only folder");
+    let rp = format!("{sd}/r.json");
+    let out = run_cmd(&mut as_nobody(pgrun_path(), &["-v", "--report", &rp, "--", "touch", nw]));
+    assert_never_started(&out, "report in a read-only folder");
+    assert!(stderr_of(&out).contains("pgrun: cannot prepare report"), "{}", stderr_of(&out));
+
+    assert!(!witness.exists() && !nobody_witness.exists(), "a command ran although pgrun failed");
+}
+
+#[test]
+fn the_marker_cannot_be_the_pid_file() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let link = scratch.path("link");
+    symlink("job.pid", &link).unwrap();
+    let dotted = format!("{}/./job.pid", scratch.sh());
+    let witness = scratch.path("ran");
+    for marker in [p, dotted.as_str(), link.to_str().unwrap()] {
+        let out = run_cmd(&mut pgrun(["-p", p, "--cancel-file", marker, "--", "touch", witness.to_str().unwrap()]));
+        assert_status(&out, 125, marker);
+        assert!(stderr_of(&out).contains("names the pid file itself"), "{}", stderr_of(&out));
+        assert_status(&run_cmd(&mut pgrun(["cancel", "--cancel-file", marker, p])), 125, marker);
+        assert_status(&run_cmd(&mut pgrun(["status", "--cancel-file", marker, p])), 125, marker);
+    }
+    assert!(!witness.exists());
+}
+
+#[test]
+fn cancel_in_a_read_only_folder_still_stops_a_live_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let (index, _) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    let d = scratch.sh();
+    let script =
+        format!("mount --bind {d} {d} && mount -o remount,bind,ro {d} && exec {} cancel {d}/job.pid", pgrun_path());
+    let out = run_cmd(Command::new("unshare").args(["--mount", "--", "sh", "-c", &script]));
+    assert_status(&out, 0, "cancel without a marker");
+    assert_eq!(guard.wait(index), 143);
+}
+
+#[test]
+fn cancel_with_a_wait_start_too_large_to_represent_waits() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let canceller = guard.spawn(&mut pgrun(["cancel", "--wait-start", "99999999999999999999d", p]));
+    eventually("cancel to drop its marker", || scratch.path("job.pid.cancel").exists());
+    assert!(guard.child(canceller).try_wait().unwrap().is_none(), "cancel returned at once");
+    let witness = scratch.path("ran");
+    let out = run_cmd(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 143, "the run found the marker");
+    assert_eq!(guard.wait(canceller), 0);
+}
+
+/// 600 starts racing cancels 0-1 ms apart, each over a stale pid file that
+/// names a bystander: half with one cancel started after the run, half with
+/// two cancels and a status started before it. No cancel is lost, every
+/// cancel reports the run gone, nothing is left, the bystander is untouched.
+#[test]
+fn stress_starts_racing_cancels_over_a_stale_pid_file() {
+    use std::io::BufRead;
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let canary = spawn_canary(&mut guard, &scratch);
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let p = pidfile.to_str().unwrap();
+    let mut seed: u64 = 0x5eed;
+    let mut jitter = || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        std::thread::sleep(std::time::Duration::from_micros((seed >> 33) % 1000));
+    };
+    let start = |guard: &mut Guard| guard.spawn(pgrun(["-p", p, "--", "sleep", "300"]).stderr(Stdio::piped()));
+    let cancel = |guard: &mut Guard| guard.spawn(pgrun(["cancel", "-v", p]).stderr(Stdio::piped()));
+    for round in 0..600 {
+        stale_file(&pidfile, canary);
+        let (run, cancels, status) = if round % 2 == 0 {
+            let run = start(&mut guard);
+            jitter();
+            let c = cancel(&mut guard);
+            let err = std::io::BufReader::new(guard.child(c).stderr.take().unwrap());
+            (run, vec![(c, err)], None)
+        } else {
+            let cancels = vec![cancel(&mut guard), cancel(&mut guard)];
+            let status = guard.spawn(pgrun(["status", p]).stdout(Stdio::null()));
+            // Both cancels have their marker in place (created or found):
+            // a cancel that arrives after the run is over has nothing to
+            // cancel, which is not the race under test.
+            let mut readers = Vec::new();
+            for &c in &cancels {
+                let mut first = String::new();
+                let mut err = std::io::BufReader::new(guard.child(c).stderr.take().unwrap());
+                err.read_line(&mut first).unwrap();
+                assert!(first.contains("cancel marker"), "round {round}: cancel said {first:?}");
+                readers.push((c, err));
+            }
+            jitter();
+            let run = start(&mut guard);
+            (run, readers, Some(status))
+        };
+        let code = guard.wait(run);
+        let mut said = String::new();
+        if let Some(mut err) = guard.child(run).stderr.take() {
+            std::io::Read::read_to_string(&mut err, &mut said).unwrap();
+        }
+        assert_eq!(code, 143, "round {round}: the run was not cancelled: {said}");
+        for (c, mut err) in cancels {
+            let mut said = String::new();
+            std::io::Read::read_to_string(&mut err, &mut said).unwrap();
+            assert_eq!(guard.wait(c), 0, "round {round}: cancel: {said}");
+        }
+        if let Some(status) = status {
+            let code = guard.wait(status);
+            assert!([0, 1, 3].contains(&code), "round {round}: status exited {code}");
+        }
+        assert!(!pidfile.exists(), "round {round}: pid file left");
+        assert!(!marker.exists(), "round {round}: marker left");
+    }
+    assert_canary_untouched(&scratch, canary);
+}
