@@ -231,18 +231,9 @@ fn a_hundred_background_children_are_all_gone_and_reaped() {
     }
 }
 
-/// Whether `unshare --pid` works here (root, or user namespaces allowed).
-fn pid_namespaces_allowed() -> bool {
-    let probe = run(std::process::Command::new("unshare").args(["--pid", "--fork", "--mount-proc", "true"]));
-    if !probe.status.success() {
-        eprintln!("skipping: unshare --pid is not permitted here: {}", stderr_of(&probe));
-    }
-    probe.status.success()
-}
-
 #[test]
 fn pgrun_as_pid_1_of_a_new_pid_namespace() {
-    if !pid_namespaces_allowed() {
+    if !require(Capability::PidNamespaces) {
         return;
     }
     let out = run(std::process::Command::new("unshare").args([
@@ -272,7 +263,7 @@ fn pgrun_as_pid_1_of_a_new_pid_namespace() {
 
 #[test]
 fn sigterm_reaches_pgrun_as_pid_1_and_cancels_the_run() {
-    if !pid_namespaces_allowed() {
+    if !require(Capability::PidNamespaces) {
         return;
     }
     // PID 1 gets no signal it has no handler for, unless it blocks it:

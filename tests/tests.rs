@@ -8,6 +8,7 @@ mod exit_status;
 mod inheritance;
 mod protocol;
 mod publish;
+mod robustness;
 mod status;
 mod stopping;
 mod terminal;

@@ -18,7 +18,10 @@ pub fn pgrun_path() -> &'static str {
     env!("CARGO_BIN_EXE_pgrun")
 }
 
-/// `pgrun ARGS...` as a std Command, stdio inherited from nothing.
+/// `pgrun ARGS...` as a std Command, stdio inherited from nothing, and
+/// SIGINT and SIGQUIT at their defaults: a suite started in the background
+/// of a script or under nohup inherits them ignored, and ignored signals
+/// pass on to every command, which would change what the tests see.
 pub fn pgrun<I, S>(args: I) -> Command
 where
     I: IntoIterator<Item = S>,
@@ -26,7 +29,86 @@ where
 {
     let mut cmd = Command::new(pgrun_path());
     cmd.args(args).stdin(Stdio::null());
+    default_signals(&mut cmd);
     cmd
+}
+
+/// Give `cmd` SIGINT and SIGQUIT at their defaults (see [`pgrun`]); a
+/// test's own `pre_exec` added later still runs after this one.
+pub fn default_signals(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        })
+    }
+}
+
+/// Something a test needs that a machine may not offer. The suite never
+/// counts a test that could not run as passed: when the capability is
+/// missing, the test fails, saying what is missing, unless whoever runs the
+/// suite declares the skip with `PGRUN_TEST_SKIP_<NAME>=<reason>`; then it
+/// prints `skipped: ...` and returns. On a machine that has the capability
+/// the variable changes nothing: the test runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Capability {
+    /// `unshare --pid --fork --mount-proc` works (root, or user namespaces).
+    PidNamespaces,
+    /// Running as root with util-linux's setpriv, so a test can act as the
+    /// unprivileged user nobody.
+    UnprivilegedUser,
+}
+
+impl Capability {
+    fn env(self) -> &'static str {
+        match self {
+            Capability::PidNamespaces => "PGRUN_TEST_SKIP_PIDNS",
+            Capability::UnprivilegedUser => "PGRUN_TEST_SKIP_NOBODY",
+        }
+    }
+
+    /// `Ok` if this machine has it, else why not.
+    fn probe(self) -> Result<(), String> {
+        let (what, mut cmd) = match self {
+            Capability::PidNamespaces => {
+                let mut cmd = Command::new("unshare");
+                cmd.args(["--pid", "--fork", "--mount-proc", "true"]);
+                ("unshare --pid --fork --mount-proc", cmd)
+            }
+            Capability::UnprivilegedUser => {
+                // SAFETY: geteuid has no preconditions.
+                if unsafe { libc::geteuid() } != 0 {
+                    return Err("the suite does not run as root, so it cannot become nobody".into());
+                }
+                ("setpriv --reuid=65534", as_nobody("true", &[]))
+            }
+        };
+        match cmd.stdin(Stdio::null()).output() {
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => Err(format!("{what} failed: {}", String::from_utf8_lossy(&out.stderr).trim())),
+            Err(e) => Err(format!("{what} cannot start: {e}")),
+        }
+    }
+}
+
+/// Whether the test may go on: true if the machine has `capability`; false
+/// (after printing `skipped: ...`) if it lacks it and the skip is declared;
+/// otherwise the test fails here, naming the variable that declares a skip.
+pub fn require(capability: Capability) -> bool {
+    let Err(why) = capability.probe() else { return true };
+    let var = capability.env();
+    match std::env::var(var) {
+        Ok(reason) if !reason.trim().is_empty() => {
+            eprintln!("skipped: {capability:?} is not available ({why}); skip declared by {var}={reason}");
+            false
+        }
+        _ => panic!(
+            "{capability:?} is not available here: {why}. This test cannot run; set {var}=<reason> to skip it knowingly"
+        ),
+    }
 }
 
 /// A scratch folder, removed at the end of the test.
