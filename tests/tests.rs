@@ -6,6 +6,7 @@ mod cancel;
 mod docs;
 mod exit_status;
 mod inheritance;
+mod properties;
 mod protocol;
 mod publish;
 mod robustness;
