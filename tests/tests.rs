@@ -5,6 +5,7 @@ mod util;
 mod cancel;
 mod docs;
 mod exit_status;
+mod fuzz;
 mod inheritance;
 mod properties;
 mod protocol;
