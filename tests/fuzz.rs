@@ -121,19 +121,11 @@ fn random_command_lines_never_panic_hang_or_touch_a_bystander() {
     let stale = scratch.path("stale.pid");
     let not_executable = scratch.path("not-executable");
     fs::write(&not_executable, "true\n").unwrap();
-    let paths: Vec<String> = [
-        "job.pid",
-        "job.pid.cancel",
-        "other.cancel",
-        "r.json",
-        "stale.pid",
-        "no/such/folder/x",
-        "not-executable",
-        "",
-    ]
-    .iter()
-    .map(|name| if name.is_empty() { scratch.sh() } else { scratch.path(name).display().to_string() })
-    .collect();
+    let paths: Vec<String> =
+        ["job.pid", "job.pid.cancel", "other.cancel", "r.json", "stale.pid", "no/such/folder/x", "not-executable", ""]
+            .iter()
+            .map(|name| if name.is_empty() { scratch.sh() } else { scratch.path(name).display().to_string() })
+            .collect();
     let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
 
     let (most, budget) = (3000, Duration::from_secs(40));

@@ -193,11 +193,18 @@ fn keep_pending_cancels_a_later_run() {
 }
 
 fn report_of(args: &[&str], scratch: &Scratch) -> serde_json::Value {
+    report_with(args, scratch, |_| {})
+}
+
+/// [`report_of`], with `setup` applied to the pgrun command first.
+fn report_with(args: &[&str], scratch: &Scratch, setup: impl FnOnce(&mut std::process::Command)) -> serde_json::Value {
     let report = scratch.path("r.json");
     let _ = fs::remove_file(&report);
     let mut all = vec!["--report", report.to_str().unwrap()];
     all.extend_from_slice(args);
-    let out = run(&mut pgrun(&all));
+    let mut cmd = pgrun(&all);
+    setup(&mut cmd);
+    let out = run(&mut cmd);
     let r = json(&report);
     assert_eq!(r["exit_code"], crate::util::code_of(out.status), "{args:?}: exit_code field");
     r
@@ -216,7 +223,10 @@ fn the_report_says_how_each_run_ended() {
     assert_eq!((r["reason"].as_str(), r["status"]["signal"].as_str()), (Some("signaled"), Some("USR1")));
     assert_eq!(r["status"]["code"], serde_json::Value::Null);
 
-    let r = report_of(&["-t", "0.2", "-k", "0.2", "--", "sh", "-c", "trap '' TERM; sleep 300"], &scratch);
+    // TERM ignored from the start (inherited, no trap to race the timeout).
+    let r = report_with(&["-t", "0.2", "-k", "0.2", "--", "sleep", "300"], &scratch, |cmd| {
+        with_ignored(cmd, libc::SIGTERM);
+    });
     assert_eq!(r["reason"], "timeout");
     assert_eq!(r["exit_code"], 124);
     let sent: Vec<&str> = r["signals"].as_array().unwrap().iter().map(|s| s["signal"].as_str().unwrap()).collect();

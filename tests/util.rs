@@ -47,6 +47,42 @@ pub fn default_signals(cmd: &mut Command) -> &mut Command {
     }
 }
 
+/// Start `cmd` with `signals` blocked, as its caller. pgrun hands its
+/// caller's mask on to the command, so a signal sent to the group early
+/// stays pending in the command until the command unblocks it, which it does
+/// once its handlers are in place: no race between the handlers and a short
+/// timeout. (The command must unblock them itself: `signal.pthread_sigmask`
+/// in Python.)
+pub fn with_blocked<'a>(cmd: &'a mut Command, signals: &'static [i32]) -> &'a mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: sigprocmask is async-signal-safe; the set is on the stack.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for &s in signals {
+                libc::sigaddset(&mut set, s);
+            }
+            libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            Ok(())
+        })
+    }
+}
+
+/// Start `cmd` with `signal` ignored, as its caller: ignored signals pass on
+/// to the command from its first instruction, so "a command that ignores
+/// TERM" needs no trap to race a short timeout.
+pub fn with_ignored(cmd: &mut Command, signal: i32) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(signal, libc::SIG_IGN);
+            Ok(())
+        })
+    }
+}
+
 /// Something a test needs that a machine may not offer. The suite never
 /// counts a test that could not run as passed: when the capability is
 /// missing, the test fails, saying what is missing, unless whoever runs the
