@@ -252,7 +252,8 @@ pub fn wait_dead(pid: i32) {
 pub struct Guard {
     pids: Vec<(i32, String)>,
     children: Vec<Child>,
-    groups: Vec<i32>,
+    /// Group ids, with their leader's start time when it was recorded.
+    groups: Vec<(i32, Option<String>)>,
 }
 
 impl Guard {
@@ -269,7 +270,8 @@ impl Guard {
     /// reused while any member of the group lives, so killing it on drop
     /// can only hit what is left of that group.
     pub fn record_group(&mut self, pgid: i32) {
-        self.groups.push(pgid);
+        let leader_start = stat_fields(pgid).map(|f| f[19].clone());
+        self.groups.push((pgid, leader_start));
     }
     /// Spawn `cmd` and keep its handle; killed on drop if still running.
     pub fn spawn(&mut self, cmd: &mut Command) -> usize {
@@ -327,9 +329,12 @@ impl Drop for Guard {
                 let _ = child.wait();
             }
         }
-        for &pgid in &self.groups {
-            // SAFETY: a group this test created, see record_group.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        for (pgid, leader_start) in &self.groups {
+            if group_still_ours(*pgid, leader_start.as_deref()) {
+                // SAFETY: a group this test created that still exists, see
+                // record_group and group_still_ours.
+                unsafe { libc::kill(-*pgid, libc::SIGKILL) };
+            }
         }
         for (pid, start) in &self.pids {
             if let Some(f) = stat_fields(*pid)
@@ -341,6 +346,27 @@ impl Drop for Guard {
             }
         }
     }
+}
+
+/// Whether group `pgid` still exists and is still the one recorded: some
+/// live process is in it, and if its leader is alive, it is the process that
+/// led it when it was recorded (same start time). A group that is gone is
+/// never signalled: its id may have been reused by another group.
+fn group_still_ours(pgid: i32, leader_start: Option<&str>) -> bool {
+    if let (Some(f), Some(start)) = (stat_fields(pgid), leader_start)
+        && f[2] == pgid.to_string()
+        && f[19] != start
+    {
+        return false; // a new process leads a group with this id
+    }
+    fs::read_dir("/proc").into_iter().flatten().flatten().any(|entry| {
+        entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+            .and_then(stat_fields)
+            .is_some_and(|f| f[0] != "Z" && f[2] == pgid.to_string())
+    })
 }
 
 /// Exit code, or 128+N for death by signal N.
