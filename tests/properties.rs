@@ -91,11 +91,11 @@ proptest! {
 /// with or without SIG in any case, and its number.
 fn signal_spellings(n: i32) -> Vec<String> {
     let mut names = vec![Signal(n).name()];
-    if let Some((min, max)) = realtime_range() {
-        if (min..=max).contains(&n) {
-            names.push(format!("RTMIN+{}", n - min));
-            names.push(format!("RTMAX-{}", max - n));
-        }
+    if let Some((min, max)) = realtime_range()
+        && (min..=max).contains(&n)
+    {
+        names.push(format!("RTMIN+{}", n - min));
+        names.push(format!("RTMAX-{}", max - n));
     }
     let mut all = vec![n.to_string()];
     // A signal with no name (32, 33 under glibc) is named by its number,
