@@ -157,7 +157,8 @@ fn random_command_lines_never_panic_hang_or_touch_a_bystander() {
             let command = COMMANDS[rng.below(COMMANDS.len())];
             args.extend(command.iter().map(|s| s.to_string()));
         }
-        let out = run(&mut pgrun(&args));
+        // In the scratch folder: a random word may name a pid file or report.
+        let out = run(pgrun(&args).current_dir(scratch.dir()));
         let code = code_of(out.status);
         let err = stderr_of(&out);
         let what = format!("seed {seed}, case {cases}: pgrun {args:?}\nexit {code}\nstderr: {err}");
