@@ -62,7 +62,10 @@ fn signal_mask_and_ignored_signals_pass_through_exactly() {
     // With PIPE and CHLD ignored, pgrun takes the fork path; without, the
     // posix_spawn one.
     for ignore_pipe in [false, true] {
-        let direct = signal_masks(with_caller_signals(Command::new("cat").arg("/proc/self/status"), ignore_pipe));
+        let direct = signal_masks(with_caller_signals(
+            default_signals(Command::new("cat").arg("/proc/self/status")),
+            ignore_pipe,
+        ));
         let through = signal_masks(with_caller_signals(&mut pgrun(["--", "cat", "/proc/self/status"]), ignore_pipe));
         assert_eq!(through, direct, "ignore_pipe={ignore_pipe}: (blocked, ignored) {through:x?} != {direct:x?}");
         // The caller's settings are really there, so equality means something.

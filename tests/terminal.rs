@@ -22,6 +22,7 @@ impl Session {
         let pty = nix::pty::openpty(None, None).expect("openpty");
         let slave: OwnedFd = pty.slave;
         let mut cmd = Command::new("bash");
+        default_signals(&mut cmd); // Ctrl-C must reach a job, whatever the suite inherited
         cmd.args(["--norc", "--noprofile", "-c", script])
             .stdin(slave.try_clone().unwrap())
             .stdout(slave.try_clone().unwrap())
