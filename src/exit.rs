@@ -30,7 +30,7 @@ pub const RUN_TABLE: &[Row] = &[
         "125",
         "pgrun itself failed, including usage errors and a failure to create the process; COMMAND did not run or was stopped",
     ),
-    row("126", "COMMAND was found but could not be executed"),
+    row("126", "COMMAND was found but could not be executed (permission, format)"),
     row("127", "COMMAND was not found"),
     row("143", "cancelled before COMMAND started (128+N for another termination signal N received before the start)"),
 ];

@@ -44,7 +44,12 @@ Signals sent to pgrun:
     HUP INT QUIT            forwarded to the group once each, then SIGCONT
     USR1 USR2 ALRM WINCH    forwarded to the group once each, as they are
     CONT RTMIN..RTMAX
-    PIPE                    never kills pgrun
+    PIPE                    never kills pgrun (blocked first thing, in
+                            every mode; COMMAND still gets the caller's
+                            disposition and mask)
+    CHLD                    a caller that ignores it changes nothing:
+                            pgrun takes the default back for itself, and
+                            COMMAND still inherits it ignored
 
   HUP, INT and QUIT ask the command to end, so a SIGCONT follows them (as GNU
   timeout does): a member stopped on terminal access, or by Ctrl-Z, must be
@@ -130,12 +135,14 @@ Report:
      \"status\": {\"code\": null, \"signal\": \"KILL\"}, \"pgid\": 4242,
      \"signals\": [{\"signal\": \"TERM\", \"at_ms\": 1001},
                  {\"signal\": \"KILL\", \"at_ms\": 11002}],
-     \"stragglers\": 2, \"duration_ms\": 11010}
+     \"stragglers\": 2, \"unreaped\": 0, \"duration_ms\": 11010}
   reason is exited, signaled, timeout, cancelled, cancelled-before-start or
   error (then with an error message); status holds COMMAND's exit code or the
   name of the signal that ended it; signals lists the stop-sequence signals
   sent, in milliseconds since pgrun started; stragglers counts the members
-  still alive when COMMAND exited; output (--max-output) gives bytes and
+  still alive when COMMAND exited (0 when it never ran; off Linux, where
+  pgrun cannot count them, 1 means some); unreaped counts zombies pgrun
+  stopped waiting for (see below); output (--max-output) gives bytes and
   omitted per stream. The path is checked before anything else,
   so every exit after that writes the report; cancelled is written only
   once the group is confirmed gone.
@@ -217,7 +224,18 @@ Details the contract leaves open:
   are being stopped, the exit status stays COMMAND's own.
   If the group survives the final KILL (a member pgrun may not signal, a
   process in uninterruptible sleep), pgrun sends KILL again every second and
-  keeps waiting: it never exits while the group exists.
+  keeps waiting: it never exits while a live member exists. Zombies are the
+  one exception: a member whose parent is outside the run (it left the
+  group and does not reap) cannot be reaped by pgrun. When only such
+  zombies are left after the final KILL and one more second, pgrun prints
+  one warning line, reports them as unreaped and exits as usual. Where
+  pgrun cannot tell zombies from live members (off Linux), whatever
+  survives the final KILL and one more second counts as such.
+  A DUR above zero, however small, is a timeout: values are exact decimals
+  rounded up to the nanosecond (0.0000000001 is 1ns, not 0).
+  A panic (a bug in pgrun) prints one 'pgrun: internal error' line, sends
+  SIGKILL to COMMAND's group, waits up to 5s for it to be gone, and exits
+  125.
   A report that cannot be written at exit is reported on stderr; the exit
   status stays that of the run.
   If another run creates the same pid file where there was none, in the

@@ -14,6 +14,7 @@ pub mod exit;
 pub mod generate;
 pub mod help;
 pub mod output;
+pub mod panic_stop;
 pub mod pidfile;
 pub mod report;
 pub mod run;
@@ -40,6 +41,11 @@ pub const USAGE_ERROR: u8 = 125;
 /// the process exit status.
 pub fn main(args: Vec<OsString>) -> u8 {
     let started = Instant::now();
+    panic_stop::install();
+    // First thing, in every mode: a closed stderr must not kill pgrun with
+    // SIGPIPE, and a caller's ignored SIGCHLD must not hide the command's
+    // status. The caller's own settings are kept for the command.
+    sys::sigmask::take_over_at_start();
     sys::reserve_standard_fds();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,

@@ -47,7 +47,8 @@ struct Report<'a> {
     status: Status,
     pgid: Option<Pid>,
     signals: Vec<SignalEntry>,
-    stragglers: Option<usize>,
+    stragglers: usize,
+    unreaped: usize,
     /// `--max-output` only (null without it): bytes and omitted per stream.
     output: Option<Output>,
     duration_ms: u64,
@@ -74,7 +75,10 @@ pub struct Facts<'a> {
     pub status: Option<ChildStatus>,
     pub pgid: Option<Pid>,
     pub signals: &'a [SentSignal],
-    pub stragglers: Option<usize>,
+    /// Members left when the command exited; 0 when it never ran.
+    pub stragglers: usize,
+    /// Zombies pgrun could not reap and stopped waiting for.
+    pub unreaped: usize,
     /// stdout's and stderr's, with `--max-output`.
     pub output: Option<[StreamStats; 2]>,
     pub duration: Duration,
@@ -120,6 +124,7 @@ impl ReportTarget {
                 .map(|s| SignalEntry { signal: s.signal.name(), at_ms: s.at.as_millis() as u64 })
                 .collect(),
             stragglers: facts.stragglers,
+            unreaped: facts.unreaped,
             output: facts.output.map(|[out, err]| Output {
                 stdout: StreamEntry { bytes: out.bytes, omitted: out.omitted },
                 stderr: StreamEntry { bytes: err.bytes, omitted: err.omitted },

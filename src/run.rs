@@ -34,7 +34,10 @@ struct Finish {
     status: Option<ChildStatus>,
     pgid: Option<Pid>,
     signals: Vec<SentSignal>,
-    stragglers: Option<usize>,
+    /// Members left when the command exited; 0 when it never ran.
+    stragglers: usize,
+    /// Zombies pgrun could not reap and stopped waiting for.
+    unreaped: usize,
     error: Option<anyhow::Error>,
     /// `--max-output`: what became of stdout and stderr, once relayed.
     output: Option<[StreamStats; 2]>,
@@ -48,7 +51,8 @@ impl Finish {
             status: None,
             pgid,
             signals: Vec::new(),
-            stragglers: None,
+            stragglers: 0,
+            unreaped: 0,
             error: Some(error),
             output: None,
         }
@@ -68,7 +72,8 @@ impl Finish {
             status: None,
             pgid: None,
             signals: Vec::new(),
-            stragglers: None,
+            stragglers: 0,
+            unreaped: 0,
             error: None,
             output: None,
         }
@@ -118,6 +123,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             signals: &finish.signals,
             stragglers: finish.stragglers,
             output: args.max_output.map(|_| finish.output.unwrap_or_default()),
+            unreaped: finish.unreaped,
             duration: started.elapsed(),
             error: message.as_deref(),
         };
@@ -147,10 +153,11 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     // signal is lost or acts asynchronously from here on; the child gets
     // the mask pgrun was started with.
     let handled = handled_signals();
-    let original_mask = match sigmask::block(&handled) {
-        Ok(mask) => mask,
-        Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot block signals: {e}"), None),
-    };
+    // The mask to hand on is the caller's, from before pgrun blocked SIGPIPE.
+    let inherited = sigmask::inherited();
+    if let Err(e) = sigmask::block(&handled) {
+        return Finish::failed(RunExit::Failed, anyhow!("cannot block signals: {e}"), None);
+    }
     let signals = match SignalSource::new(&handled) {
         Ok(s) => s,
         Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot watch signals: {e}"), None),
@@ -187,7 +194,8 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     };
     let options = SpawnOptions {
         detach: if args.setsid { Detach::Session } else { Detach::Group },
-        child_mask: original_mask,
+        child_mask: inherited.mask,
+        ignore_sigchld: inherited.sigchld_ignored,
         take_terminal: terminal.as_ref().and_then(Terminal::hand_off_at_start),
         stdout_stderr: child_ends.as_ref().map(|ends| ends.raw()),
     };
@@ -206,6 +214,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         }
     };
     verbose!("started '{program}' as process group {pgid}");
+    crate::panic_stop::watch(pgid);
     if let Some(terminal) = &terminal {
         terminal.started(pgid);
     }
@@ -234,7 +243,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
             let mut finish = Finish::failed(RunExit::Failed, err, Some(pgid));
             finish.output = relay.map(Relay::finish);
             if let Ok(ended) = stopped {
-                finish.status = Some(ended.status);
+                finish.status = ended.status;
                 finish.signals = ended.signals;
             }
             return finish;
@@ -318,7 +327,20 @@ fn supervise(
 }
 
 fn finish_from(ended: Ended, pgid: Pid) -> Finish {
-    let (exit, reason) = match (ended.stop_reason, ended.status) {
+    let Some(status) = ended.status else {
+        // The command's status was lost (see the supervisor): pgrun cannot
+        // say how the command ended, which is its own failure.
+        let mut finish = Finish::failed(
+            RunExit::Failed,
+            anyhow!("lost the exit status of process group {pgid}'s leader: it was reaped by someone else"),
+            Some(pgid),
+        );
+        finish.signals = ended.signals;
+        finish.stragglers = ended.stragglers;
+        finish.unreaped = ended.unreaped;
+        return finish;
+    };
+    let (exit, reason) = match (ended.stop_reason, status) {
         (Some(StopReason::Timeout), _) => (RunExit::Timeout, Reason::Timeout),
         (Some(StopReason::Cancel), status) => (RunExit::Command(status), Reason::Cancelled),
         (_, status @ ChildStatus::Exited(_)) => (RunExit::Command(status), Reason::Exited),
@@ -327,10 +349,11 @@ fn finish_from(ended: Ended, pgid: Pid) -> Finish {
     Finish {
         exit,
         reason,
-        status: Some(ended.status),
+        status: Some(status),
         pgid: Some(pgid),
         signals: ended.signals,
         stragglers: ended.stragglers,
+        unreaped: ended.unreaped,
         error: None,
         output: None,
     }

@@ -15,6 +15,12 @@
 //! grace). While the command simply runs, nothing else wakes pgrun. The loop
 //! ends only when the leader has been reaped *and* `kill(-pgid, 0)` reports
 //! ESRCH: a zombie leader would still hold the group, so reaping comes first.
+//!
+//! Two ways out never wait forever: a leader whose status is lost (reaped by
+//! someone else) ends the wait for it, and a group that outlives the final
+//! KILL only because of zombies pgrun cannot reap (their parent is outside
+//! the run, or there is no subreaper) is given one more grace, then reported
+//! as `unreaped`.
 
 use crate::output::relay::Relay;
 use crate::signame::Signal;
@@ -23,7 +29,7 @@ use crate::sys::process::{self, ChildStatus, Reaped};
 use crate::sys::wakeup::SignalSource;
 use crate::sys::{self, Pid, PollFd};
 use crate::terminal::{self, RunState, Terminal};
-use crate::verbose;
+use crate::{say, verbose};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
@@ -46,13 +52,18 @@ pub struct SentSignal {
 /// What happened to the group, once it is gone.
 #[derive(Debug)]
 pub struct Ended {
-    /// How the command (the group leader) ended.
-    pub status: ChildStatus,
+    /// How the command (the group leader) ended; `None` if its status was
+    /// lost (it was reaped by someone else, which no run should see).
+    pub status: Option<ChildStatus>,
     /// The first reason a stop sequence was started, if any.
     pub stop_reason: Option<StopReason>,
     pub signals: Vec<SentSignal>,
-    /// Members still alive when the command exited (`None`: unknown here).
-    pub stragglers: Option<usize>,
+    /// Members still alive when the command exited (off Linux, where they
+    /// cannot be counted, 1 stands for "some").
+    pub stragglers: usize,
+    /// Zombies left in the group that pgrun could not reap and stopped
+    /// waiting for (0 when the group is really gone).
+    pub unreaped: usize,
 }
 
 /// Signals pgrun forwards to the group as they are.
@@ -102,14 +113,33 @@ pub struct Watch<'a> {
 /// Longest pause between group checks when no event can announce the end.
 const MAX_POLL: Duration = Duration::from_millis(100);
 
+/// How long each KILL step waits before KILL is sent again, and the one
+/// more grace given to zombies pgrun cannot reap before it stops waiting.
+const KILL_GRACE: Duration = Duration::from_secs(1);
+
+/// What the leader is known to be.
+#[derive(Clone, Copy, Debug)]
+enum Leader {
+    Running,
+    Ended(ChildStatus),
+    /// Gone without pgrun learning its status.
+    Lost,
+}
+
 struct Supervisor<'a> {
     w: Watch<'a>,
     phase: Phase,
-    leader: Option<ChildStatus>,
+    leader: Leader,
     timeout_at: Option<Instant>,
     stop_reason: Option<StopReason>,
     sent: Vec<SentSignal>,
-    stragglers: Option<usize>,
+    stragglers: usize,
+    /// KILLs sent again after the final step, each after a grace.
+    kill_repeats: u32,
+    /// Set when pgrun stops waiting for zombies it cannot reap: their count.
+    unreaped: Option<usize>,
+    /// Test-only: panic on SIGUSR1 (see `test_hook`).
+    panic_on_usr1: bool,
     /// Whether pgrun still has children to hear SIGCHLD from.
     have_children: bool,
     subreaper: bool,
@@ -124,11 +154,14 @@ pub fn supervise(w: Watch<'_>, subreaper: bool, stop_now: Option<StopReason>) ->
     let mut s = Supervisor {
         w,
         phase: Phase::Running,
-        leader: None,
+        leader: Leader::Running,
         timeout_at,
         stop_reason: None,
         sent: Vec::new(),
-        stragglers: None,
+        stragglers: 0,
+        kill_repeats: 0,
+        unreaped: None,
+        panic_on_usr1: crate::test_hook::active(crate::test_hook::PANIC_ON_USR1),
         have_children: true,
         subreaper,
         poll_backoff: Duration::from_millis(1),
@@ -143,17 +176,25 @@ impl Supervisor<'_> {
     fn run(mut self) -> std::io::Result<Ended> {
         loop {
             let leader_exited_now = self.reap_children()?;
-            if let Some(status) = self.leader {
-                if !process::group_exists(self.w.pgid) {
-                    verbose!("process group {} is gone", self.w.pgid);
-                    if leader_exited_now {
-                        self.stragglers = Some(0);
+            if !matches!(self.leader, Leader::Running) {
+                let gone = !process::group_exists(self.w.pgid);
+                if gone || self.unreaped.is_some() {
+                    if gone {
+                        verbose!("process group {} is gone", self.w.pgid);
+                        crate::panic_stop::unwatch();
+                    }
+                    if leader_exited_now && gone {
+                        self.stragglers = 0;
                     }
                     return Ok(Ended {
-                        status,
+                        status: match self.leader {
+                            Leader::Ended(status) => Some(status),
+                            _ => None,
+                        },
                         stop_reason: self.stop_reason,
                         signals: self.sent,
                         stragglers: self.stragglers,
+                        unreaped: self.unreaped.unwrap_or(0),
                     });
                 }
                 if leader_exited_now {
@@ -161,6 +202,9 @@ impl Supervisor<'_> {
                 }
             }
             self.on_deadlines();
+            if self.unreaped.is_some() {
+                continue;
+            }
             let wait = self.next_wake().map(|at| at.saturating_duration_since(Instant::now()));
             self.wait_for_events(wait)?;
         }
@@ -197,7 +241,7 @@ impl Supervisor<'_> {
                         ChildStatus::Exited(code) => verbose!("command exited with status {code}"),
                         ChildStatus::Signaled(sig) => verbose!("command was ended by signal {}", Signal(sig)),
                     }
-                    self.leader = Some(status);
+                    self.leader = Leader::Ended(status);
                     leader_exited = true;
                 }
                 Reaped::Child(..) => {}
@@ -205,6 +249,14 @@ impl Supervisor<'_> {
                 Reaped::NoneReady => return Ok(leader_exited),
                 Reaped::NoChildren => {
                     self.have_children = false;
+                    if let Leader::Running = self.leader {
+                        // No children at all, so the leader is not one any
+                        // more: someone else reaped it. Its status is lost;
+                        // waiting for it would be waiting forever.
+                        verbose!("the command's exit status was lost: it was reaped by someone else");
+                        self.leader = Leader::Lost;
+                        return Ok(true);
+                    }
                     return Ok(leader_exited);
                 }
             }
@@ -215,10 +267,10 @@ impl Supervisor<'_> {
     /// --wait-group wait for them.
     fn on_stragglers(&mut self) {
         if self.w.count_stragglers {
-            self.stragglers = process::count_group_members(self.w.pgid);
+            self.stragglers = process::count_group_members_at_least(self.w.pgid);
         }
         if let Phase::Running = self.phase {
-            let left = self.stragglers.map_or_else(|| "processes".to_string(), |n| format!("{n} process(es)"));
+            let left = format!("{} process(es)", self.stragglers);
             if self.w.wait_group {
                 verbose!("{left} left in process group {}; waiting for them", self.w.pgid);
                 self.phase = Phase::Draining;
@@ -242,6 +294,7 @@ impl Supervisor<'_> {
     fn on_signal(&mut self, signal: i32) {
         match signal {
             libc::SIGCHLD | libc::SIGPIPE | libc::SIGTTOU => {}
+            libc::SIGUSR1 if self.panic_on_usr1 => panic!("test hook: panic in the supervise loop"),
             libc::SIGTERM => {
                 verbose!("received TERM: cancelling");
                 self.start_stop(StopReason::Cancel);
@@ -272,13 +325,24 @@ impl Supervisor<'_> {
             let last = self.w.sequence.steps().len() - 1;
             if step < last {
                 self.enter_step(step + 1);
+            } else if let Some(zombies) = self.unreapable_zombies() {
+                // One more grace has passed and only zombies are left that
+                // pgrun cannot reap: report them instead of waiting forever.
+                say::line(format_args!(
+                    "warning: process group {} still holds {zombies} zombie process(es) that pgrun cannot reap \
+                     (their parent is outside the run); not waiting for them",
+                    self.w.pgid
+                ));
+                self.unreaped = Some(zombies);
             } else {
                 // After the final KILL something is still there (a member
-                // we may not signal, or one that forked in the meantime):
-                // send KILL again, each grace, until the group is gone.
+                // we may not signal, one that forked in the meantime, or a
+                // zombie whose parent may yet reap it): send KILL again,
+                // each grace, until the group is gone.
                 verbose!("process group {} survived KILL; sending it again", self.w.pgid);
                 self.send(Signal::KILL);
-                self.phase = Phase::Stopping { step, deadline: now.checked_add(Duration::from_secs(1)) };
+                self.kill_repeats += 1;
+                self.phase = Phase::Stopping { step, deadline: now.checked_add(KILL_GRACE) };
             }
         }
     }
@@ -304,9 +368,26 @@ impl Supervisor<'_> {
             // A stopped member cannot act on the signal until it is continued.
             self.send(Signal::CONT);
         }
-        let grace = if current.signal == Signal::KILL { Duration::from_secs(1) } else { current.grace };
+        let grace = if current.signal == Signal::KILL { KILL_GRACE } else { current.grace };
         self.phase = Phase::Stopping { step, deadline: Instant::now().checked_add(grace) };
         self.poll_backoff = Duration::from_millis(1);
+    }
+
+    /// After the final KILL and one more grace: if what holds the group
+    /// can only be zombies pgrun cannot reap, how many. On Linux that is
+    /// read from /proc (a live member, say one in uninterruptible sleep, is
+    /// still waited for); where pgrun cannot look, whatever survived two
+    /// KILLs and a grace is taken for such zombies. Never before the
+    /// leader is reaped (or lost): pgrun can always reap its own child.
+    fn unreapable_zombies(&self) -> Option<usize> {
+        if self.kill_repeats == 0 || matches!(self.leader, Leader::Running) {
+            return None;
+        }
+        match process::group_census(self.w.pgid) {
+            Some(census) if census.members > 0 && census.zombies == census.members => Some(census.zombies),
+            Some(_) => None,
+            None => Some(process::count_group_members_at_least(self.w.pgid)),
+        }
     }
 
     fn send(&self, signal: Signal) {
@@ -325,7 +406,7 @@ impl Supervisor<'_> {
         // children left to hear from while members remain), and also while
         // stopping, where it is a safety net, check the group on a backoff.
         // Never while the command simply runs.
-        let blind = self.leader.is_some() && (!self.subreaper || !self.have_children);
+        let blind = !matches!(self.leader, Leader::Running) && (!self.subreaper || !self.have_children);
         let poll = match self.phase {
             Phase::Stopping { .. } => true,
             Phase::Draining => blind,

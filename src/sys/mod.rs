@@ -130,3 +130,10 @@ pub fn reserve_standard_fds() {
         }
     }
 }
+
+/// `_exit(2)`: end pgrun now, running no exit handlers and flushing nothing
+/// (for the panic hook, where nothing else may run any more).
+pub fn exit_now(code: u8) -> ! {
+    // SAFETY: _exit has no preconditions and does not return.
+    unsafe { libc::_exit(libc::c_int::from(code)) }
+}

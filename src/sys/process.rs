@@ -29,8 +29,22 @@ pub enum Detach {
 pub enum SpawnError {
     /// exec itself failed: the command was not found or not executable.
     Exec(io::Error),
-    /// Anything before exec (pipe, fork, setpgid/setsid).
+    /// Anything before exec (pipe, fork, setpgid/setsid), and a process that
+    /// could not be created at all (EAGAIN, ENOMEM): pgrun's own failure.
     Setup(io::Error),
+}
+
+impl SpawnError {
+    /// An error `posix_spawnp` or `execvp` returned. They report a failed
+    /// fork/clone (process limit, memory) with the same number as a failed
+    /// exec; EAGAIN and ENOMEM mean the process could not be made, so they
+    /// are set-up failures, not "the command cannot be executed".
+    fn from_exec(err: io::Error) -> Self {
+        match err.raw_os_error() {
+            Some(libc::EAGAIN | libc::ENOMEM) => SpawnError::Setup(err),
+            _ => SpawnError::Exec(err),
+        }
+    }
 }
 
 /// What the child reports through the error pipe: a stage byte and errno.
@@ -49,6 +63,9 @@ pub struct SpawnOptions {
     /// Fds that become the command's stdout and stderr (`dup2` onto 1 and
     /// 2; `--max-output`); otherwise both pass through.
     pub stdout_stderr: Option<[libc::c_int; 2]>,
+    /// The caller ignored SIGCHLD: pgrun took the default back for itself,
+    /// and the command gets "ignored" again before exec.
+    pub ignore_sigchld: bool,
 }
 
 /// Start the command: fork, detach the child into a new group or session,
@@ -61,8 +78,14 @@ pub struct SpawnOptions {
 /// before its exec closes the close-on-exec error pipe the parent reads.
 pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError> {
     assert!(!argv.is_empty(), "spawn needs a program name");
-    if options.detach == Detach::Group && options.take_terminal.is_none() {
-        match spawn_posix(argv, &options.child_mask, options.stdout_stderr) {
+    // posix_spawn can set a signal to its default, not to "ignored": an
+    // ignored SIGCHLD to hand on takes the fork path.
+    if options.detach == Detach::Group
+        && options.take_terminal.is_none()
+        && !options.ignore_sigchld
+        && let Some(defaults) = reserved_signal_defaults()
+    {
+        match spawn_posix(argv, &options.child_mask, &defaults, options.stdout_stderr) {
             // execvp runs a file without a #! line with /bin/sh; posix_spawnp
             // does not. Take the fork path for those, so both paths agree.
             Err(SpawnError::Exec(e)) if e.raw_os_error() == Some(libc::ENOEXEC) => {}
@@ -100,7 +123,7 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
             unsafe { libc::waitpid(pid, &mut status, 0) };
             let errno = i32::from_ne_bytes([report[1], report[2], report[3], report[4]]);
             let err = io::Error::from_raw_os_error(errno);
-            Err(if report[0] == STAGE_EXEC { SpawnError::Exec(err) } else { SpawnError::Setup(err) })
+            Err(if report[0] == STAGE_EXEC { SpawnError::from_exec(err) } else { SpawnError::Setup(err) })
         }
         Ok(_) | Err(_) => Ok(pid),
     }
@@ -110,8 +133,14 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
 /// tables copied, measurably faster at start-up) that sets the group and the
 /// mask in the child and reports exec errors itself. It leaves signal
 /// dispositions alone (pgrun installs no handlers on Linux, so nothing is
-/// caught), and returns only after the child has exec'd, so the group exists.
-fn spawn_posix(argv: &[CString], mask: &SigSet, stdout_stderr: Option<[libc::c_int; 2]>) -> Result<Pid, SpawnError> {
+/// caught), except the C library's reserved signals (below), and returns
+/// only after the child has exec'd, so the group exists.
+fn spawn_posix(
+    argv: &[CString],
+    mask: &SigSet,
+    defaults: &SigSet,
+    stdout_stderr: Option<[libc::c_int; 2]>,
+) -> Result<Pid, SpawnError> {
     let mut ptrs: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr() as *mut _).collect();
     ptrs.push(std::ptr::null_mut());
     let actions = match stdout_stderr.map(SpawnActions::dup_onto_stdout_stderr).transpose() {
@@ -128,9 +157,11 @@ fn spawn_posix(argv: &[CString], mask: &SigSet, stdout_stderr: Option<[libc::c_i
             return Err(SpawnError::Setup(io::Error::from_raw_os_error(rc)));
         }
         let mut attr = attr.assume_init();
-        libc::posix_spawnattr_setflags(&mut attr, (libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGMASK) as _);
+        let flags = libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
+        libc::posix_spawnattr_setflags(&mut attr, flags as _);
         libc::posix_spawnattr_setpgroup(&mut attr, 0);
         libc::posix_spawnattr_setsigmask(&mut attr, mask.as_ptr());
+        libc::posix_spawnattr_setsigdefault(&mut attr, defaults.as_ptr());
         let mut pid: Pid = 0;
         unsafe extern "C" {
             static environ: *const *mut libc::c_char;
@@ -139,7 +170,7 @@ fn spawn_posix(argv: &[CString], mask: &SigSet, stdout_stderr: Option<[libc::c_i
         let rc = libc::posix_spawnp(&mut pid, ptrs[0], actions_ptr, &attr, ptrs.as_ptr(), environ);
         libc::posix_spawnattr_destroy(&mut attr);
         if rc != 0 {
-            return Err(SpawnError::Exec(io::Error::from_raw_os_error(rc)));
+            return Err(SpawnError::from_exec(io::Error::from_raw_os_error(rc)));
         }
         Ok(pid)
     }
@@ -178,6 +209,44 @@ impl Drop for SpawnActions {
     }
 }
 
+/// The `POSIX_SPAWN_SETSIGDEF` set for [`spawn_posix`]; `None`: take the
+/// fork path instead.
+///
+/// glibc and musl keep signals 32 up to their `SIGRTMIN` for themselves and
+/// set them to "ignored" in every child `posix_spawn` makes, unless they are
+/// in this set; "ignored" survives exec, so the command would see them
+/// ignored although pgrun's caller ignored nothing. pgrun asks the kernel how
+/// it has them (the C library's `sigaction` refuses these numbers) and puts
+/// every one it does not ignore in the set: the command gets the default,
+/// as after a plain fork and exec. Other systems reserve none.
+fn reserved_signal_defaults() -> Option<SigSet> {
+    let mut set = SigSet::empty();
+    #[cfg(target_os = "linux")]
+    for signal in 32..libc::SIGRTMIN() {
+        if !kernel_ignores(signal)? {
+            set.add_reserved(signal);
+        }
+    }
+    Some(set)
+}
+
+/// Whether `signal` is ignored, asked of the kernel with a raw
+/// `rt_sigaction(2)`; `None` if the kernel does not answer the question as
+/// asked (then the caller takes the fork path, which needs no answer).
+#[cfg(target_os = "linux")]
+fn kernel_ignores(signal: i32) -> Option<bool> {
+    // The kernel's struct sigaction: the handler is its first field, after
+    // the flags on MIPS. The buffer is larger than any variant of it.
+    let mips = cfg!(any(target_arch = "mips", target_arch = "mips64"));
+    let sigset_size: libc::size_t = if mips { 16 } else { 8 };
+    let mut old = [0usize; 16];
+    // SAFETY: a null new action only queries; `old` is writable and larger
+    // than the kernel's struct sigaction.
+    let rc =
+        unsafe { libc::syscall(libc::SYS_rt_sigaction, signal, std::ptr::null::<u8>(), old.as_mut_ptr(), sigset_size) };
+    (rc == 0).then(|| old[usize::from(mips)] == libc::SIG_IGN)
+}
+
 /// The child's side of [`spawn`]. Only async-signal-safe calls; no allocation.
 fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd: libc::c_int) -> ! {
     // SAFETY (whole function): every call below is async-signal-safe and works
@@ -202,6 +271,13 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
             && (libc::dup2(out, 1) < 0 || libc::dup2(err, 2) < 0)
         {
             report_and_exit(err_fd, STAGE_SETUP);
+        }
+        if options.ignore_sigchld {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_IGN;
+            if libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut()) != 0 {
+                report_and_exit(err_fd, STAGE_SETUP);
+            }
         }
         if libc::sigprocmask(libc::SIG_SETMASK, options.child_mask.as_ptr(), std::ptr::null_mut()) != 0 {
             report_and_exit(err_fd, STAGE_SETUP);
@@ -385,19 +461,41 @@ pub fn become_subreaper() -> io::Result<bool> {
 /// How many processes are in group `pgid`, counted from `/proc` (Linux only;
 /// `None` elsewhere or if `/proc` is not mounted).
 pub fn count_group_members(pgid: Pid) -> Option<usize> {
+    group_census(pgid).map(|c| c.members)
+}
+
+/// [`count_group_members`], or where pgrun cannot count, the lower bound
+/// that `kill(-pgid, 0)` gives: 1 if the group exists, else 0.
+pub fn count_group_members_at_least(pgid: Pid) -> usize {
+    count_group_members(pgid).unwrap_or_else(|| usize::from(group_exists(pgid)))
+}
+
+/// The members of a process group, and how many of them are zombies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Census {
+    pub members: usize,
+    pub zombies: usize,
+}
+
+/// Count group `pgid`'s members from `/proc` (Linux only; `None` elsewhere
+/// or if `/proc` is not mounted).
+pub fn group_census(pgid: Pid) -> Option<Census> {
     #[cfg(linux_strengths)]
     {
         let dir = std::fs::read_dir("/proc").ok()?;
-        let mut count = 0;
+        let mut census = Census::default();
         for entry in dir.flatten() {
             let name = entry.file_name();
             let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
             let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else { continue };
-            if stat_pgrp(&stat) == Some(pgid) {
-                count += 1;
+            if let Some((state, pgrp)) = stat_state_and_pgrp(&stat)
+                && pgrp == pgid
+            {
+                census.members += 1;
+                census.zombies += usize::from(state == "Z");
             }
         }
-        Some(count)
+        Some(census)
     }
     #[cfg(not(linux_strengths))]
     {
@@ -406,13 +504,16 @@ pub fn count_group_members(pgid: Pid) -> Option<usize> {
     }
 }
 
-/// The process-group field of a `/proc/PID/stat` line: the third field after
-/// the command name, which is parenthesised and may itself hold spaces.
+/// The state and process-group fields of a `/proc/PID/stat` line: the first
+/// and third fields after the command name, which is parenthesised and may
+/// itself hold spaces.
 #[cfg(linux_strengths)]
-fn stat_pgrp(stat: &[u8]) -> Option<Pid> {
+fn stat_state_and_pgrp(stat: &[u8]) -> Option<(&str, Pid)> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    rest.split_ascii_whitespace().nth(2)?.parse().ok()
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?;
+    Some((state, fields.nth(1)?.parse().ok()?))
 }
 
 /// A handle that becomes readable when a process exits: a pidfd on Linux

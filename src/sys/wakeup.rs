@@ -118,7 +118,9 @@ impl SignalSource {
     /// background, and what turns a broken pipe into a plain EPIPE.
     pub fn activate(&self, set: &SigSet) -> io::Result<()> {
         let mut handled = SigSet::empty();
-        for signal in 1..=64 {
+        // Up to the platform's last signal: FreeBSD's real-time signals run
+        // to 126. (The self-pipe carries a number as one byte: all fit.)
+        for signal in 1..=crate::signame::max_signal() {
             if !set.contains(signal) || signal == libc::SIGTTOU || signal == libc::SIGPIPE {
                 continue;
             }
