@@ -189,6 +189,9 @@ fn a_marker_that_appears_after_the_check_before_the_start_stops_the_run_and_is_c
 
 #[test]
 fn a_pid_file_in_a_pid_namespace_is_never_read_as_a_host_group() {
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
     // The container's run gets, inside its namespace, the number that the
     // bystander's group has on the host (ns_last_pid makes that exact).
     let scratch = Scratch::new();
@@ -226,6 +229,9 @@ fn a_pid_file_in_a_pid_namespace_is_never_read_as_a_host_group() {
 
 #[test]
 fn another_users_read_lock_fakes_nothing() {
+    if !require(Capability::UnprivilegedUser) {
+        return;
+    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     open_up(scratch.dir(), false);
@@ -287,6 +293,9 @@ fn another_users_read_lock_fakes_nothing() {
 
 #[test]
 fn another_users_marker_is_ignored() {
+    if !require(Capability::UnprivilegedUser) {
+        return;
+    }
     let scratch = Scratch::new();
     open_up(scratch.dir(), true); // a sticky, world-writable folder like /tmp
     let sd = scratch.sh();
@@ -317,6 +326,12 @@ fn assert_never_started(out: &std::process::Output, what: &str) {
 
 #[test]
 fn failures_are_found_before_the_command_starts() {
+    if !require(Capability::UnprivilegedUser) {
+        return;
+    }
+    if !require(Capability::MountNamespaces) {
+        return;
+    }
     let scratch = Scratch::new();
     let sd = scratch.sh();
     let witness = scratch.path("ran");
@@ -386,6 +401,9 @@ fn the_marker_cannot_be_the_pid_file() {
 
 #[test]
 fn cancel_in_a_read_only_folder_still_stops_a_live_run() {
+    if !require(Capability::MountNamespaces) {
+        return;
+    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");

@@ -96,6 +96,9 @@ pub enum Capability {
     /// Running as root with util-linux's setpriv, so a test can act as the
     /// unprivileged user nobody.
     UnprivilegedUser,
+    /// `unshare --mount` works and mounts inside it (tmpfs, read-only bind
+    /// mounts) are allowed: root.
+    MountNamespaces,
 }
 
 impl Capability {
@@ -103,6 +106,7 @@ impl Capability {
         match self {
             Capability::PidNamespaces => "PGRUN_TEST_SKIP_PIDNS",
             Capability::UnprivilegedUser => "PGRUN_TEST_SKIP_NOBODY",
+            Capability::MountNamespaces => "PGRUN_TEST_SKIP_MOUNTNS",
         }
     }
 
@@ -120,6 +124,17 @@ impl Capability {
                     return Err("the suite does not run as root, so it cannot become nobody".into());
                 }
                 ("setpriv --reuid=65534", as_nobody("true", &[]))
+            }
+            Capability::MountNamespaces => {
+                let mut cmd = Command::new("unshare");
+                cmd.args([
+                    "--mount",
+                    "--",
+                    "sh",
+                    "-c",
+                    "d=$(mktemp -d) && mount -t tmpfs tmpfs \"$d\" && umount \"$d\"; rmdir \"$d\"",
+                ]);
+                ("unshare --mount with a tmpfs mount", cmd)
             }
         };
         match cmd.stdin(Stdio::null()).output() {
