@@ -6,7 +6,8 @@
 //! (paragraphs split by blank lines), and lines indented by four or more
 //! are kept as they are (tables, examples). `{RUN_EXIT}`, `{CANCEL_EXIT}`
 //! and `{STATUS_EXIT}` stand for the exit-status tables of [`crate::exit`],
-//! filled in by [`render`].
+//! `{SIGNALS}` for the table of [`crate::signal_policy`]; [`render`] fills
+//! them in.
 
 pub const ABOUT: &str = "Run a command in its own process group; stop the whole group, leave nothing behind.";
 
@@ -40,16 +41,7 @@ Stop sequence:
   status once the group is gone.
 
 Signals sent to pgrun:
-    TERM                    a cancel request: run the stop sequence
-    HUP INT QUIT            forwarded to the group once each, then SIGCONT
-    USR1 USR2 ALRM WINCH    forwarded to the group once each, as they are
-    CONT RTMIN..RTMAX
-    PIPE                    never kills pgrun (blocked first thing, in
-                            every mode; COMMAND still gets the caller's
-                            disposition and mask)
-    CHLD                    a caller that ignores it changes nothing:
-                            pgrun takes the default back for itself, and
-                            COMMAND still inherits it ignored
+{SIGNALS}
 
   HUP, INT and QUIT ask the command to end, so a SIGCONT follows them (as GNU
   timeout does): a member stopped on terminal access, or by Ctrl-Z, must be
@@ -307,4 +299,5 @@ pub fn render(text: &str) -> String {
     text.replace("{RUN_EXIT}", &help_table(RUN_TABLE))
         .replace("{CANCEL_EXIT}", &help_table(CANCEL_TABLE))
         .replace("{STATUS_EXIT}", &help_table(STATUS_TABLE))
+        .replace("{SIGNALS}", &crate::signal_policy::help_table())
 }

@@ -19,6 +19,7 @@ pub mod pidfile;
 pub mod report;
 pub mod run;
 pub mod say;
+pub mod signal_policy;
 pub mod signame;
 pub mod status;
 pub mod stop_sequence;

@@ -13,10 +13,11 @@ use crate::output::StreamStats;
 use crate::output::relay::Relay;
 use crate::pidfile::{self, Claimed, Marker};
 use crate::report::{Facts, Reason, ReportTarget};
+use crate::signal_policy;
 use crate::supervisor::{self, Ended, SentSignal, StopReason, Watch};
 use crate::sys::Pid;
 use crate::sys::process::{self, ChildStatus, Detach, SpawnError, SpawnOptions};
-use crate::sys::sigmask::{self, SigSet};
+use crate::sys::sigmask;
 use crate::sys::wakeup::SignalSource;
 use crate::terminal::Terminal;
 use crate::test_hook;
@@ -80,21 +81,6 @@ impl Finish {
     }
 }
 
-/// The signals pgrun blocks and reads synchronously.
-fn handled_signals() -> SigSet {
-    let mut set = SigSet::empty();
-    // SIGTTOU: so pgrun may hand the terminal over from the background.
-    for s in [libc::SIGCHLD, libc::SIGTERM, libc::SIGPIPE, libc::SIGTTOU] {
-        set.add(s);
-    }
-    for s in 1..=crate::signame::max_signal() {
-        if supervisor::is_forwarded(s) {
-            set.add(s);
-        }
-    }
-    set
-}
-
 /// Run the command; returns pgrun's exit status.
 pub fn run(args: &RunArgs, started: Instant) -> u8 {
     say::set_verbose(args.verbose);
@@ -152,7 +138,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
     // Block the handled signals before touching the pid file, so that no
     // signal is lost or acts asynchronously from here on; the child gets
     // the mask pgrun was started with.
-    let handled = handled_signals();
+    let handled = signal_policy::handled();
     // The mask to hand on is the caller's, from before pgrun blocked SIGPIPE.
     let inherited = sigmask::inherited();
     if let Err(e) = sigmask::block(&handled) {
@@ -226,7 +212,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         marker: marker.as_deref(),
         terminal: terminal.as_ref(),
     };
-    if let Err(e) = signals.activate(&handled) {
+    if let Err(e) = signals.activate(&handled, &signal_policy::absorbed()) {
         verbose!("cannot install signal handlers: {e}");
     }
     test_hook::pause("spawned");
@@ -281,7 +267,7 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
 /// the command has started: such a run ends before it begins.
 fn termination_pending() -> Option<i32> {
     let pending = sigmask::pending();
-    [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT].into_iter().find(|&s| pending.contains(s))
+    (1..=crate::signame::max_signal()).find(|&s| signal_policy::ends_the_run(s) && pending.contains(s))
 }
 
 /// What the supervisor needs besides the options.

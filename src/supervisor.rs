@@ -23,12 +23,13 @@
 //! as `unreaped`.
 
 use crate::output::relay::Relay;
+use crate::signal_policy::{self, Handling};
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
 use crate::sys::process::{self, ChildStatus, Reaped};
 use crate::sys::wakeup::SignalSource;
 use crate::sys::{self, Pid, PollFd};
-use crate::terminal::{self, RunState, Terminal};
+use crate::terminal::{RunState, Terminal};
 use crate::{say, verbose};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -64,21 +65,6 @@ pub struct Ended {
     /// Zombies left in the group that pgrun could not reap and stopped
     /// waiting for (0 when the group is really gone).
     pub unreaped: usize,
-}
-
-/// Signals pgrun forwards to the group as they are.
-pub fn is_forwarded(signal: i32) -> bool {
-    const FORWARDED: [i32; 8] = [
-        libc::SIGHUP,
-        libc::SIGINT,
-        libc::SIGQUIT,
-        libc::SIGUSR1,
-        libc::SIGUSR2,
-        libc::SIGALRM,
-        libc::SIGWINCH,
-        libc::SIGCONT,
-    ];
-    FORWARDED.contains(&signal) || crate::signame::realtime_range().is_some_and(|(lo, hi)| (lo..=hi).contains(&signal))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -292,21 +278,22 @@ impl Supervisor<'_> {
     }
 
     fn on_signal(&mut self, signal: i32) {
-        match signal {
-            libc::SIGCHLD | libc::SIGPIPE | libc::SIGTTOU => {}
-            libc::SIGUSR1 if self.panic_on_usr1 => panic!("test hook: panic in the supervise loop"),
-            libc::SIGTERM => {
-                verbose!("received TERM: cancelling");
+        if signal == libc::SIGUSR1 && self.panic_on_usr1 {
+            panic!("test hook: panic in the supervise loop");
+        }
+        match signal_policy::handling(signal) {
+            Some(Handling::Cancel) => {
+                verbose!("received {}: cancelling", Signal(signal));
                 self.start_stop(StopReason::Cancel);
             }
-            s if is_forwarded(s) => {
-                verbose!("forwarding {} to process group {}", Signal(s), self.w.pgid);
-                self.send(Signal(s));
-                if terminal::continue_after_forwarding(s) {
+            Some(Handling::Forward { then_cont }) => {
+                verbose!("forwarding {} to process group {}", Signal(signal), self.w.pgid);
+                self.send(Signal(signal));
+                if then_cont {
                     self.send(Signal::CONT);
                 }
             }
-            _ => {}
+            Some(Handling::Reap | Handling::Absorb) | None => {}
         }
     }
 

@@ -69,7 +69,7 @@ impl SignalSource {
     }
 
     /// Nothing to undo on Linux: the mask is restored by the child itself.
-    pub fn activate(&self, _set: &SigSet) -> io::Result<()> {
+    pub fn activate(&self, _set: &SigSet, _keep_blocked: &SigSet) -> io::Result<()> {
         Ok(())
     }
 }
@@ -112,16 +112,17 @@ impl SignalSource {
         Ok(SignalSource { pipe })
     }
 
-    /// Install the handlers for `set` and unblock it. Called after the
-    /// command has been spawned with the original mask. SIGTTOU and SIGPIPE
-    /// stay blocked: blocked is what lets pgrun call tcsetpgrp from the
-    /// background, and what turns a broken pipe into a plain EPIPE.
-    pub fn activate(&self, set: &SigSet) -> io::Result<()> {
+    /// Install the handlers for `set` and unblock it, except the signals in
+    /// `keep_blocked` (SIGTTOU and SIGPIPE: blocked is what lets pgrun call
+    /// tcsetpgrp from the background, and what turns a broken pipe into a
+    /// plain EPIPE). Called after the command has been spawned with the
+    /// original mask.
+    pub fn activate(&self, set: &SigSet, keep_blocked: &SigSet) -> io::Result<()> {
         let mut handled = SigSet::empty();
         // Up to the platform's last signal: FreeBSD's real-time signals run
         // to 126. (The self-pipe carries a number as one byte: all fit.)
         for signal in 1..=crate::signame::max_signal() {
-            if !set.contains(signal) || signal == libc::SIGTTOU || signal == libc::SIGPIPE {
+            if !set.contains(signal) || keep_blocked.contains(signal) {
                 continue;
             }
             handled.add(signal);
