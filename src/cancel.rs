@@ -36,6 +36,12 @@ pub fn cancel(args: &CancelArgs) -> CancelExit {
     // Without a marker a live run can still be stopped through its lock
     // holder; only a run that has not published would be missed.
     let (created, marker_error) = match pidfile::create_marker(&marker) {
+        Ok(false) if let Marker::Foreign(uid) = pidfile::marker(&marker, sys::geteuid()) => {
+            // Somebody else's file holds the path: runs ignore it, so it
+            // cancels nothing, and ours cannot be put there.
+            verbose!("cancel marker path {} is taken by uid {uid}'s file; looking for a live run", marker.display());
+            (false, Some(std::io::Error::other(format!("a file of uid {uid} is there"))))
+        }
         Ok(created) => {
             verbose!("cancel marker {} {}", marker.display(), if created { "created" } else { "already there" });
             (created, None)
@@ -110,19 +116,25 @@ impl Canceller<'_> {
                 Err(RecordError::Missing) => {}
                 Err(e) => bail!("cannot use pid file {}: {e}", path.display()),
             }
-            if let Some(e) = &self.marker_error {
-                bail!("cannot create cancel marker {}: {e}", self.marker.display());
-            }
-            if pidfile::marker(&self.marker, sys::geteuid()) == Marker::Absent {
+            if self.marker_error.is_none() && pidfile::marker(&self.marker, sys::geteuid()) == Marker::Absent {
                 // A starting run consumed it (and will not start), or the run
                 // ended and withdrew it: either way, no run is left.
                 say::line(format_args!(
-                    "a starting run at {} took the cancel marker: it did not start",
+                    "the run at {} took the cancel marker: it did not start, or it has ended",
                     path.display()
                 ));
                 return Ok(stale.and_then(|s| s.forced).unwrap_or(CancelExit::Gone));
             }
             if !backoff.pause_until(until) {
+                if let Some(e) = &self.marker_error {
+                    // Without a marker, a run that has not published cannot
+                    // be reached: only a live one could have been stopped.
+                    bail!(
+                        "cannot create cancel marker {}: {e}; no live run at {}",
+                        self.marker.display(),
+                        path.display()
+                    );
+                }
                 return Ok(self.no_run_appeared(stale));
             }
         }
@@ -158,6 +170,12 @@ impl Canceller<'_> {
             format!(" (a stale pid file was removed; process group {} not signalled)", s.pgid)
         });
         if self.args.keep_pending {
+            // The marker we found may have been a stopping run's, withdrawn
+            // as it ended: put ours there, so the cancel is really pending.
+            if let Err(e) = pidfile::create_marker(&self.marker) {
+                say::line(format_args!("no run at {path}{stale_note}; cannot leave the cancel pending: {e}"));
+                return CancelExit::Failed;
+            }
             say::line(format_args!("no run at {path}{stale_note}; cancel left pending at {}", self.marker.display()));
         } else {
             say::line(format_args!("no run at {path}{stale_note}"));

@@ -68,9 +68,13 @@ fn usage_error(err: clap::Error) -> u8 {
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let mut out = std::io::stdout().lock();
-            let _ = write!(out, "{}", err.render());
-            let _ = out.flush();
-            0
+            match write!(out, "{}", err.render()).and_then(|()| out.flush()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    say::line(format_args!("cannot write to stdout: {e}"));
+                    exit::RunExit::Failed.code()
+                }
+            }
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingRequiredArgument
             if err.to_string().contains("<COMMAND>") =>
@@ -81,9 +85,14 @@ fn usage_error(err: clap::Error) -> u8 {
         }
         _ => {
             let text = err.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
+            let mut lines = text.lines();
+            let first = lines.next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            say::line(format_args!("{first}"));
+            // "...were not provided:" is followed by what was not: name it.
+            match first.strip_suffix(':').zip(lines.next()) {
+                Some((what, detail)) => say::line(format_args!("{what}: {}", detail.trim())),
+                None => say::line(format_args!("{first}")),
+            }
             hint();
             USAGE_ERROR
         }

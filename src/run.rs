@@ -134,6 +134,10 @@ fn execute(args: &RunArgs, started: Instant) -> Finish {
         let err = anyhow!("--cancel-file {} names the pid file itself", marker.display());
         return Finish::failed(RunExit::Failed, err, None);
     }
+    // A marker that could never be created could never cancel this run.
+    if let Some(Err(err)) = marker.as_deref().map(|m| pidfile::check_folder(m, "cancel marker")) {
+        return Finish::failed(RunExit::Failed, err, None);
+    }
 
     // Block the handled signals before touching the pid file, so that no
     // signal is lost or acts asynchronously from here on; the child gets

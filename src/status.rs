@@ -116,7 +116,10 @@ pub fn status(args: &StatusArgs) -> StatusExit {
             }
         }
     }
-    print(args.json, &report, &marker);
+    if let Err(e) = print(args.json, &report, &marker) {
+        say::line(format_args!("cannot write to stdout: {e}"));
+        return StatusExit::Unknown;
+    }
     match report.state {
         State::Running | State::Stopping => StatusExit::Alive,
         State::Stale => StatusExit::Stale,
@@ -124,7 +127,9 @@ pub fn status(args: &StatusArgs) -> StatusExit {
     }
 }
 
-fn print(json: bool, r: &Report, marker: &std::path::Path) {
+/// Print the answer; an error if stdout cannot take it (the caller then
+/// has no answer, which is not "running").
+fn print(json: bool, r: &Report, marker: &std::path::Path) -> std::io::Result<()> {
     let line = if json {
         serde_json::to_string(r).unwrap_or_default()
     } else {
@@ -157,6 +162,5 @@ fn print(json: bool, r: &Report, marker: &std::path::Path) {
         text
     };
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    writeln!(out, "{line}").and_then(|()| out.flush())
 }

@@ -569,6 +569,15 @@ pub fn effective_uid(pid: Pid) -> Option<u32> {
     }
 }
 
+/// How many PID namespaces, from the one `/proc` belongs to down, number
+/// process `pid` (the entries of its `NSpid` line, readable by anyone).
+#[cfg(target_os = "linux")]
+fn nspid_depth(pid: &str) -> Option<usize> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    Some(line.split_ascii_whitespace().count())
+}
+
 /// Whether process `pid` lives in the caller's PID namespace, so that the
 /// numbers it sees (its group id) name the same processes here. Compares
 /// `/proc/self/ns/pid` with `/proc/PID/ns/pid`; where that cannot be read
@@ -584,7 +593,10 @@ pub fn in_own_pid_namespace(pid: Pid) -> bool {
             // No /proc at all: nothing can tell namespaces apart, and a
             // system without /proc has none to offer.
             (Err(_), Err(_)) if std::fs::metadata("/proc/self").is_err() => true,
-            _ => false,
+            // Another user's process: its ns link is not ours to read, but
+            // its NSpid line is. One entry each means both live in the
+            // namespace this /proc belongs to, so in the same one.
+            _ => nspid_depth("self") == Some(1) && nspid_depth(&pid.to_string()) == Some(1),
         }
     }
     #[cfg(not(target_os = "linux"))]
