@@ -103,8 +103,10 @@ Cancel and status:
   A stale pid file is removed (its group signalled only with --force) and
   the wait goes on: a run may be starting. A file a starting run has
   claimed is not published yet: cancel waits for it and never signals the
-  claimant. If the marker cannot be created (a read-only folder), a live run
-  is still stopped; with none, that is an error. It refuses pid files owned
+  claimant. If the marker cannot be created (a read-only folder, another
+  user's file at its path), a live run that appears within --wait-start is
+  still stopped; with none, that is an error (125), --keep-pending included.
+  It refuses pid files owned
   by another user, world-writable ones, symlinks, and group ids <= 1, its
   own group or its caller's.
 
