@@ -177,6 +177,8 @@ fn spawn_posix(
 /// which `std::env::vars_os` would drop.
 #[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
 fn environment<'a>() -> Vec<&'a std::ffi::CStr> {
+    // SAFETY: this is the C library's `char **environ`, declared as POSIX
+    // declares it.
     unsafe extern "C" {
         static environ: *const *const libc::c_char;
     }
