@@ -115,9 +115,10 @@ pub fn inherited() -> Inherited {
 
 /// `sigaction(2)`: if `signal` is ignored, make it default; true if it was.
 ///
-/// nix has no query-only sigaction, so this sets the default and puts back
-/// whatever was there unless it was "ignored". At start-up that can only be
-/// the default anyway: exec resets every caught signal.
+/// nix has no query-only sigaction, so this sets the default (no flags, so
+/// no SA_NOCLDSTOP either) and says whether it was ignored. At start-up
+/// that is all there can be (exec resets every caught signal and its
+/// flags); a caught one, should there ever be one, is put back.
 fn reset_if_ignored(signal: Signal) -> bool {
     let default =
         nix_signal::SigAction::new(SigHandler::SigDfl, nix_signal::SaFlags::empty(), nix_signal::SigSet::empty());
@@ -125,11 +126,14 @@ fn reset_if_ignored(signal: Signal) -> bool {
     // installs no handler of ours that could run in signal context.
     unsafe {
         match nix_signal::sigaction(signal, &default) {
-            Ok(old) if matches!(old.handler(), SigHandler::SigIgn) => true,
-            Ok(old) => {
-                let _ = nix_signal::sigaction(signal, &old);
-                false
-            }
+            Ok(old) => match old.handler() {
+                SigHandler::SigIgn => true,
+                SigHandler::SigDfl => false,
+                _ => {
+                    let _ = nix_signal::sigaction(signal, &old);
+                    false
+                }
+            },
             Err(_) => false,
         }
     }

@@ -35,15 +35,26 @@ impl SignalSource {
         Ok(SignalSource { fd })
     }
 
-    /// Every signal that has arrived, oldest first; empty if none.
+    /// Every signal that has arrived, oldest first; empty if none. Reads
+    /// up to eight at a time (nix's `read_signal` takes one per read, and
+    /// would need one more read to learn that none is left).
     pub fn drain(&self) -> io::Result<Vec<i32>> {
+        const SIZE: usize = std::mem::size_of::<libc::signalfd_siginfo>();
         let mut out = Vec::new();
+        let mut buf = [0u8; SIZE * 8];
         loop {
-            match self.fd.read_signal() {
-                Ok(Some(info)) => out.push(info.ssi_signo as i32),
-                Ok(None) => return Ok(out),
+            let n = match nix::unistd::read(&self.fd, &mut buf) {
+                Ok(n) => n,
+                Err(nix::errno::Errno::EAGAIN) => return Ok(out),
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(e) => return Err(e.into()),
+            };
+            for chunk in buf[..n].chunks_exact(SIZE) {
+                // ssi_signo is the first field, a u32 in native byte order.
+                out.push(u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]) as i32);
+            }
+            if n < buf.len() {
+                return Ok(out);
             }
         }
     }
