@@ -71,7 +71,12 @@ impl SigSet {
         self.0.as_ref()
     }
 
-    /// nix's set, for nix's calls.
+    /// nix's set, for nix's calls (signalfd, posix_spawn's attributes: there
+    /// are neither on OpenBSD or DragonFly).
+    #[cfg_attr(
+        not(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple")),
+        allow(dead_code)
+    )]
     pub(super) fn as_nix(&self) -> &nix_signal::SigSet {
         &self.0
     }
