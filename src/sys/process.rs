@@ -8,12 +8,18 @@
 //! (`--setsid`, a terminal hand-off, a script without `#!`) is fork and
 //! execvp, where the child makes only async-signal-safe calls on memory
 //! prepared before the fork.
+//!
+//! `posix_spawnp`, the pipes and prctl go through nix. The forked child stays
+//! raw libc (nix's `execvp` allocates its argument array), and so do `kill`
+//! and `waitpid`: nix's `Signal` names no real-time signal, which pgrun
+//! forwards, and nix's `waitpid` reports an error *after* reaping a child
+//! one of them ended, losing its status.
 
 use super::Pid;
 use super::sigmask::SigSet;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// How the command is detached from pgrun's own group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,7 +85,9 @@ pub struct SpawnOptions {
 pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError> {
     assert!(!argv.is_empty(), "spawn needs a program name");
     // posix_spawn can set a signal to its default, not to "ignored": an
-    // ignored SIGCHLD to hand on takes the fork path.
+    // ignored SIGCHLD to hand on takes the fork path. So does every system
+    // nix offers no posix_spawn for (OpenBSD, DragonFly).
+    #[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
     if options.detach == Detach::Group
         && options.take_terminal.is_none()
         && !options.ignore_sigchld
@@ -118,9 +126,7 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
         Ok(5) => {
             // The child failed and is about to _exit: reap it so no zombie is
             // left behind.
-            let mut status = 0;
-            // SAFETY: waiting for our own child; `status` is writable.
-            unsafe { libc::waitpid(pid, &mut status, 0) };
+            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
             let errno = i32::from_ne_bytes([report[1], report[2], report[3], report[4]]);
             let err = io::Error::from_raw_os_error(errno);
             Err(if report[0] == STAGE_EXEC { SpawnError::from_exec(err) } else { SpawnError::Setup(err) })
@@ -135,78 +141,59 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
 /// dispositions alone (pgrun installs no handlers on Linux, so nothing is
 /// caught), except the C library's reserved signals (below), and returns
 /// only after the child has exec'd, so the group exists.
+#[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
 fn spawn_posix(
     argv: &[CString],
     mask: &SigSet,
     defaults: &SigSet,
     stdout_stderr: Option<[libc::c_int; 2]>,
 ) -> Result<Pid, SpawnError> {
-    let mut ptrs: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr() as *mut _).collect();
-    ptrs.push(std::ptr::null_mut());
-    let actions = match stdout_stderr.map(SpawnActions::dup_onto_stdout_stderr).transpose() {
-        Ok(actions) => actions,
-        Err(e) => return Err(SpawnError::Setup(e)),
-    };
-    // SAFETY: attr is initialised by posix_spawnattr_init before use and
-    // destroyed after; argv is NULL-terminated; environ is the live
-    // environment; pid is writable; `actions` is initialised or null.
-    unsafe {
-        let mut attr = std::mem::MaybeUninit::<libc::posix_spawnattr_t>::uninit();
-        let rc = libc::posix_spawnattr_init(attr.as_mut_ptr());
-        if rc != 0 {
-            return Err(SpawnError::Setup(io::Error::from_raw_os_error(rc)));
-        }
-        let mut attr = attr.assume_init();
-        let flags = libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
-        libc::posix_spawnattr_setflags(&mut attr, flags as _);
-        libc::posix_spawnattr_setpgroup(&mut attr, 0);
-        libc::posix_spawnattr_setsigmask(&mut attr, mask.as_ptr());
-        libc::posix_spawnattr_setsigdefault(&mut attr, defaults.as_ptr());
-        let mut pid: Pid = 0;
-        unsafe extern "C" {
-            static environ: *const *mut libc::c_char;
-        }
-        let actions_ptr = actions.as_ref().map_or(std::ptr::null(), |a| &a.0 as *const _);
-        let rc = libc::posix_spawnp(&mut pid, ptrs[0], actions_ptr, &attr, ptrs.as_ptr(), environ);
-        libc::posix_spawnattr_destroy(&mut attr);
-        if rc != 0 {
-            return Err(SpawnError::from_exec(io::Error::from_raw_os_error(rc)));
-        }
-        Ok(pid)
-    }
-}
-
-/// `posix_spawn_file_actions_t`, destroyed on drop.
-struct SpawnActions(libc::posix_spawn_file_actions_t);
-
-impl SpawnActions {
-    /// `dup2(fds[0], 1)` and `dup2(fds[1], 2)` in the child.
-    fn dup_onto_stdout_stderr(fds: [libc::c_int; 2]) -> io::Result<Self> {
-        let mut raw = std::mem::MaybeUninit::<libc::posix_spawn_file_actions_t>::uninit();
-        // SAFETY: init writes the whole struct; on success it is ours to use
-        // and destroy (by Drop, once wrapped).
-        let rc = unsafe { libc::posix_spawn_file_actions_init(raw.as_mut_ptr()) };
-        if rc != 0 {
-            return Err(io::Error::from_raw_os_error(rc));
-        }
-        // SAFETY: initialised just above.
-        let mut actions = SpawnActions(unsafe { raw.assume_init() });
+    use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
+    let setup = |e: nix::errno::Errno| SpawnError::Setup(e.into());
+    let mut attr = PosixSpawnAttr::init().map_err(setup)?;
+    attr.set_flags(
+        PosixSpawnFlags::POSIX_SPAWN_SETPGROUP
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
+    )
+    .map_err(setup)?;
+    attr.set_pgroup(nix::unistd::Pid::from_raw(0)).map_err(setup)?;
+    attr.set_sigmask(mask.as_nix()).map_err(setup)?;
+    attr.set_sigdefault(defaults.as_nix()).map_err(setup)?;
+    let mut actions = PosixSpawnFileActions::init().map_err(setup)?;
+    if let Some(fds) = stdout_stderr {
         for (fd, target) in fds.into_iter().zip([1, 2]) {
-            // SAFETY: an initialised actions object and two plain fds.
-            let rc = unsafe { libc::posix_spawn_file_actions_adddup2(&mut actions.0, fd, target) };
-            if rc != 0 {
-                return Err(io::Error::from_raw_os_error(rc));
-            }
+            actions.add_dup2(fd, target).map_err(setup)?;
         }
-        Ok(actions)
+    }
+    match posix_spawnp(&argv[0], &actions, &attr, argv, &environment()) {
+        Ok(pid) => Ok(pid.as_raw()),
+        Err(e) => Err(SpawnError::from_exec(e.into())),
     }
 }
 
-impl Drop for SpawnActions {
-    fn drop(&mut self) {
-        // SAFETY: initialised in `dup_onto_stdout_stderr`, destroyed once.
-        unsafe { libc::posix_spawn_file_actions_destroy(&mut self.0) };
+/// pgrun's environment exactly as the C library holds it (nix's spawn wants
+/// it as a slice): every entry byte for byte, including any without `=`,
+/// which `std::env::vars_os` would drop.
+#[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
+fn environment<'a>() -> Vec<&'a std::ffi::CStr> {
+    // SAFETY: this is the C library's `char **environ`, declared as POSIX
+    // declares it.
+    unsafe extern "C" {
+        static environ: *const *const libc::c_char;
     }
+    let mut env = Vec::new();
+    // SAFETY: environ is null or a NULL-terminated array of NUL-terminated
+    // strings. pgrun is single-threaded and does not change its environment
+    // while the slice lives (only until the spawn returns).
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            env.push(std::ffi::CStr::from_ptr(*entry));
+            entry = entry.add(1);
+        }
+    }
+    env
 }
 
 /// The `POSIX_SPAWN_SETSIGDEF` set for [`spawn_posix`]; `None`: take the
@@ -219,6 +206,7 @@ impl Drop for SpawnActions {
 /// it has them (the C library's `sigaction` refuses these numbers) and puts
 /// every one it does not ignore in the set: the command gets the default,
 /// as after a plain fork and exec. Other systems reserve none.
+#[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
 fn reserved_signal_defaults() -> Option<SigSet> {
     let mut set = SigSet::empty();
     #[cfg(target_os = "linux")]
@@ -292,72 +280,42 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
 /// # Safety
 /// Only to be called in the forked child.
 unsafe fn report_and_exit(err_fd: libc::c_int, stage: u8) -> ! {
-    // SAFETY: reading errno and writing a stack buffer are async-signal-safe.
+    // nix's errno read is a bare read of it: async-signal-safe.
+    let e = nix::errno::Errno::last_raw().to_ne_bytes();
+    let buf = [stage, e[0], e[1], e[2], e[3]];
+    // SAFETY: write and _exit are async-signal-safe; the pointer and length
+    // describe a stack buffer. (Raw libc: the fd is a plain integer.)
     unsafe {
-        let errno = *errno_location();
-        let e = errno.to_ne_bytes();
-        let buf = [stage, e[0], e[1], e[2], e[3]];
         libc::write(err_fd, buf.as_ptr().cast(), buf.len());
         libc::_exit(127);
     }
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
-    // SAFETY: always valid for the calling thread.
-    unsafe { libc::__errno_location() }
-}
-#[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd", target_os = "dragonfly"))]
-pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
-    // SAFETY: always valid for the calling thread.
-    unsafe { libc::__error() }
-}
-#[cfg(any(target_os = "netbsd", target_os = "openbsd"))]
-pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
-    // SAFETY: always valid for the calling thread.
-    unsafe { libc::__errno() }
-}
-
-/// `pipe(2)` with both ends close-on-exec.
+/// `pipe2(O_CLOEXEC)`, or where there is none (macOS), `pipe(2)` then
+/// `FD_CLOEXEC` on both ends: pgrun is single-threaded, so setting the flag
+/// right after pipe leaves no window for another thread's fork.
 pub(super) fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` has room for the two fds pipe writes.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
+    #[cfg(not(target_vendor = "apple"))]
+    return Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?);
+    #[cfg(target_vendor = "apple")]
+    {
+        use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+        let (r, w) = nix::unistd::pipe()?;
+        fcntl(&r, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+        fcntl(&w, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+        Ok((r, w))
     }
-    // SAFETY: pipe returned two fresh fds that nothing else owns.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // pipe2 is not on macOS; pgrun is single-threaded, so setting the flag
-    // right after pipe leaves no window for another thread's fork.
-    set_cloexec(&r)?;
-    set_cloexec(&w)?;
-    Ok((r, w))
-}
-
-/// `fcntl(F_SETFD, FD_CLOEXEC)`.
-fn set_cloexec(fd: &OwnedFd) -> io::Result<()> {
-    // SAFETY: a valid open fd; F_SETFD takes an int.
-    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Read until `buf` is full or EOF; returns the byte count.
 fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
-        // SAFETY: the pointer and length describe the unfilled tail of `buf`.
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf[got..].as_mut_ptr().cast(), buf.len() - got) };
-        match n {
-            0 => break,
-            n if n > 0 => got += n as usize,
-            _ => {
-                let err = io::Error::last_os_error();
-                if err.kind() != io::ErrorKind::Interrupted {
-                    return Err(err);
-                }
-            }
+        match nix::unistd::read(fd, &mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(got)
@@ -448,10 +406,7 @@ pub fn reap_one() -> io::Result<Reaped> {
 pub fn become_subreaper() -> io::Result<bool> {
     #[cfg(linux_strengths)]
     {
-        // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument.
-        if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        nix::sys::prctl::set_child_subreaper(true)?;
         Ok(true)
     }
     #[cfg(not(linux_strengths))]
@@ -522,6 +477,7 @@ fn stat_state_and_pgrp(stat: &[u8]) -> Option<(&str, Pid)> {
 pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
     #[cfg(linux_strengths)]
     {
+        use std::os::fd::FromRawFd;
         // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
         if fd < 0 {
