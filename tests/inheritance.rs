@@ -174,6 +174,28 @@ fn environment_and_working_directory_pass_through() {
 }
 
 #[test]
+fn the_environment_passes_through_byte_for_byte_in_order() {
+    // What the command finds in /proc/self/environ is exactly what it finds
+    // when started directly: every entry, in the same order, the first and
+    // the last included, invalid UTF-8 too.
+    use std::os::unix::ffi::OsStrExt;
+    let odd = std::ffi::OsStr::from_bytes(b"\xff\xfe=bytes");
+    let with_env = |cmd: &mut std::process::Command| {
+        cmd.env_clear().env("FIRST", "1").env("MIDDLE", odd).env("EMPTY", "").env("LAST", "z");
+    };
+    let mut direct = std::process::Command::new("cat");
+    direct.arg("/proc/self/environ");
+    with_env(&mut direct);
+    let want = run(&mut direct).stdout;
+    let mut through = pgrun(["--", "cat", "/proc/self/environ"]);
+    with_env(&mut through);
+    let got = run(&mut through).stdout;
+    let entries: Vec<&[u8]> = want.split(|&b| b == 0).filter(|e| !e.is_empty()).collect();
+    assert_eq!(entries.len(), 4, "the reference run sees every entry: {want:?}");
+    assert_eq!(got, want, "the environment changed on its way through pgrun");
+}
+
+#[test]
 fn a_closed_stderr_stays_closed_for_the_command_and_takes_none_of_pgruns_files() {
     let scratch = Scratch::new();
     let pidfile = scratch.path("job.pid");
