@@ -25,13 +25,27 @@ pub fn folder_of(path: &Path) -> &Path {
     }
 }
 
-/// `.NAME.pgrun-PID.tmp` next to `target`.
-fn temp_path(target: &Path) -> PathBuf {
+/// `.NAME.pgrun-PID.tmp` next to `target`, or with `salt`,
+/// `.NAME.pgrun-PID-SALT.tmp`.
+fn temp_path(target: &Path, salt: Option<u64>) -> PathBuf {
     let mut name = OsString::from(".");
     name.push(target.file_name().unwrap_or_default());
-    name.push(format!(".pgrun-{}.tmp", crate::sys::getpid()));
+    match salt {
+        None => name.push(format!(".pgrun-{}.tmp", crate::sys::getpid())),
+        Some(salt) => name.push(format!(".pgrun-{}-{salt:016x}.tmp", crate::sys::getpid())),
+    }
     folder_of(target).join(name)
 }
+
+/// An unpredictable number (std's per-process random hash keys), so that
+/// nobody can plant a file at every name pgrun might try.
+fn random_salt() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new().build_hasher().finish()
+}
+
+/// How many unpredictable names to try after the plain one is taken.
+const SALTED_TRIES: usize = 8;
 
 /// A file being prepared under a temporary name; removed again if it is
 /// dropped before it is placed.
@@ -44,17 +58,29 @@ pub struct TempFile {
 impl TempFile {
     /// Create the temporary file for `target`, mode 0644 whatever the umask,
     /// never through a symlink, with `reserve` bytes of space already
-    /// written. A file already at the temporary name is the leftover of a
-    /// crashed pgrun that had our pid: ours to replace.
+    /// written. A file already at the plain temporary name is the leftover
+    /// of a crashed pgrun that had our pid: ours to replace. Something there
+    /// that cannot be replaced (in a shared folder, another user can plant
+    /// anything at a predictable name) makes pgrun try unpredictable names.
     pub fn create(target: &Path, reserve: usize) -> io::Result<TempFile> {
-        let temp = temp_path(target);
-        let create =
-            || OpenOptions::new().write(true).create_new(true).mode(MODE).custom_flags(libc::O_NOFOLLOW).open(&temp);
-        let file = match create() {
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => fs::remove_file(&temp).and_then(|()| create()),
+        let create = |temp: &Path| {
+            OpenOptions::new().write(true).create_new(true).mode(MODE).custom_flags(libc::O_NOFOLLOW).open(temp)
+        };
+        let mut temp = temp_path(target, None);
+        let mut opened = match create(&temp) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && fs::remove_file(&temp).is_ok() => create(&temp),
             other => other,
-        }?;
-        let prepared = TempFile { temp, target: target.to_path_buf(), file: Some(file) };
+        };
+        for _ in 0..SALTED_TRIES {
+            match &opened {
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    temp = temp_path(target, Some(random_salt()));
+                    opened = create(&temp);
+                }
+                _ => break,
+            }
+        }
+        let prepared = TempFile { temp, target: target.to_path_buf(), file: Some(opened?) };
         let mut file = prepared.file();
         file.set_permissions(fs::Permissions::from_mode(MODE))?;
         // Reserve the space now, so the final write cannot meet a full disk.

@@ -9,7 +9,9 @@
 //! until that pgrun has exited and the group is gone. Nothing is reported
 //! gone before it is.
 
+use crate::backoff::{self, Backoff};
 use crate::cli::CancelArgs;
+use crate::exit::CancelExit;
 use crate::pidfile::{self, Liveness, Marker, Record, RecordError};
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
@@ -20,32 +22,7 @@ use anyhow::{Result, anyhow, bail};
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::thread;
 use std::time::{Duration, Instant};
-
-/// Exit statuses of `pgrun cancel`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CancelExit {
-    /// 0: the run is gone (stopped, or kept from starting).
-    Gone,
-    /// 1: no live run was found (also: left pending with --keep-pending).
-    NoRun,
-    /// 2: the group was still alive 1 s after the SIGKILL --timeout led to.
-    Survived,
-    /// 125: an error; nothing was signalled.
-    Failed,
-}
-
-impl CancelExit {
-    pub fn code(self) -> u8 {
-        match self {
-            CancelExit::Gone => 0,
-            CancelExit::NoRun => 1,
-            CancelExit::Survived => 2,
-            CancelExit::Failed => 125,
-        }
-    }
-}
 
 pub fn cancel(args: &CancelArgs) -> CancelExit {
     say::set_verbose(args.verbose);
@@ -57,6 +34,12 @@ pub fn cancel(args: &CancelArgs) -> CancelExit {
     // Without a marker a live run can still be stopped through its lock
     // holder; only a run that has not published would be missed.
     let (created, marker_error) = match pidfile::create_marker(&marker) {
+        Ok(false) if let Marker::Foreign(uid) = pidfile::marker(&marker, sys::geteuid()) => {
+            // Somebody else's file holds the path: runs ignore it, so it
+            // cancels nothing, and ours cannot be put there.
+            verbose!("cancel marker path {} is taken by uid {uid}'s file; looking for a live run", marker.display());
+            (false, Some(std::io::Error::other(format!("a file of uid {uid} is there"))))
+        }
         Ok(created) => {
             verbose!("cancel marker {} {}", marker.display(), if created { "created" } else { "already there" });
             (created, None)
@@ -108,7 +91,7 @@ impl Canceller<'_> {
         let until = started.checked_add(self.args.wait_start);
         let mut stale: Option<StaleRemoved> = None;
         let mut said_claimed = false;
-        let mut pause = Duration::from_millis(1);
+        let mut backoff = Backoff::default();
         loop {
             match pidfile::read_record(path, true) {
                 Ok(record) => {
@@ -131,24 +114,27 @@ impl Canceller<'_> {
                 Err(RecordError::Missing) => {}
                 Err(e) => bail!("cannot use pid file {}: {e}", path.display()),
             }
-            if let Some(e) = &self.marker_error {
-                bail!("cannot create cancel marker {}: {e}", self.marker.display());
-            }
-            if pidfile::marker(&self.marker, sys::geteuid()) == Marker::Absent {
+            if self.marker_error.is_none() && pidfile::marker(&self.marker, sys::geteuid()) == Marker::Absent {
                 // A starting run consumed it (and will not start), or the run
                 // ended and withdrew it: either way, no run is left.
                 say::line(format_args!(
-                    "a starting run at {} took the cancel marker: it did not start",
+                    "the run at {} took the cancel marker: it did not start, or it has ended",
                     path.display()
                 ));
                 return Ok(stale.and_then(|s| s.forced).unwrap_or(CancelExit::Gone));
             }
-            let now = Instant::now();
-            if until.is_some_and(|u| now >= u) {
+            if !backoff.pause_until(until) {
+                if let Some(e) = &self.marker_error {
+                    // Without a marker, a run that has not published cannot
+                    // be reached: only a live one could have been stopped.
+                    bail!(
+                        "cannot create cancel marker {}: {e}; no live run at {}",
+                        self.marker.display(),
+                        path.display()
+                    );
+                }
                 return Ok(self.no_run_appeared(stale));
             }
-            thread::sleep(until.map_or(pause, |u| (u - now).min(pause)));
-            pause = (pause * 2).min(Duration::from_millis(20));
         }
     }
 
@@ -182,6 +168,12 @@ impl Canceller<'_> {
             format!(" (a stale pid file was removed; process group {} not signalled)", s.pgid)
         });
         if self.args.keep_pending {
+            // The marker we found may have been a stopping run's, withdrawn
+            // as it ended: put ours there, so the cancel is really pending.
+            if let Err(e) = pidfile::create_marker(&self.marker) {
+                say::line(format_args!("no run at {path}{stale_note}; cannot leave the cancel pending: {e}"));
+                return CancelExit::Failed;
+            }
             say::line(format_args!("no run at {path}{stale_note}; cancel left pending at {}", self.marker.display()));
         } else {
             say::line(format_args!("no run at {path}{stale_note}"));
@@ -253,7 +245,15 @@ impl Canceller<'_> {
             _ => process::signal_process(holder, libc::SIGTERM),
         }
         .map_err(|e| anyhow!("cannot signal pgrun {holder}: {e}"))?;
-        if !delivered {
+        if delivered {
+            // A pgrun stopped as a job (Ctrl-Z, or waiting in the background
+            // for the terminal) acts on the TERM only once continued.
+            let _ = match &handle {
+                #[cfg(linux_strengths)]
+                Some(fd) => process::pidfd_signal(fd.as_fd(), libc::SIGCONT),
+                _ => process::signal_process(holder, libc::SIGCONT),
+            };
+        } else {
             verbose!("pgrun {holder} had already exited");
         }
         if self.args.no_wait {
@@ -281,25 +281,19 @@ impl Canceller<'_> {
     /// passed first. The lock is released at exit even if the process lingers
     /// as a zombie, so it is the portable signal; a pidfd makes it an event.
     fn wait_run_exit(&self, record: &Record, holder: Pid, exit_handle: Option<std::os::fd::OwnedFd>) -> bool {
-        let mut pause = Duration::from_millis(1);
+        let ended = || record.liveness().ok() != Some(Liveness::Live(holder));
+        let Some(fd) = exit_handle else {
+            return backoff::poll_until(self.deadline, ended);
+        };
         loop {
-            if record.liveness().ok() != Some(Liveness::Live(holder)) {
+            if ended() {
                 return true;
             }
             let now = Instant::now();
             if self.deadline.is_some_and(|d| now >= d) {
                 return false;
             }
-            let until_deadline = self.deadline.map(|d| d - now);
-            match &exit_handle {
-                Some(fd) => {
-                    let _ = sys::wait_readable(fd.as_fd(), until_deadline);
-                }
-                None => {
-                    thread::sleep(until_deadline.map_or(pause, |d| d.min(pause)));
-                    pause = (pause * 2).min(Duration::from_millis(20));
-                }
-            }
+            let _ = sys::wait_readable(fd.as_fd(), self.deadline.map(|d| d - now));
         }
     }
 

@@ -46,7 +46,7 @@ impl clap::builder::TypedValueParser for SignalParser {
     version,
     about = ABOUT,
     long_about = LONG_ABOUT,
-    after_long_help = AFTER_LONG_HELP,
+    after_long_help = render(AFTER_LONG_HELP),
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true,
     subcommand_negates_reqs = true,
@@ -66,9 +66,9 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Action {
-    #[command(about = CANCEL_ABOUT, long_about = CANCEL_LONG_ABOUT, after_long_help = CANCEL_AFTER_LONG_HELP)]
+    #[command(about = CANCEL_ABOUT, long_about = CANCEL_LONG_ABOUT, after_long_help = render(CANCEL_AFTER_LONG_HELP))]
     Cancel(CancelArgs),
-    #[command(about = STATUS_ABOUT, long_about = STATUS_LONG_ABOUT, after_long_help = STATUS_AFTER_LONG_HELP)]
+    #[command(about = STATUS_ABOUT, long_about = STATUS_LONG_ABOUT, after_long_help = render(STATUS_AFTER_LONG_HELP))]
     Status(StatusArgs),
 }
 

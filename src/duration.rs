@@ -2,8 +2,9 @@
 //!
 //! The grammar is fixed by the contract: `([0-9]+\.?[0-9]*|\.[0-9]+)(ms|s|m|h|d)?`,
 //! seconds by default; nothing else (no sign, spaces, exponent, `inf`, hex or
-//! upper-case unit). Arithmetic is exact decimal on nanoseconds, so `0.1` is
-//! 100 ms and not 99.999 ms; a value too large to represent saturates to
+//! upper-case unit). Arithmetic is exact decimal, so `0.1` is 100 ms and not
+//! 99.999 ms, rounded up to whole nanoseconds, so any value above zero is
+//! above zero; a value too large to represent saturates to
 //! [`Duration::MAX`], which callers treat as "forever".
 
 use std::time::Duration;
@@ -38,15 +39,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         nanos = nanos.saturating_mul(10).saturating_add(u128::from(b - b'0'));
     }
     nanos = nanos.saturating_mul(nanos_per_unit);
-    // The fraction, digit by digit; past nanosecond precision it is dropped.
-    let mut scale = nanos_per_unit;
-    for b in fraction.bytes() {
-        scale /= 10;
-        if scale == 0 {
-            break;
-        }
-        nanos = nanos.saturating_add(u128::from(b - b'0') * scale);
+    // The fraction, exactly: its first 24 digits as one integer (24 digits
+    // times the largest unit still fit in a u128), scaled to nanoseconds and
+    // rounded up; so does any non-zero digit past them. Any value above zero,
+    // however small, is at least one nanosecond.
+    let (head, tail) = fraction.split_at(fraction.len().min(24));
+    let numerator = head.bytes().fold(0u128, |n, b| n * 10 + u128::from(b - b'0'));
+    let scaled = numerator * nanos_per_unit;
+    let denominator = 10u128.pow(head.len() as u32);
+    let mut fraction_nanos = scaled / denominator;
+    if scaled % denominator != 0 || tail.bytes().any(|d| d != b'0') {
+        fraction_nanos += 1;
     }
+    nanos = nanos.saturating_add(fraction_nanos);
     let secs = nanos / 1_000_000_000;
     if secs > u128::from(u64::MAX) {
         return Ok(Duration::MAX);
@@ -88,6 +93,18 @@ mod tests {
         ] {
             assert_eq!(parse_duration(text), Ok(want), "{text}");
         }
+    }
+
+    #[test]
+    fn anything_above_zero_rounds_up_to_at_least_a_nanosecond() {
+        assert_eq!(parse_duration("0.0000000001"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_duration("0.000000001"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_duration("0.0000000001ms"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_duration("1.0000000001"), Ok(Duration::new(1, 1)));
+        assert_eq!(parse_duration("0.00000000000"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("0.0000000010"), Ok(Duration::from_nanos(1)));
+        // 9e-11 minutes is 5.4 ns: 6, not 1.
+        assert_eq!(parse_duration("0.00000000009m"), Ok(Duration::from_nanos(6)));
     }
 
     #[test]

@@ -1,21 +1,44 @@
-//! The exit statuses of the run mode, in one place.
-//!
-//! | status | when |
-//! |---|---|
-//! | the command's code | it exited normally, including after a cancel it handled |
-//! | 128+N | the command was ended by signal N |
-//! | 124 | the timeout fired (`--preserve-status`: the command's own status) |
-//! | 125 | pgrun itself failed, including usage errors |
-//! | 126 | COMMAND was found but could not be executed |
-//! | 127 | COMMAND was not found |
-//! | 143 | cancelled before the command started |
+//! Every exit status pgrun has, of all three modes, in one place: the enums
+//! that `main` turns into a process status, and the tables that document
+//! them. `--help`, the man pages and `README.md` are generated from these
+//! tables (a test fails when a committed copy is stale, and another when a
+//! variant is missing from its table), so the documentation cannot drift
+//! from the code.
 
 use crate::sys::process::ChildStatus;
+
+/// One line of an exit-status table: the status as written, and when.
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    pub status: &'static str,
+    pub meaning: &'static str,
+}
+
+const fn row(status: &'static str, meaning: &'static str) -> Row {
+    Row { status, meaning }
+}
+
+/// The run mode: `pgrun [OPTIONS] [--] COMMAND`.
+pub const RUN_TABLE: &[Row] = &[
+    row("N", "COMMAND exited with N, also after a cancel it handled"),
+    row(
+        "128+N",
+        "COMMAND was ended by signal N (143 for TERM, 137 for KILL); an exit code, pgrun does not re-raise the signal",
+    ),
+    row("124", "the timeout fired, however the group then ended (--preserve-status: COMMAND's own status instead)"),
+    row(
+        "125",
+        "pgrun itself failed, including usage errors and a failure to create the process; COMMAND did not run or was stopped",
+    ),
+    row("126", "COMMAND was found but could not be executed (permission, format)"),
+    row("127", "COMMAND was not found"),
+    row("143", "cancelled before COMMAND started (128+N for another termination signal N received before the start)"),
+];
 
 /// How a run mode invocation ends, as an exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunExit {
-    /// The command's own status: its code, or 128+N for death by signal N.
+    /// N or 128+N: the command's own status, its code or death by signal N.
     Command(ChildStatus),
     /// 124: the timeout fired.
     Timeout,
@@ -25,8 +48,8 @@ pub enum RunExit {
     CannotExecute,
     /// 127: the command was not found.
     NotFound,
-    /// 143: cancelled before the command started (by the marker or SIGTERM;
-    /// 128+N for another termination signal N: INT, HUP, QUIT).
+    /// 143: cancelled before the command started, by the marker or SIGTERM;
+    /// 128+N for another termination signal N (INT, HUP, QUIT).
     CancelledBeforeStart(i32),
 }
 
@@ -41,5 +64,148 @@ impl RunExit {
             RunExit::NotFound => 127,
             RunExit::CancelledBeforeStart(signal) => (128 + signal).clamp(0, 255) as u8,
         }
+    }
+}
+
+/// `pgrun cancel PIDFILE`.
+pub const CANCEL_TABLE: &[Row] = &[
+    row("0", "the run is gone (stopped, or kept from starting)"),
+    row("1", "no live run was found (a stale pid file is removed), or the cancel was left pending (--keep-pending)"),
+    row(
+        "2",
+        "the group was still alive 1s after the SIGKILL --timeout led to (in another PID namespace: its pgrun was still stopping it)",
+    ),
+    row(
+        "125",
+        "error: a pid file whose content is not a group id, permission denied, an unsafe group id, a usage error",
+    ),
+];
+
+/// How `pgrun cancel` ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelExit {
+    /// 0: the run is gone (stopped, or kept from starting).
+    Gone,
+    /// 1: no live run was found (also: left pending with --keep-pending).
+    NoRun,
+    /// 2: the group was still alive 1 s after the SIGKILL --timeout led to.
+    Survived,
+    /// 125: an error; nothing was signalled.
+    Failed,
+}
+
+impl CancelExit {
+    pub fn code(self) -> u8 {
+        match self {
+            CancelExit::Gone => 0,
+            CancelExit::NoRun => 1,
+            CancelExit::Survived => 2,
+            CancelExit::Failed => 125,
+        }
+    }
+}
+
+/// `pgrun status PIDFILE`, after the LSB convention.
+pub const STATUS_TABLE: &[Row] = &[
+    row("0", "running or stopping"),
+    row("1", "stale pid file"),
+    row("3", "not running, or only a cancel is pending"),
+    row("4", "unreadable pid file, or content that is not a group id"),
+    row("125", "usage error"),
+];
+
+/// How `pgrun status` ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusExit {
+    /// 0: running or stopping.
+    Alive,
+    /// 1: stale pid file.
+    Stale,
+    /// 3: not running, or only a cancel is pending.
+    NotRunning,
+    /// 4: the pid file cannot be read or does not hold a group id.
+    Unknown,
+    /// 125: a usage error.
+    Usage,
+}
+
+impl StatusExit {
+    pub fn code(self) -> u8 {
+        match self {
+            StatusExit::Alive => 0,
+            StatusExit::Stale => 1,
+            StatusExit::NotRunning => 3,
+            StatusExit::Unknown => 4,
+            StatusExit::Usage => 125,
+        }
+    }
+}
+
+/// A table as `--help` prose shows it: indented, the meaning wrapped at 78
+/// columns under itself.
+pub fn help_table(rows: &[Row]) -> String {
+    let width = rows.iter().map(|r| r.status.len()).max().unwrap_or(0).max(3) + 3;
+    let mut out = String::new();
+    for r in rows {
+        let mut line = format!("    {:width$}", r.status);
+        let indent = line.len();
+        for word in r.meaning.split(' ') {
+            if line.len() + 1 + word.len() > 78 && line.len() > indent {
+                out.push_str(line.trim_end());
+                out.push('\n');
+                line = " ".repeat(indent);
+            } else if line.len() > indent {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.pop();
+    out
+}
+
+/// A table as Markdown, for `README.md`.
+pub fn markdown_table(rows: &[Row]) -> String {
+    let mut out = String::from("| status | when |\n|---|---|\n");
+    for r in rows {
+        out.push_str(&format!("| {} | {} |\n", r.status, r.meaning));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn documented(table: &[Row], code: u8) -> bool {
+        table.iter().any(|r| r.status == code.to_string())
+    }
+
+    #[test]
+    fn every_fixed_status_is_in_its_table() {
+        for exit in [RunExit::Timeout, RunExit::Failed, RunExit::CannotExecute, RunExit::NotFound] {
+            assert!(documented(RUN_TABLE, exit.code()), "{exit:?}");
+        }
+        assert!(documented(RUN_TABLE, RunExit::CancelledBeforeStart(libc::SIGTERM).code()));
+        for exit in [CancelExit::Gone, CancelExit::NoRun, CancelExit::Survived, CancelExit::Failed] {
+            assert!(documented(CANCEL_TABLE, exit.code()), "{exit:?}");
+        }
+        for exit in
+            [StatusExit::Alive, StatusExit::Stale, StatusExit::NotRunning, StatusExit::Unknown, StatusExit::Usage]
+        {
+            assert!(documented(STATUS_TABLE, exit.code()), "{exit:?}");
+        }
+        assert_eq!(StatusExit::Usage.code(), crate::USAGE_ERROR);
+        assert_eq!(CancelExit::Failed.code(), crate::USAGE_ERROR);
+    }
+
+    #[test]
+    fn help_tables_wrap_under_the_meaning() {
+        let text = help_table(RUN_TABLE);
+        assert!(text.lines().all(|l| l.len() <= 78), "{text}");
+        assert!(text.starts_with("    N       COMMAND exited with N"), "{text}");
+        assert!(text.contains("\n            exit code, pgrun does not"), "{text}");
     }
 }

@@ -30,6 +30,9 @@ pub enum Artifact {
     Fish,
     Elvish,
     Powershell,
+    /// The exit-status tables of README.md (between its markers).
+    #[value(hide = true)]
+    ReadmeExitStatus,
 }
 
 impl Artifact {
@@ -44,6 +47,7 @@ impl Artifact {
             Artifact::Fish => "completions/pgrun.fish",
             Artifact::Elvish => "completions/pgrun.elv",
             Artifact::Powershell => "completions/_pgrun.ps1",
+            Artifact::ReadmeExitStatus => "README.md",
         }
     }
 }
@@ -67,9 +71,21 @@ pub fn render(what: Artifact) -> Vec<u8> {
         Artifact::Fish => Shell::Fish,
         Artifact::Elvish => Shell::Elvish,
         Artifact::Powershell => Shell::PowerShell,
+        Artifact::ReadmeExitStatus => return readme_exit_status().into_bytes(),
     };
     clap_complete::generate(shell, &mut cmd, "pgrun", &mut out);
     out
+}
+
+/// The block of `README.md` between its exit-status markers.
+fn readme_exit_status() -> String {
+    use crate::exit::{CANCEL_TABLE, RUN_TABLE, STATUS_TABLE, markdown_table};
+    format!(
+        "{}\n`pgrun cancel`:\n\n{}\n`pgrun status`:\n\n{}",
+        markdown_table(RUN_TABLE),
+        markdown_table(CANCEL_TABLE),
+        markdown_table(STATUS_TABLE)
+    )
 }
 
 /// Print `what` to stdout; the status for `main`.
@@ -79,7 +95,7 @@ pub fn print(what: Artifact) -> u8 {
         Ok(()) => 0,
         Err(e) => {
             crate::say::line(format_args!("cannot write to stdout: {e}"));
-            crate::USAGE_ERROR
+            crate::exit::RunExit::Failed.code()
         }
     }
 }

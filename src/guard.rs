@@ -167,19 +167,25 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, rx: RawFd) -> ! {
             .then(|| (shared.slot(first).load(Ordering::Acquire), shared.slot(first + 1).load(Ordering::Acquire)))
     };
     let what = pgid.map_or_else(|| "its run".to_string(), |g| format!("process group {g}"));
-    say::line(format_args!("guard: pgrun {pgrun} died; stopping {what}"));
-    let gone = match (plan.leaf, pgid) {
-        (Some(leaf), _) => {
-            let mut target = with_group(leaf, pgid);
-            let gone = unsupervised::stop(&mut target, &plan.sequence, None);
-            target.remove();
-            gone
-        }
-        (None, Some(pgid)) if pgid > 1 => unsupervised::stop(&mut unsupervised::Group(pgid), &plan.sequence, None),
-        (None, _) => true,
+    let mut leaf = plan.leaf.map(|leaf| with_group(leaf, pgid));
+    let mut group = pgid.filter(|&g| g > 1).map(unsupervised::Group);
+    let target: Option<&mut dyn unsupervised::Target> = match (&mut leaf, &mut group) {
+        (Some(leaf), _) => Some(leaf),
+        (None, Some(group)) => Some(group),
+        (None, None) => None,
     };
-    if !gone {
-        say::line(format_args!("guard: {what} is still there 1s after SIGKILL; giving up"));
+    // Silent when there is nothing left to stop (pgrun's panic hook may
+    // have killed the group already): only the files are withdrawn.
+    if let Some(target) = target
+        && !target.gone()
+    {
+        say::line(format_args!("guard: pgrun {pgrun} died; stopping {what}"));
+        if !unsupervised::stop(target, &plan.sequence, None) {
+            say::line(format_args!("guard: {what} is still there 1s after SIGKILL; giving up"));
+        }
+    }
+    if let Some(leaf) = &leaf {
+        leaf.remove();
     }
     remove_if_same(plan.pidfile, identity(PIDFILE));
     remove_if_same(plan.marker, identity(MARKER));

@@ -4,7 +4,10 @@
 //! mechanically to roff (see `generate`): a line at column 0 ending in `:`
 //! is a section heading, lines indented by two spaces are running prose
 //! (paragraphs split by blank lines), and lines indented by four or more
-//! are kept as they are (tables, examples).
+//! are kept as they are (tables, examples). `{RUN_EXIT}`, `{CANCEL_EXIT}`
+//! and `{STATUS_EXIT}` stand for the exit-status tables of [`crate::exit`],
+//! `{SIGNALS}` for the table of [`crate::signal_policy`]; [`render`] fills
+//! them in.
 
 pub const ABOUT: &str = "Run a command in its own process group; stop the whole group, leave nothing behind.";
 
@@ -40,11 +43,7 @@ Stop sequence:
   status once the group is gone.
 
 Signals sent to pgrun:
-    TERM                    a cancel request: run the stop sequence
-    HUP INT QUIT            forwarded to the group once each, then SIGCONT
-    USR1 USR2 ALRM WINCH    forwarded to the group once each, as they are
-    CONT RTMIN..RTMAX
-    PIPE                    never kills pgrun
+{SIGNALS}
 
   HUP, INT and QUIT ask the command to end, so a SIGCONT follows them (as GNU
   timeout does): a member stopped on terminal access, or by Ctrl-Z, must be
@@ -84,9 +83,9 @@ Containment (--contain MODE):
   it (read from that pgrun's command line).
 
   A zombie member whose parent is outside pgrun's reach (group mode, or no
-  subreaper off Linux) cannot be reaped by pgrun. After the final KILL
-  pgrun gives it one more grace (1s), then exits as usual with one warning
-  line, and the report counts it (unreaped). While draining (--wait-group),
+  subreaper off Linux) cannot be reaped by pgrun. After the final KILL and
+  one more second pgrun exits as usual with one warning line, and the
+  report counts it (unreaped). While draining (--wait-group),
   a group left with nothing but such zombies is over at once (pgrun checks
   every 100 ms at most once COMMAND has exited; on the portable paths,
   without /proc, it waits).
@@ -123,15 +122,7 @@ Parent death (--die-with-parent):
   getppid() once a second while the run lasts.
 
 Exit status:
-    N        COMMAND exited with N, also after a cancel it handled
-    128+N    COMMAND was ended by signal N (143 for TERM, 137 for KILL)
-    124      the timeout fired, however the group then ended
-             (--preserve-status: COMMAND's own status instead)
-    125      pgrun itself failed, including usage errors; COMMAND did not
-             run or was stopped
-    126      COMMAND was found but could not be executed
-    127      COMMAND was not found
-    143      cancelled before COMMAND started
+{RUN_EXIT}
 
 Pid file:
   --pidfile PATH publishes the run: one line, the process-group id in decimal
@@ -183,8 +174,10 @@ Cancel and status:
   A stale pid file is removed (its group signalled only with --force) and
   the wait goes on: a run may be starting. A file a starting run has
   claimed is not published yet: cancel waits for it and never signals the
-  claimant. If the marker cannot be created (a read-only folder), a live run
-  is still stopped; with none, that is an error. It refuses pid files owned
+  claimant. If the marker cannot be created (a read-only folder, another
+  user's file at its path), a live run that appears within --wait-start is
+  still stopped; with none, that is an error (125), --keep-pending included.
+  It refuses pid files owned
   by another user, world-writable ones, symlinks, and group ids <= 1, its
   own group or its caller's.
 
@@ -192,23 +185,14 @@ Cancel and status:
   namespace. When the pgrun holding the lock runs in another PID namespace
   (a container's pid file on a shared mount), cancel acts only through that
   pgrun and never signals the file's number; status counts no processes.
-    0    the run is gone (stopped, or kept from starting)
-    1    no live run was found (a stale pid file is removed), or the
-         cancel was left pending (--keep-pending)
-    2    the group was still alive 1s after the SIGKILL --timeout led to
-         (in another PID namespace: its pgrun was still stopping it)
-    125  error, including usage errors
+{CANCEL_EXIT}
 
   `pgrun status PIDFILE` prints e.g. `running: pgid 4242, pgrun pid 4241, 3
   processes, up 12.4s` (--json: one object with state, pgid, pid,
   processes, uptime_ms, starting, other_pid_namespace). States: running,
   stopping, stale, not-running (also while a starting run replaces a stale
   file: starting is true), cancel-pending.
-    0    running or stopping
-    1    stale pid file
-    3    not running, or only a cancel is pending
-    4    unreadable pid file, or content that is not a group id
-    125  usage error
+{STATUS_EXIT}
 
 Report:
   --report PATH writes one JSON object atomically at exit, for example
@@ -216,15 +200,17 @@ Report:
      \"status\": {\"code\": null, \"signal\": \"KILL\"}, \"pgid\": 4242,
      \"signals\": [{\"signal\": \"TERM\", \"at_ms\": 1001},
                  {\"signal\": \"KILL\", \"at_ms\": 11002}],
-     \"stragglers\": 2, \"contain\": \"tree\", \"escaped\": 0,
-     \"unreaped\": 0, \"duration_ms\": 11010}
+     \"stragglers\": 2, \"unreaped\": 0, \"contain\": \"tree\",
+     \"escaped\": 0, \"duration_ms\": 11010}
   reason is exited, signaled, timeout, cancelled, cancelled-before-start or
   error (then with an error message); status holds COMMAND's exit code or the
   name of the signal that ended it; signals lists the stop-sequence signals
   sent, in milliseconds since pgrun started; stragglers counts the members
-  still alive when COMMAND exited; contain is the --contain mode in force,
-  escaped the processes outside the group the stop reached, unreaped the
-  zombies pgrun could not reap (see Containment); output (--max-output) gives bytes and
+  still alive when COMMAND exited (0 when it never ran; off Linux, where
+  pgrun cannot count them, 1 means some); unreaped counts zombies pgrun
+  stopped waiting for (see below and Containment); contain is the
+  --contain mode in force, escaped the processes outside the group the stop
+  reached; output (--max-output) gives bytes and
   omitted per stream. The path is checked before anything else,
   so every exit after that writes the report; cancelled is written only
   once the group is confirmed gone.
@@ -306,8 +292,18 @@ Details the contract leaves open:
   are being stopped, the exit status stays COMMAND's own.
   If the run survives the final KILL (a member pgrun may not signal, a
   process in uninterruptible sleep), pgrun sends KILL again every second and
-  keeps waiting; the one exception is a group held only by zombies pgrun
-  cannot reap (see Containment).
+  keeps waiting: it never exits while a live member exists. Zombies are the
+  one exception: a member whose parent is outside the run (it left the
+  group and does not reap) cannot be reaped by pgrun. When only such
+  zombies are left after the final KILL and one more second, pgrun prints
+  one warning line, reports them as unreaped and exits as usual. Where
+  pgrun cannot tell zombies from live members (off Linux), whatever
+  survives the final KILL and one more second counts as such.
+  A DUR above zero, however small, is a timeout: values are exact decimals
+  rounded up to the nanosecond (0.0000000001 is 1ns, not 0).
+  A panic (a bug in pgrun) prints one 'pgrun: internal error' line, sends
+  SIGKILL to COMMAND's group, waits up to 5s for it to be gone, and exits
+  125.
   A report that cannot be written at exit is reported on stderr; the exit
   status stays that of the run.
   If another run creates the same pid file where there was none, in the
@@ -354,12 +350,7 @@ symlinks, and group ids <= 1, cancel's own group or its caller's are refused.";
 
 pub const CANCEL_AFTER_LONG_HELP: &str = "\
 Exit status:
-    0    the run is gone (stopped, or kept from starting)
-    1    no live run was found (a stale pid file is removed), or the
-         cancel was left pending (--keep-pending)
-    2    the group was still alive 1s after the SIGKILL --timeout led to
-    125  error: a pid file whose content is not a group id, permission
-         denied, an unsafe group id, a usage error";
+{CANCEL_EXIT}";
 
 pub const STATUS_ABOUT: &str = "Say whether a run is alive, by its pid file.";
 
@@ -376,8 +367,13 @@ marker exists).";
 
 pub const STATUS_AFTER_LONG_HELP: &str = "\
 Exit status:
-    0    running or stopping
-    1    stale pid file
-    3    not running, or only a cancel is pending
-    4    unreadable pid file, or content that is not a group id
-    125  usage error";
+{STATUS_EXIT}";
+
+/// A help text with its exit-status tables filled in from [`crate::exit`].
+pub fn render(text: &str) -> String {
+    use crate::exit::{CANCEL_TABLE, RUN_TABLE, STATUS_TABLE, help_table};
+    text.replace("{RUN_EXIT}", &help_table(RUN_TABLE))
+        .replace("{CANCEL_EXIT}", &help_table(CANCEL_TABLE))
+        .replace("{STATUS_EXIT}", &help_table(STATUS_TABLE))
+        .replace("{SIGNALS}", &crate::signal_policy::help_table())
+}

@@ -6,6 +6,7 @@
 //! with the kernel goes through [`sys`].
 
 pub mod atomic_file;
+pub mod backoff;
 pub mod cancel;
 pub mod cli;
 pub mod contain;
@@ -15,11 +16,13 @@ pub mod generate;
 pub mod guard;
 pub mod help;
 pub mod output;
+pub mod panic_stop;
 pub mod parent_death;
 pub mod pidfile;
 pub mod report;
 pub mod run;
 pub mod say;
+pub mod signal_policy;
 pub mod signame;
 pub mod status;
 pub mod stop_sequence;
@@ -43,6 +46,11 @@ pub const USAGE_ERROR: u8 = 125;
 /// the process exit status.
 pub fn main(args: Vec<OsString>) -> u8 {
     let started = Instant::now();
+    panic_stop::install();
+    // First thing, in every mode: a closed stderr must not kill pgrun with
+    // SIGPIPE, and a caller's ignored SIGCHLD must not hide the command's
+    // status. The caller's own settings are kept for the command.
+    sys::sigmask::take_over_at_start();
     sys::reserve_standard_fds();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
@@ -64,9 +72,13 @@ fn usage_error(err: clap::Error) -> u8 {
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let mut out = std::io::stdout().lock();
-            let _ = write!(out, "{}", err.render());
-            let _ = out.flush();
-            0
+            match write!(out, "{}", err.render()).and_then(|()| out.flush()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    say::line(format_args!("cannot write to stdout: {e}"));
+                    exit::RunExit::Failed.code()
+                }
+            }
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingRequiredArgument
             if err.to_string().contains("<COMMAND>") =>
@@ -77,9 +89,14 @@ fn usage_error(err: clap::Error) -> u8 {
         }
         _ => {
             let text = err.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
+            let mut lines = text.lines();
+            let first = lines.next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            say::line(format_args!("{first}"));
+            // "...were not provided:" is followed by what was not: name it.
+            match first.strip_suffix(':').zip(lines.next()) {
+                Some((what, detail)) => say::line(format_args!("{what}: {}", detail.trim())),
+                None => say::line(format_args!("{first}")),
+            }
             hint();
             USAGE_ERROR
         }

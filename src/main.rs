@@ -21,9 +21,7 @@ extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
             OsString::from_vec(arg.to_bytes().to_vec())
         })
         .collect();
-    let code = match std::panic::catch_unwind(|| pgrun::main(args)) {
-        Ok(code) => code,
-        Err(_) => pgrun::USAGE_ERROR, // a bug in pgrun is still pgrun's failure: 125
-    };
-    c_int::from(code)
+    // A panic never comes back here: pgrun's panic hook stops the run and
+    // exits 125 (see `panic_stop`).
+    c_int::from(pgrun::main(args))
 }

@@ -29,6 +29,7 @@
 //! left behind.
 
 use crate::atomic_file::{self, TempFile, folder_of};
+use crate::backoff::Backoff;
 use crate::sys::lock::{self, CLAIM_BYTE, Kind, Range};
 use crate::sys::{Pid, geteuid, process};
 use crate::test_hook;
@@ -37,21 +38,25 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Fail unless the folder of `path` exists and `path` is not a symlink or a
 /// directory. `what` names the file in the message ("pid file", "report").
 pub fn check_target(path: &Path, what: &str) -> Result<()> {
-    let folder = folder_of(path);
-    match fs::metadata(folder) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => bail!("{what} folder {} is not a directory", folder.display()),
-        Err(e) => bail!("{what} folder {}: {e}", folder.display()),
-    }
+    check_folder(path, what)?;
     match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => bail!("refusing {what} {}: it is a symlink", path.display()),
         Ok(m) if m.is_dir() => bail!("{what} {} is a directory", path.display()),
         _ => Ok(()),
+    }
+}
+
+/// Fail unless the folder of `path` exists and is a directory.
+pub fn check_folder(path: &Path, what: &str) -> Result<()> {
+    let folder = folder_of(path);
+    match fs::metadata(folder) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => bail!("{what} folder {} is not a directory", folder.display()),
+        Err(e) => bail!("{what} folder {}: {e}", folder.display()),
     }
 }
 
@@ -106,7 +111,7 @@ pub struct Published {
 pub fn claim(path: &Path, interrupted: &mut dyn FnMut() -> Option<i32>) -> Result<Claimed> {
     check_target(path, "pid file")?;
     let me = geteuid();
-    let mut pause = Duration::from_millis(1);
+    let mut backoff = Backoff::default();
     let stale = loop {
         let file = match open_existing(path) {
             Ok(file) => file,
@@ -144,8 +149,7 @@ pub fn claim(path: &Path, interrupted: &mut dyn FnMut() -> Option<i32>) -> Resul
             return Ok(Claimed::Interrupted(signal));
         }
         crate::verbose!("another run is starting on pid file {}; waiting", path.display());
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(20));
+        backoff.pause_until(None);
     };
     test_hook::pause("claimed");
     let temp =
@@ -204,9 +208,13 @@ impl Claim {
         let temp = self.temp.take().expect("published once");
         temp.set_content(format!("{pgid}\n").as_bytes())
             .with_context(|| format!("cannot write pid file {}", path.display()))?;
-        let file = if let Some(stale) = self.stale.take() {
-            // We hold the old file's claim, so nobody else replaces it; the
-            // claim ends with `stale`, once the new file is in place.
+        let stale = self.stale.take();
+        // Replace the stale file only if the path still names it: holding its
+        // claim keeps every starting run and canceller away, but not
+        // somebody's `rm` (after which another run may have published).
+        let replace = stale.as_ref().and_then(|f| f.metadata().ok()).is_some_and(|meta| names(&path, &meta));
+        let file = if replace {
+            // The claim ends with `stale`, once the new file is in place.
             let placed = temp.rename_into_place();
             drop(stale);
             placed.with_context(|| format!("cannot publish pid file {}", path.display()))?

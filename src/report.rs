@@ -47,15 +47,14 @@ struct Report<'a> {
     status: Status,
     pgid: Option<Pid>,
     signals: Vec<SignalEntry>,
-    stragglers: Option<usize>,
+    stragglers: usize,
+    unreaped: usize,
     /// `--max-output` only (null without it): bytes and omitted per stream.
     output: Option<Output>,
     /// The `--contain` mode in force.
     contain: &'a str,
     /// Processes outside the group the stop reached.
     escaped: usize,
-    /// Zombies left in the group that pgrun could not reap.
-    unreaped: usize,
     duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
@@ -80,12 +79,14 @@ pub struct Facts<'a> {
     pub status: Option<ChildStatus>,
     pub pgid: Option<Pid>,
     pub signals: &'a [SentSignal],
-    pub stragglers: Option<usize>,
+    /// Members left when the command exited; 0 when it never ran.
+    pub stragglers: usize,
+    /// Zombies pgrun could not reap and stopped waiting for.
+    pub unreaped: usize,
     /// stdout's and stderr's, with `--max-output`.
     pub output: Option<[StreamStats; 2]>,
     pub contain: &'a str,
     pub escaped: usize,
-    pub unreaped: usize,
     pub duration: Duration,
     pub error: Option<&'a str>,
 }
@@ -129,13 +130,13 @@ impl ReportTarget {
                 .map(|s| SignalEntry { signal: s.signal.name(), at_ms: s.at.as_millis() as u64 })
                 .collect(),
             stragglers: facts.stragglers,
+            unreaped: facts.unreaped,
             output: facts.output.map(|[out, err]| Output {
                 stdout: StreamEntry { bytes: out.bytes, omitted: out.omitted },
                 stderr: StreamEntry { bytes: err.bytes, omitted: err.omitted },
             }),
             contain: facts.contain,
             escaped: facts.escaped,
-            unreaped: facts.unreaped,
             duration_ms: facts.duration.as_millis() as u64,
             error: facts.error,
         };

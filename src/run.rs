@@ -15,13 +15,14 @@ use crate::exit::RunExit;
 use crate::guard::{self, Guard};
 use crate::output::StreamStats;
 use crate::output::relay::Relay;
-use crate::parent_death::{self, ParentWatch};
+use crate::parent_death::ParentWatch;
 use crate::pidfile::{self, Claimed, Marker};
 use crate::report::{Facts, Reason, ReportTarget};
+use crate::signal_policy;
 use crate::supervisor::{self, Ended, SentSignal, StopReason, Watch};
 use crate::sys::Pid;
 use crate::sys::process::{self, ChildStatus, Detach, SpawnError, SpawnOptions};
-use crate::sys::sigmask::{self, SigSet};
+use crate::sys::sigmask;
 use crate::sys::wakeup::SignalSource;
 use crate::terminal::Terminal;
 use crate::test_hook;
@@ -39,7 +40,10 @@ struct Finish {
     status: Option<ChildStatus>,
     pgid: Option<Pid>,
     signals: Vec<SentSignal>,
-    stragglers: Option<usize>,
+    /// Members left when the command exited; 0 when it never ran.
+    stragglers: usize,
+    /// Zombies pgrun could not reap and stopped waiting for.
+    unreaped: usize,
     error: Option<anyhow::Error>,
     /// `--max-output`: what became of stdout and stderr, once relayed.
     output: Option<[StreamStats; 2]>,
@@ -47,7 +51,6 @@ struct Finish {
     /// before it was settled).
     contain: Option<Mode>,
     escaped: usize,
-    unreaped: usize,
     /// The guard, released once the run is withdrawn; reaped when this is
     /// dropped, after the report is written.
     guard: Option<Guard>,
@@ -61,12 +64,12 @@ impl Finish {
             status: None,
             pgid,
             signals: Vec::new(),
-            stragglers: None,
+            stragglers: 0,
+            unreaped: 0,
             error: Some(error),
             output: None,
             contain: None,
             escaped: 0,
-            unreaped: 0,
             guard: None,
         }
     }
@@ -85,30 +88,15 @@ impl Finish {
             status: None,
             pgid: None,
             signals: Vec::new(),
-            stragglers: None,
+            stragglers: 0,
+            unreaped: 0,
             error: None,
             output: None,
             contain: None,
             escaped: 0,
-            unreaped: 0,
             guard: None,
         }
     }
-}
-
-/// The signals pgrun blocks and reads synchronously.
-fn handled_signals() -> SigSet {
-    let mut set = SigSet::empty();
-    // SIGTTOU: so pgrun may hand the terminal over from the background.
-    for s in [libc::SIGCHLD, libc::SIGTERM, libc::SIGPIPE, libc::SIGTTOU, parent_death::SIGNAL] {
-        set.add(s);
-    }
-    for s in 1..=crate::signame::max_signal() {
-        if supervisor::is_forwarded(s) {
-            set.add(s);
-        }
-    }
-    set
 }
 
 /// Run the command; returns pgrun's exit status.
@@ -169,15 +157,20 @@ fn execute(args: &RunArgs, started: Instant, parent: crate::sys::Pid) -> Finish 
         let err = anyhow!("--cancel-file {} names the pid file itself", marker.display());
         return Finish::failed(RunExit::Failed, err, None);
     }
+    // A marker that could never be created could never cancel this run.
+    if let Some(Err(err)) = marker.as_deref().map(|m| pidfile::check_folder(m, "cancel marker")) {
+        return Finish::failed(RunExit::Failed, err, None);
+    }
 
     // Block the handled signals before touching the pid file, so that no
     // signal is lost or acts asynchronously from here on; the child gets
     // the mask pgrun was started with.
-    let handled = handled_signals();
-    let original_mask = match sigmask::block(&handled) {
-        Ok(mask) => mask,
-        Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot block signals: {e}"), None),
-    };
+    let handled = signal_policy::handled();
+    // The mask to hand on is the caller's, from before pgrun blocked SIGPIPE.
+    let inherited = sigmask::inherited();
+    if let Err(e) = sigmask::block(&handled) {
+        return Finish::failed(RunExit::Failed, anyhow!("cannot block signals: {e}"), None);
+    }
     let signals = match SignalSource::new(&handled) {
         Ok(s) => s,
         Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot watch signals: {e}"), None),
@@ -232,7 +225,8 @@ fn execute(args: &RunArgs, started: Instant, parent: crate::sys::Pid) -> Finish 
     scope.set_guard(guard.as_ref().map(Guard::pid));
     let options = SpawnOptions {
         detach: if args.setsid { Detach::Session } else { Detach::Group },
-        child_mask: original_mask,
+        child_mask: inherited.mask,
+        ignore_sigchld: inherited.sigchld_ignored,
         take_terminal: terminal.as_ref().and_then(Terminal::hand_off_at_start),
         stdout_stderr: child_ends.as_ref().map(|ends| ends.raw()),
         join_cgroup: scope.join_fd(),
@@ -256,6 +250,7 @@ fn execute(args: &RunArgs, started: Instant, parent: crate::sys::Pid) -> Finish 
     if let Some(guard) = &guard {
         guard.spawned(pgid);
     }
+    crate::panic_stop::watch(pgid);
     if let Some(terminal) = &terminal {
         terminal.started(pgid);
     }
@@ -267,7 +262,7 @@ fn execute(args: &RunArgs, started: Instant, parent: crate::sys::Pid) -> Finish 
         guard: guard.as_ref(),
         parent: parent_watch,
     };
-    if let Err(e) = signals.activate(&handled) {
+    if let Err(e) = signals.activate(&handled, &signal_policy::absorbed()) {
         verbose!("cannot install signal handlers: {e}");
     }
     test_hook::pause("spawned");
@@ -290,7 +285,7 @@ fn execute(args: &RunArgs, started: Instant, parent: crate::sys::Pid) -> Finish 
             let mut finish = Finish::failed(RunExit::Failed, err, Some(pgid));
             finish.output = relay.map(Relay::finish);
             if let Ok(ended) = stopped {
-                finish.status = Some(ended.status);
+                finish.status = ended.status;
                 finish.signals = ended.signals;
             }
             return finish;
@@ -354,7 +349,7 @@ fn start_guard(args: &RunArgs, scope: &Scope, marker: Option<&std::path::Path>) 
 /// the command has started: such a run ends before it begins.
 fn termination_pending() -> Option<i32> {
     let pending = sigmask::pending();
-    [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT].into_iter().find(|&s| pending.contains(s))
+    (1..=crate::signame::max_signal()).find(|&s| signal_policy::ends_the_run(s) && pending.contains(s))
 }
 
 /// What the supervisor needs besides the options.
@@ -406,7 +401,21 @@ fn supervise(
 }
 
 fn finish_from(ended: Ended, pgid: Pid) -> Finish {
-    let (exit, reason) = match (ended.stop_reason, ended.status) {
+    let Some(status) = ended.status else {
+        // The command's status was lost (see the supervisor): pgrun cannot
+        // say how the command ended, which is its own failure.
+        let mut finish = Finish::failed(
+            RunExit::Failed,
+            anyhow!("lost the exit status of process group {pgid}'s leader: it was reaped by someone else"),
+            Some(pgid),
+        );
+        finish.signals = ended.signals;
+        finish.stragglers = ended.stragglers;
+        finish.unreaped = ended.unreaped;
+        finish.escaped = ended.escaped;
+        return finish;
+    };
+    let (exit, reason) = match (ended.stop_reason, status) {
         (Some(StopReason::Timeout), _) => (RunExit::Timeout, Reason::Timeout),
         (Some(StopReason::Cancel), status) => (RunExit::Command(status), Reason::Cancelled),
         (_, status @ ChildStatus::Exited(_)) => (RunExit::Command(status), Reason::Exited),
@@ -415,15 +424,15 @@ fn finish_from(ended: Ended, pgid: Pid) -> Finish {
     Finish {
         exit,
         reason,
-        status: Some(ended.status),
+        status: Some(status),
         pgid: Some(pgid),
         signals: ended.signals,
         stragglers: ended.stragglers,
+        unreaped: ended.unreaped,
         error: None,
         output: None,
         contain: None,
         escaped: ended.escaped,
-        unreaped: ended.unreaped,
         guard: None,
     }
 }

@@ -60,8 +60,11 @@ const NAMED: &[(&str, i32)] = &[
 pub fn realtime_range() -> Option<(i32, i32)> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     return Some((libc::SIGRTMIN(), libc::SIGRTMAX()));
+    // The BSDs' signal.h; the libc crate does not export these.
     #[cfg(target_os = "freebsd")]
     return Some((65, 126));
+    #[cfg(target_os = "netbsd")]
+    return Some((33, 63));
     #[allow(unreachable_code)]
     None
 }

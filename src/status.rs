@@ -3,6 +3,7 @@
 //! no file.
 
 use crate::cli::StatusArgs;
+use crate::exit::StatusExit;
 use crate::pidfile::{self, Liveness, Marker, RecordError};
 use crate::say;
 use crate::sys::{self, Pid, process};
@@ -10,33 +11,6 @@ use serde::Serialize;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::time::SystemTime;
-
-/// Exit statuses of `pgrun status`, after the LSB convention.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StatusExit {
-    /// 0: running or stopping.
-    Alive,
-    /// 1: stale pid file.
-    Stale,
-    /// 3: not running, or only a cancel is pending.
-    NotRunning,
-    /// 4: the pid file cannot be read or does not hold a group id.
-    Unknown,
-    /// 125: a usage error.
-    Usage,
-}
-
-impl StatusExit {
-    pub fn code(self) -> u8 {
-        match self {
-            StatusExit::Alive => 0,
-            StatusExit::Stale => 1,
-            StatusExit::NotRunning => 3,
-            StatusExit::Unknown => 4,
-            StatusExit::Usage => crate::USAGE_ERROR,
-        }
-    }
-}
 
 #[derive(Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -146,7 +120,10 @@ pub fn status(args: &StatusArgs) -> StatusExit {
             }
         }
     }
-    print(args.json, &report, &marker);
+    if let Err(e) = print(args.json, &report, &marker) {
+        say::line(format_args!("cannot write to stdout: {e}"));
+        return StatusExit::Unknown;
+    }
     match report.state {
         State::Running | State::Stopping => StatusExit::Alive,
         State::Stale => StatusExit::Stale,
@@ -154,7 +131,9 @@ pub fn status(args: &StatusArgs) -> StatusExit {
     }
 }
 
-fn print(json: bool, r: &Report, marker: &std::path::Path) {
+/// Print the answer; an error if stdout cannot take it (the caller then
+/// has no answer, which is not "running").
+fn print(json: bool, r: &Report, marker: &std::path::Path) -> std::io::Result<()> {
     let line = if json {
         serde_json::to_string(r).unwrap_or_default()
     } else {
@@ -187,6 +166,5 @@ fn print(json: bool, r: &Report, marker: &std::path::Path) {
         text
     };
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    writeln!(out, "{line}").and_then(|()| out.flush())
 }

@@ -21,19 +21,23 @@
 //! loop also checks on a backoff of up to 100 ms, because members that are
 //! not pgrun's children end without a SIGCHLD to pgrun.
 //!
-//! A group held only by zombies pgrun cannot reap is not waited for
-//! forever (see [`crate::contain::zombies`]): while draining it counts as
-//! ended, and after the final KILL it gets one more grace.
+//! Two ways out never wait forever: a leader whose status is lost (reaped by
+//! someone else) ends the wait for it, and a group that outlives the final
+//! KILL only because of zombies pgrun cannot reap (their parent is outside
+//! the run, or there is no subreaper) is given one more grace, then reported
+//! as `unreaped`; while draining, a group left with nothing but such zombies
+//! is over at once (where /proc can tell).
 
-use crate::contain::{Scope, zombies};
+use crate::contain::Scope;
 use crate::output::relay::Relay;
-use crate::parent_death::{self, ParentWatch};
+use crate::parent_death::ParentWatch;
+use crate::signal_policy::{self, Handling};
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
 use crate::sys::process::{self, ChildStatus, Reaped};
 use crate::sys::wakeup::SignalSource;
 use crate::sys::{self, Pid, PollFd};
-use crate::terminal::{self, RunState, Terminal};
+use crate::terminal::{RunState, Terminal};
 use crate::{say, verbose};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -57,34 +61,22 @@ pub struct SentSignal {
 /// What happened to the group, once it is gone.
 #[derive(Debug)]
 pub struct Ended {
-    /// How the command (the group leader) ended.
-    pub status: ChildStatus,
+    /// How the command (the group leader) ended; `None` if its status was
+    /// lost (it was reaped by someone else, which no run should see).
+    pub status: Option<ChildStatus>,
     /// The first reason a stop sequence was started, if any.
     pub stop_reason: Option<StopReason>,
     pub signals: Vec<SentSignal>,
-    /// Members still alive when the command exited (`None`: unknown here).
-    pub stragglers: Option<usize>,
+    /// Members still alive when the command exited (off Linux, where they
+    /// cannot be counted, 1 stands for "some").
+    pub stragglers: usize,
+    /// Zombies left in the group that pgrun could not reap and stopped
+    /// waiting for (0 when the group is really gone).
+    pub unreaped: usize,
     /// Processes outside the group the stop reached (tree, cgroup).
     pub escaped: usize,
-    /// Zombies left in the group that pgrun could not reap.
-    pub unreaped: usize,
     /// The guard died during the run and was reaped here.
     pub guard_reaped: bool,
-}
-
-/// Signals pgrun forwards to the group as they are.
-pub fn is_forwarded(signal: i32) -> bool {
-    const FORWARDED: [i32; 8] = [
-        libc::SIGHUP,
-        libc::SIGINT,
-        libc::SIGQUIT,
-        libc::SIGUSR1,
-        libc::SIGUSR2,
-        libc::SIGALRM,
-        libc::SIGWINCH,
-        libc::SIGCONT,
-    ];
-    FORWARDED.contains(&signal) || crate::signame::realtime_range().is_some_and(|(lo, hi)| (lo..=hi).contains(&signal))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -122,15 +114,33 @@ pub struct Watch<'a> {
 /// Longest pause between group checks when no event can announce the end.
 const MAX_POLL: Duration = Duration::from_millis(100);
 
+/// How long each KILL step waits before KILL is sent again, and the one
+/// more grace given to zombies pgrun cannot reap before it stops waiting.
+const KILL_GRACE: Duration = Duration::from_secs(1);
+
+/// What the leader is known to be.
+#[derive(Clone, Copy, Debug)]
+enum Leader {
+    Running,
+    Ended(ChildStatus),
+    /// Gone without pgrun learning its status.
+    Lost,
+}
+
 struct Supervisor<'a> {
     w: Watch<'a>,
     phase: Phase,
-    leader: Option<ChildStatus>,
+    leader: Leader,
     timeout_at: Option<Instant>,
     stop_reason: Option<StopReason>,
     sent: Vec<SentSignal>,
-    stragglers: Option<usize>,
+    stragglers: usize,
+    /// KILLs sent again after the final step, each after a grace.
+    kill_repeats: u32,
+    /// Set when pgrun stops waiting for zombies it cannot reap: their count.
     unreaped: Option<usize>,
+    /// Test-only: panic on SIGUSR1 (see `test_hook`).
+    panic_on_usr1: bool,
     guard_reaped: bool,
     pgid: Pid,
     /// Current pause of the fallback group check, doubled each time.
@@ -148,12 +158,14 @@ pub fn supervise(w: Watch<'_>, stop_now: Option<StopReason>) -> std::io::Result<
     let mut s = Supervisor {
         w,
         phase: Phase::Running,
-        leader: None,
+        leader: Leader::Running,
         timeout_at,
         stop_reason: None,
         sent: Vec::new(),
-        stragglers: None,
+        stragglers: 0,
+        kill_repeats: 0,
         unreaped: None,
+        panic_on_usr1: crate::test_hook::active(crate::test_hook::PANIC_ON_USR1),
         guard_reaped: false,
         pgid,
         poll_backoff: Duration::from_millis(1),
@@ -169,35 +181,45 @@ impl Supervisor<'_> {
     fn run(mut self) -> std::io::Result<Ended> {
         loop {
             let leader_exited_now = self.reap_children()?;
-            if let Some(status) = self.leader {
-                if self.unreaped.is_some() || self.w.scope.is_gone() {
-                    verbose!("process group {} is gone", self.pgid);
-                    if leader_exited_now {
-                        self.stragglers = Some(0);
+            if !matches!(self.leader, Leader::Running) {
+                let gone = self.w.scope.is_gone();
+                if gone || self.unreaped.is_some() {
+                    if gone {
+                        verbose!("process group {} is gone", self.pgid);
+                        crate::panic_stop::unwatch();
+                    }
+                    if leader_exited_now && gone {
+                        self.stragglers = 0;
                     }
                     return Ok(Ended {
-                        status,
+                        status: match self.leader {
+                            Leader::Ended(status) => Some(status),
+                            _ => None,
+                        },
                         stop_reason: self.stop_reason,
                         signals: self.sent,
                         stragglers: self.stragglers,
-                        escaped: self.w.scope.escaped(),
                         unreaped: self.unreaped.unwrap_or(0),
+                        escaped: self.w.scope.escaped(),
                         guard_reaped: self.guard_reaped,
                     });
                 }
+                if leader_exited_now {
+                    self.on_stragglers();
+                }
                 if let Phase::Draining = self.phase
-                    && let Some(zombies) = self.only_unreapable_left()
+                    && let Some(zombies) = self.only_zombies_left()
                 {
                     // Nothing of the run is alive any more: the rest are
                     // zombies of parents outside pgrun's reach.
                     self.give_up_on(zombies);
                     continue;
                 }
-                if leader_exited_now {
-                    self.on_stragglers();
-                }
             }
             self.on_deadlines();
+            if self.unreaped.is_some() {
+                continue;
+            }
             let wait = self.next_wake().map(|at| at.saturating_duration_since(Instant::now()));
             self.wait_for_events(wait)?;
         }
@@ -210,7 +232,7 @@ impl Supervisor<'_> {
         let mut n = 1;
         // The cgroup leaf's cgroup.events: a change may be the run's end.
         // Only once the command has exited: until then SIGCHLD says it.
-        let events = if self.leader.is_some() { self.w.scope.events() } else { None };
+        let events = if matches!(self.leader, Leader::Running) { None } else { self.w.scope.events() };
         if let Some(fd) = events {
             set[1] = PollFd::priority(fd);
             n += 1;
@@ -252,13 +274,26 @@ impl Supervisor<'_> {
                         ChildStatus::Exited(code) => verbose!("command exited with status {code}"),
                         ChildStatus::Signaled(sig) => verbose!("command was ended by signal {}", Signal(sig)),
                     }
-                    self.leader = Some(status);
+                    self.leader = Leader::Ended(status);
                     leader_exited = true;
                 }
                 Reaped::Child(..) => {}
                 Reaped::Stopped(pid, signal) => self.on_stopped(pid, signal),
-                Reaped::NoneReady => return Ok(leader_exited),
-                Reaped::NoChildren => return Ok(leader_exited),
+                Reaped::NoneReady if !matches!(self.leader, Leader::Running) => return Ok(leader_exited),
+                // The guard is a child too, so "no children" cannot say the
+                // leader is gone: ask about the leader itself.
+                Reaped::NoneReady if process::is_child(self.pgid) => return Ok(leader_exited),
+                Reaped::NoneReady | Reaped::NoChildren => {
+                    if let Leader::Running = self.leader {
+                        // No children at all, so the leader is not one any
+                        // more: someone else reaped it. Its status is lost;
+                        // waiting for it would be waiting forever.
+                        verbose!("the command's exit status was lost: it was reaped by someone else");
+                        self.leader = Leader::Lost;
+                        return Ok(true);
+                    }
+                    return Ok(leader_exited);
+                }
             }
         }
     }
@@ -267,13 +302,14 @@ impl Supervisor<'_> {
     /// --wait-group wait for them.
     fn on_stragglers(&mut self) {
         if self.w.count_stragglers {
-            self.stragglers = process::count_group_members(self.pgid);
+            self.stragglers = process::count_group_members_at_least(self.pgid);
         }
         if let Phase::Running = self.phase {
             let left = match self.stragglers {
-                Some(0) => format!("nothing left in process group {}, but the run goes on", self.pgid),
-                Some(n) => format!("{n} process(es) left in process group {}", self.pgid),
-                None => format!("processes left in process group {}", self.pgid),
+                0 if self.w.count_stragglers => {
+                    format!("nothing left in process group {}, but the run goes on", self.pgid)
+                }
+                n => format!("{n} process(es) left in process group {}", self.pgid),
             };
             if self.w.wait_group {
                 verbose!("{left}; waiting for them");
@@ -296,21 +332,23 @@ impl Supervisor<'_> {
     }
 
     fn on_signal(&mut self, signal: i32) {
-        match signal {
-            libc::SIGCHLD | libc::SIGPIPE | libc::SIGTTOU => {}
-            libc::SIGTERM => {
-                verbose!("received TERM: cancelling");
+        if signal == libc::SIGUSR1 && self.panic_on_usr1 {
+            panic!("test hook: panic in the supervise loop");
+        }
+        match signal_policy::handling(signal) {
+            Some(Handling::Cancel) => {
+                verbose!("received {}: cancelling", Signal(signal));
                 self.start_stop(StopReason::Cancel);
             }
-            parent_death::SIGNAL if self.w.parent.is_some() => self.check_parent(),
-            s if is_forwarded(s) => {
-                verbose!("forwarding {} to process group {}", Signal(s), self.pgid);
-                self.send(Signal(s));
-                if terminal::continue_after_forwarding(s) {
+            Some(Handling::Forward { then_cont }) => {
+                verbose!("forwarding {} to process group {}", Signal(signal), self.pgid);
+                self.send(Signal(signal));
+                if then_cont {
                     self.send(Signal::CONT);
                 }
             }
-            _ => {}
+            Some(Handling::ParentDeath) => self.check_parent(),
+            Some(Handling::Reap | Handling::Absorb) | None => {}
         }
     }
 
@@ -327,14 +365,17 @@ impl Supervisor<'_> {
         }
     }
 
-    /// If nothing of the run is alive any more but zombies in the group
-    /// that pgrun cannot reap, how many.
-    fn only_unreapable_left(&self) -> Option<usize> {
+    /// While draining: if nothing of the run is alive any more but zombies
+    /// in the group that pgrun cannot reap, how many (only where /proc can
+    /// tell a zombie from a live member).
+    fn only_zombies_left(&self) -> Option<usize> {
         if !self.w.scope.is_gone_except_group() {
             return None;
         }
-        let after_kill = matches!(self.phase, Phase::Stopping { .. });
-        zombies::only_zombies_left(self.pgid, after_kill)
+        match process::group_census(self.pgid) {
+            Some(census) if census.members > 0 && census.zombies == census.members => Some(census.zombies),
+            _ => None,
+        }
     }
 
     fn give_up_on(&mut self, zombies: usize) {
@@ -353,7 +394,7 @@ impl Supervisor<'_> {
             && self.parent_check_at.is_some_and(|at| now >= at)
         {
             self.parent_check_at = now.checked_add(every);
-            if !matches!(self.phase, Phase::Stopping { .. }) {
+            if !matches!(self.phase, Phase::Stopping { .. }) && self.w.parent.is_some_and(|p| p.parent_gone()) {
                 self.check_parent();
             }
         }
@@ -369,19 +410,19 @@ impl Supervisor<'_> {
             let last = self.w.sequence.steps().len() - 1;
             if step < last {
                 self.enter_step(step + 1);
-            } else if self.leader.is_some()
-                && let Some(zombies) = self.only_unreapable_left()
-            {
-                // The KILL's grace has passed and only zombies pgrun cannot
-                // reap hold the group: report them, do not wait forever.
+            } else if let Some(zombies) = self.unreapable_zombies() {
+                // One more grace has passed and only zombies are left that
+                // pgrun cannot reap: report them instead of waiting forever.
                 self.give_up_on(zombies);
             } else {
                 // After the final KILL something is still there (a member
-                // we may not signal, or one that forked in the meantime):
-                // send KILL again, each grace, until the group is gone.
+                // we may not signal, one that forked in the meantime, or a
+                // zombie whose parent may yet reap it): send KILL again,
+                // each grace, until the group is gone.
                 verbose!("process group {} survived KILL; sending it again", self.pgid);
                 self.w.scope.signal(libc::SIGKILL, false, true);
-                self.phase = Phase::Stopping { step, deadline: now.checked_add(Duration::from_secs(1)) };
+                self.kill_repeats += 1;
+                self.phase = Phase::Stopping { step, deadline: now.checked_add(KILL_GRACE) };
             }
         }
     }
@@ -406,9 +447,26 @@ impl Supervisor<'_> {
         let cont = current.signal != Signal::KILL && current.signal != Signal::CONT;
         let last = step + 1 == self.w.sequence.steps().len();
         self.w.scope.signal(current.signal.0, cont, last);
-        let grace = if current.signal == Signal::KILL { Duration::from_secs(1) } else { current.grace };
+        let grace = if current.signal == Signal::KILL { KILL_GRACE } else { current.grace };
         self.phase = Phase::Stopping { step, deadline: Instant::now().checked_add(grace) };
         self.poll_backoff = Duration::from_millis(1);
+    }
+
+    /// After the final KILL and one more grace: if what holds the group
+    /// can only be zombies pgrun cannot reap, how many. On Linux that is
+    /// read from /proc (a live member, say one in uninterruptible sleep, is
+    /// still waited for); where pgrun cannot look, whatever survived two
+    /// KILLs and a grace is taken for such zombies. Never before the
+    /// leader is reaped (or lost): pgrun can always reap its own child.
+    fn unreapable_zombies(&self) -> Option<usize> {
+        if self.kill_repeats == 0 || matches!(self.leader, Leader::Running) || !self.w.scope.is_gone_except_group() {
+            return None;
+        }
+        match process::group_census(self.pgid) {
+            Some(census) if census.members > 0 && census.zombies == census.members => Some(census.zombies),
+            Some(_) => None,
+            None => Some(process::count_group_members_at_least(self.pgid)),
+        }
     }
 
     fn send(&self, signal: Signal) {

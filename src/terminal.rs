@@ -53,13 +53,6 @@ use crate::verbose;
 use std::cell::{Cell, OnceCell};
 use std::os::fd::{AsRawFd, OwnedFd};
 
-/// Signals that pgrun forwards and then follows with SIGCONT: termination
-/// requests, which a member stopped on terminal access must be able to act
-/// on (see the module doc for why the others are not).
-pub fn continue_after_forwarding(signal: i32) -> bool {
-    matches!(signal, libc::SIGHUP | libc::SIGINT | libc::SIGQUIT)
-}
-
 /// Where the run is, as far as a stopped member is concerned.
 #[derive(Clone, Copy, Debug)]
 pub struct RunState {

@@ -1,5 +1,7 @@
-//! Test-only pauses at named steps, so that the test suite can hold pgrun
-//! inside a race window and act there, deterministically.
+//! Test-only hooks: pauses at named steps, so that the test suite can hold
+//! pgrun inside a race window and act there, deterministically; and ways to
+//! make pgrun misbehave on purpose, so that the suite can prove what happens
+//! then.
 //!
 //! `PGRUN_TEST_PAUSE=STEP=FILE[,STEP=FILE...]`: on reaching STEP, pgrun
 //! creates `FILE.reached` and waits until FILE exists (at most two minutes),
@@ -11,6 +13,11 @@
 //! (no marker was found before the start), `spawned` (the command runs, its
 //! group is not published yet), `exit` (all is done and written, pgrun is
 //! about to exit: its peak memory can be read).
+//!
+//! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise
+//! loop panic when it reads SIGUSR1; [`KEEP_SIGCHLD_IGNORED`] leaves a
+//! SIGCHLD ignored by the caller ignored in pgrun itself. Also read by debug
+//! builds only.
 
 /// Pause here if the environment asks for `step`.
 #[inline]
@@ -36,5 +43,24 @@ fn pause_for_tests(step: &str) {
         while std::fs::symlink_metadata(file).is_err() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+}
+
+/// Make the supervise loop panic when it reads SIGUSR1.
+pub const PANIC_ON_USR1: &str = "panic-on-usr1";
+/// Leave a SIGCHLD ignored by the caller ignored in pgrun itself.
+pub const KEEP_SIGCHLD_IGNORED: &str = "keep-sigchld-ignored";
+
+/// Whether the hook `name` is asked for in `PGRUN_TEST_HOOK`.
+pub fn active(name: &str) -> bool {
+    #[cfg(debug_assertions)]
+    {
+        std::env::var_os("PGRUN_TEST_HOOK")
+            .is_some_and(|hooks| hooks.as_encoded_bytes().split(|&b| b == b',').any(|h| h == name.as_bytes()))
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = name;
+        false
     }
 }

@@ -180,10 +180,16 @@ fn unsafe_pid_files_are_refused() {
     assert_refused(&pidfile, &marker, "garbage", &[]);
     fs::write(&pidfile, "1\n").unwrap();
     assert_refused(&pidfile, &marker, "group 1", &["--force"]);
-    // SAFETY: getpgrp has no preconditions.
-    let own = unsafe { libc::getpgrp() };
-    fs::write(&pidfile, format!("{own}\n")).unwrap();
-    assert_refused(&pidfile, &marker, "cancel's own group", &["--force"]);
+    // cancel's own group: a new group made for it (never the test runner's,
+    // which a regression would kill), whose id sh writes before it becomes
+    // that cancel.
+    let script = format!("echo $$ > {p}; exec {pgrun} cancel --force {p}", p = pidfile.display(), pgrun = pgrun_path());
+    let mut own_group = Command::new("sh");
+    own_group.args(["-c", &script]).stdin(Stdio::null()).process_group(0);
+    let out = run(default_signals(&mut own_group));
+    assert_status(&out, 125, "cancel's own group");
+    assert!(!marker.exists(), "cancel's own group: marker left behind");
+    assert!(stderr_of(&out).starts_with("pgrun: "), "{}", stderr_of(&out));
 
     fs::write(&pidfile, format!("{victim}\n")).unwrap();
     fs::set_permissions(&pidfile, fs::Permissions::from_mode(0o666)).unwrap();
@@ -215,13 +221,21 @@ fn unsafe_pid_files_are_refused() {
 fn the_callers_group_is_refused() {
     let scratch = Scratch::new();
     let pidfile = scratch.path("job.pid");
-    // SAFETY: getpgrp has no preconditions.
-    let callers = unsafe { libc::getpgrp() };
-    fs::write(&pidfile, format!("{callers}\n")).unwrap();
-    // cancel in a group of its own, so only "its parent's group" can refuse.
-    let out = run(pgrun(["cancel", "--force", pidfile.to_str().unwrap()]).process_group(0));
-    assert_status(&out, 125, "parent's group");
-    assert!(stderr_of(&out).contains("caller"), "{}", stderr_of(&out));
+    let status = scratch.path("status");
+    // The caller: sh, in a new group of its own (never the test runner's,
+    // which a regression would kill), writes that group's id, then runs
+    // cancel in yet another group, so only "its parent's group" can refuse.
+    let script = format!(
+        "echo $$ > {p}; setsid {pgrun} cancel --force {p} 2>&1; echo $? > {status}",
+        p = pidfile.display(),
+        pgrun = pgrun_path(),
+        status = status.display()
+    );
+    let mut caller = Command::new("sh");
+    caller.args(["-c", &script]).stdin(Stdio::null()).process_group(0);
+    let out = run(default_signals(&mut caller));
+    assert_eq!(wait_line(&status), "125", "parent's group: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("caller"), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 #[test]

@@ -34,6 +34,20 @@ fn committed_man_pages_and_completions_are_current() {
 }
 
 #[test]
+fn readme_exit_status_tables_are_current() {
+    let out = run(&mut pgrun(["--generate", "readme-exit-status"]));
+    assert_status(&out, 0, "readme-exit-status");
+    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    let start = readme.find("<!-- exit-status:").expect("README.md has the exit-status marker");
+    let body_start = start + readme[start..].find('\n').unwrap() + 1;
+    let end = readme.find("<!-- end exit-status -->").expect("README.md has the end marker");
+    assert!(
+        &readme.as_bytes()[body_start..end] == out.stdout.as_slice(),
+        "README.md's exit statuses are stale: run scripts/regenerate-docs, and commit it"
+    );
+}
+
+#[test]
 fn bash_completion_registers_and_completes_subcommands_and_signals() {
     let script = format!(
         "source {}; complete -p pgrun; \

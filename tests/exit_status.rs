@@ -45,15 +45,14 @@ fn timeout_is_124_and_preserve_status_keeps_the_commands() {
     assert_status(&out, 124, "timeout");
     let out = run(&mut pgrun(["--timeout", "0.2", "--preserve-status", "--", "sleep", "30"]));
     assert_status(&out, 143, "preserve-status, killed by TERM");
-    let out = run(&mut pgrun([
-        "--timeout",
-        "0.2",
-        "--preserve-status",
-        "--",
-        "sh",
-        "-c",
-        "trap 'exit 7' TERM; sleep 30 & wait",
-    ]));
+    // TERM blocked until the handler is in place: it cannot come too early.
+    let handler = "import os, signal, subprocess\n\
+                   signal.signal(signal.SIGTERM, lambda *a: os._exit(7))\n\
+                   signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])\n\
+                   child = subprocess.Popen(['sleep', '30'])\n\
+                   child.wait()\n";
+    let mut cmd = pgrun(["--timeout", "0.2", "--preserve-status", "--", "python3", "-c", handler]);
+    let out = run(with_blocked(&mut cmd, &[libc::SIGTERM]));
     assert_status(&out, 7, "preserve-status, handled TERM");
     let out = run(&mut pgrun(["--timeout", "0", "--", "true"]));
     assert_status(&out, 0, "timeout 0 means none");

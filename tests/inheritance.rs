@@ -6,10 +6,9 @@ use std::fs;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-/// `(SigBlk, SigIgn)` of `/proc/self/status` as `cmd` sees them, without
-/// the C library's reserved signals (32 .. SIGRTMIN-1): no program can set
-/// those, and glibc's posix_spawn marks them ignored in every child it makes
-/// (glibc re-installs its own handlers for them at the command's start-up).
+/// `(SigBlk, SigIgn)` of `/proc/self/status` as `cmd` sees them, every
+/// signal included: also the C library's reserved ones (32 .. SIGRTMIN-1),
+/// which glibc's posix_spawn would mark ignored unless told not to.
 fn signal_masks(cmd: &mut Command) -> (u64, u64) {
     let out = run(cmd);
     assert_status(&out, 0, "status reader");
@@ -18,22 +17,33 @@ fn signal_masks(cmd: &mut Command) -> (u64, u64) {
         let line = text.lines().find(|l| l.starts_with(name)).expect(name);
         u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
     };
-    let reserved: u64 = (32..libc::SIGRTMIN()).map(bit).fold(0, |a, b| a | b);
-    (mask("SigBlk:") & !reserved, mask("SigIgn:") & !reserved)
+    (mask("SigBlk:"), mask("SigIgn:"))
 }
 
 fn bit(signal: i32) -> u64 {
     1u64 << (signal - 1)
 }
 
-/// Make the caller ignore USR1 and RTMIN+1 (and PIPE if asked) and block
-/// USR2, HUP and RTMAX.
+/// Make the caller ignore USR1 and RTMIN+1 (and PIPE and CHLD if asked) and
+/// block USR2, HUP and RTMAX.
 fn with_caller_signals(cmd: &mut Command, ignore_pipe: bool) -> &mut Command {
     let (rt_ignored, rt_blocked) = (libc::SIGRTMIN() + 1, libc::SIGRTMAX());
     // SAFETY: only async-signal-safe calls on stack data between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
+            // The C library's reserved signals at their defaults, with a
+            // raw rt_sigaction (glibc's sigaction refuses them): the test
+            // runner itself may have them ignored, having been started by a
+            // posix_spawn.
+            let default = [0usize; 4]; // handler SIG_DFL, no flags, empty mask
+            for signal in 32..libc::SIGRTMIN() {
+                libc::syscall(libc::SYS_rt_sigaction, signal, default.as_ptr(), std::ptr::null_mut::<u8>(), 8usize);
+            }
             libc::signal(libc::SIGUSR1, libc::SIG_IGN);
+            // pgrun takes SIGCHLD's default back for itself (it could not
+            // learn the command's status otherwise): the command still gets
+            // it ignored.
+            libc::signal(libc::SIGCHLD, if ignore_pipe { libc::SIG_IGN } else { libc::SIG_DFL });
             libc::signal(rt_ignored, libc::SIG_IGN);
             libc::signal(libc::SIGPIPE, if ignore_pipe { libc::SIG_IGN } else { libc::SIG_DFL });
             let mut set: libc::sigset_t = std::mem::zeroed();
@@ -49,8 +59,13 @@ fn with_caller_signals(cmd: &mut Command, ignore_pipe: bool) -> &mut Command {
 
 #[test]
 fn signal_mask_and_ignored_signals_pass_through_exactly() {
+    // With PIPE and CHLD ignored, pgrun takes the fork path; without, the
+    // posix_spawn one.
     for ignore_pipe in [false, true] {
-        let direct = signal_masks(with_caller_signals(Command::new("cat").arg("/proc/self/status"), ignore_pipe));
+        let direct = signal_masks(with_caller_signals(
+            default_signals(Command::new("cat").arg("/proc/self/status")),
+            ignore_pipe,
+        ));
         let through = signal_masks(with_caller_signals(&mut pgrun(["--", "cat", "/proc/self/status"]), ignore_pipe));
         assert_eq!(through, direct, "ignore_pipe={ignore_pipe}: (blocked, ignored) {through:x?} != {direct:x?}");
         // The caller's settings are really there, so equality means something.
@@ -58,6 +73,8 @@ fn signal_mask_and_ignored_signals_pass_through_exactly() {
         let want_ignored = bit(libc::SIGUSR1) | bit(libc::SIGRTMIN() + 1);
         assert_eq!(ignored & want_ignored, want_ignored, "{ignored:x}");
         assert_eq!(ignored & bit(libc::SIGPIPE) != 0, ignore_pipe, "{ignored:x}");
+        assert_eq!(ignored & bit(libc::SIGCHLD) != 0, ignore_pipe, "{ignored:x}");
+        assert_eq!(ignored & (bit(32) | bit(33)), 0, "the C library's signals: {ignored:x}");
         let want_blocked = bit(libc::SIGUSR2) | bit(libc::SIGHUP) | bit(libc::SIGRTMAX());
         assert_eq!(blocked & want_blocked, want_blocked, "{blocked:x}");
     }
@@ -154,6 +171,28 @@ fn environment_and_working_directory_pass_through() {
         .current_dir(scratch.dir()));
     let want = format!("x y\n{}\n", scratch.dir().canonicalize().unwrap().display());
     assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+}
+
+#[test]
+fn the_environment_passes_through_byte_for_byte_in_order() {
+    // What the command finds in /proc/self/environ is exactly what it finds
+    // when started directly: every entry, in the same order, the first and
+    // the last included, invalid UTF-8 too.
+    use std::os::unix::ffi::OsStrExt;
+    let odd = std::ffi::OsStr::from_bytes(b"\xff\xfe=bytes");
+    let with_env = |cmd: &mut std::process::Command| {
+        cmd.env_clear().env("FIRST", "1").env("MIDDLE", odd).env("EMPTY", "").env("LAST", "z");
+    };
+    let mut direct = std::process::Command::new("cat");
+    direct.arg("/proc/self/environ");
+    with_env(&mut direct);
+    let want = run(&mut direct).stdout;
+    let mut through = pgrun(["--", "cat", "/proc/self/environ"]);
+    with_env(&mut through);
+    let got = run(&mut through).stdout;
+    let entries: Vec<&[u8]> = want.split(|&b| b == 0).filter(|e| !e.is_empty()).collect();
+    assert_eq!(entries.len(), 4, "the reference run sees every entry: {want:?}");
+    assert_eq!(got, want, "the environment changed on its way through pgrun");
 }
 
 #[test]

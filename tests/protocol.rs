@@ -189,6 +189,9 @@ fn a_marker_that_appears_after_the_check_before_the_start_stops_the_run_and_is_c
 
 #[test]
 fn a_pid_file_in_a_pid_namespace_is_never_read_as_a_host_group() {
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
     // The container's run gets, inside its namespace, the number that the
     // bystander's group has on the host (ns_last_pid makes that exact).
     let scratch = Scratch::new();
@@ -227,6 +230,9 @@ fn a_pid_file_in_a_pid_namespace_is_never_read_as_a_host_group() {
 
 #[test]
 fn another_users_read_lock_fakes_nothing() {
+    if !require(Capability::UnprivilegedUser) {
+        return;
+    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     open_up(scratch.dir(), false);
@@ -288,6 +294,9 @@ fn another_users_read_lock_fakes_nothing() {
 
 #[test]
 fn another_users_marker_is_ignored() {
+    if !require(Capability::UnprivilegedUser) {
+        return;
+    }
     let scratch = Scratch::new();
     open_up(scratch.dir(), true); // a sticky, world-writable folder like /tmp
     let sd = scratch.sh();
@@ -318,6 +327,12 @@ fn assert_never_started(out: &std::process::Output, what: &str) {
 
 #[test]
 fn failures_are_found_before_the_command_starts() {
+    if !require(Capability::UnprivilegedUser) {
+        return;
+    }
+    if !require(Capability::MountNamespaces) {
+        return;
+    }
     let scratch = Scratch::new();
     let sd = scratch.sh();
     let witness = scratch.path("ran");
@@ -387,6 +402,9 @@ fn the_marker_cannot_be_the_pid_file() {
 
 #[test]
 fn cancel_in_a_read_only_folder_still_stops_a_live_run() {
+    if !require(Capability::MountNamespaces) {
+        return;
+    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
@@ -479,4 +497,160 @@ fn stress_starts_racing_cancels_over_a_stale_pid_file() {
         assert!(!marker.exists(), "round {round}: marker left");
     }
     assert_canary_untouched(&scratch, canary);
+}
+
+#[test]
+fn cancel_continues_a_stopped_pgrun() {
+    // A pgrun stopped as a job (here by SIGSTOP) must still act on cancel.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let (index, pgid) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    let pgrun_pid = guard.child(index).id() as i32;
+    send(pgrun_pid, libc::SIGSTOP);
+    eventually("pgrun to stop", || state(pgrun_pid).as_deref() == Some("T"));
+    let canceller = guard.spawn(&mut pgrun(["cancel", pidfile.to_str().unwrap()]));
+    assert_eq!(guard.wait(index), 143, "the stopped pgrun ran its stop sequence");
+    assert_eq!(guard.wait(canceller), 0);
+    assert!(is_dead(pgid));
+}
+
+#[test]
+fn names_planted_at_the_temporary_pid_file_path_do_not_block_a_run() {
+    if !require(Capability::UnprivilegedUser) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    open_up(scratch.dir(), true); // sticky and world-writable, like /tmp
+    let pidfile = scratch.path("job.pid");
+    let claimed = Pause::new(&scratch, "claimed");
+    let dir = scratch.sh();
+    let run = guard.spawn(claimed.arm(&mut pgrun([
+        "-p",
+        pidfile.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &format!("echo ran > {dir}/ran"),
+    ])));
+    claimed.wait_reached();
+    // nobody knows pgrun's pid and plants a folder it cannot remove at the
+    // temporary name the pid file would be written under.
+    let planted = scratch.path(&format!(".job.pid.pgrun-{}.tmp", guard.child(run).id()));
+    let p = planted.to_str().unwrap();
+    let out = run_cmd(&mut as_nobody("sh", &["-c", &format!("mkdir {p} && touch {p}/x")]));
+    assert_status(&out, 0, "nobody plants a folder");
+    claimed.release();
+    assert_eq!(guard.wait(run), 0, "the run must not be blocked by another user's planted name");
+    assert_eq!(wait_line(&scratch.path("ran")), "ran");
+}
+
+#[test]
+fn status_by_another_user_sees_the_same_pid_namespace() {
+    if !require(Capability::UnprivilegedUser) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    open_up(scratch.dir(), false);
+    let pidfile = scratch.path("job.pid");
+    let _ = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    let out = run_cmd(&mut as_nobody(pgrun_path(), &["status", "--json", pidfile.to_str().unwrap()]));
+    assert_status(&out, 0, "status as nobody");
+    let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(state["other_pid_namespace"], false, "{state}");
+    // The portable build counts no processes (no /proc) for anyone.
+    if !cfg!(feature = "posix-fallback") {
+        assert!(state["processes"].as_u64().is_some_and(|n| n >= 1), "{state}");
+    }
+}
+
+#[test]
+fn keep_pending_cannot_lean_on_another_users_marker() {
+    if !require(Capability::UnprivilegedUser) {
+        return;
+    }
+    let scratch = Scratch::new();
+    open_up(scratch.dir(), true);
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let out = run_cmd(&mut as_nobody("touch", &[marker.to_str().unwrap()]));
+    assert_status(&out, 0, "nobody drops a marker");
+    let out = run_cmd(&mut pgrun(["cancel", "--keep-pending", "--wait-start", "0.2", pidfile.to_str().unwrap()]));
+    assert_status(&out, 125, "a cancel that cannot be left pending must not say it is");
+    assert!(stderr_of(&out).contains("uid 65534"), "{}", stderr_of(&out));
+}
+
+#[test]
+fn a_stale_file_removed_behind_a_starting_runs_back_is_not_replaced_over_a_live_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let canary = spawn_canary(&mut guard, &scratch);
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    stale_file(&pidfile, canary);
+    let spawned = Pause::new(&scratch, "spawned");
+    let a = guard.spawn(spawned.arm(&mut pgrun(["-p", p, "--", "sleep", "300"])));
+    spawned.wait_reached();
+    // Somebody removes the stale file by hand, and B starts and publishes.
+    fs::remove_file(&pidfile).unwrap();
+    let (b, b_group) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    let b_pid = guard.child(b).id() as i32;
+    spawned.release();
+    assert_eq!(guard.wait(a), 125, "A must not replace B's live pid file");
+    assert_eq!(wait_line(&pidfile), b_group.to_string());
+    assert_eq!(lock_holder(&pidfile), Some(b_pid));
+    assert_status(&run_cmd(&mut pgrun(["cancel", p])), 0, "cancel B");
+    assert_eq!(guard.wait(b), 143);
+    assert_canary_untouched(&scratch, canary);
+}
+
+#[test]
+fn a_cancel_without_a_marker_still_waits_for_a_live_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let nowhere = scratch.path("missing/job.cancel");
+    let mut canceller = pgrun([
+        "cancel",
+        "-v",
+        "--wait-start",
+        "60",
+        "--cancel-file",
+        nowhere.to_str().unwrap(),
+        pidfile.to_str().unwrap(),
+    ]);
+    let canceller = guard.spawn(canceller.stderr(Stdio::piped()));
+    let mut first = String::new();
+    let mut err = std::io::BufReader::new(guard.child(canceller).stderr.take().unwrap());
+    std::io::BufRead::read_line(&mut err, &mut first).unwrap();
+    assert!(first.contains("cannot create cancel marker"), "{first}");
+    let (run, _) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    assert_eq!(guard.wait(canceller), 0, "the live run was found and stopped");
+    assert_eq!(guard.wait(run), 143);
+    // A run whose marker could never exist refuses to start.
+    let out = run_cmd(&mut pgrun([
+        "-p",
+        pidfile.to_str().unwrap(),
+        "--cancel-file",
+        nowhere.to_str().unwrap(),
+        "--",
+        "true",
+    ]));
+    assert_status(&out, 125, "marker folder missing");
+    assert!(stderr_of(&out).contains("cancel marker folder"), "{}", stderr_of(&out));
+}
+
+#[test]
+fn answers_that_cannot_be_written_are_failures() {
+    let scratch = Scratch::new();
+    let full = || fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = pgrun(["--version"]).stdout(full()).output().unwrap();
+    assert_eq!(code_of(out.status), 125, "--version to a full disk");
+    let out = pgrun(["status", scratch.path("job.pid").to_str().unwrap()]).stdout(full()).output().unwrap();
+    assert_eq!(code_of(out.status), 4, "status to a full disk");
+    let out = run_cmd(&mut pgrun(["cancel"]));
+    assert_status(&out, 125, "cancel without a pid file");
+    assert!(stderr_of(&out).contains("<PIDFILE>"), "the message names what is missing: {}", stderr_of(&out));
 }

@@ -40,16 +40,29 @@ fn straggler_is_gone_when_pgrun_returns_and_status_is_kept() {
 #[test]
 fn wait_group_lets_a_short_straggler_finish() {
     let scratch = Scratch::new();
+    let mut guard = Guard::new();
     let dir = scratch.sh();
-    let payload = format!("(sleep 0.3; echo done > {dir}/late) & exit 3");
-    let out = run(&mut pgrun(["--wait-group", "--", "sh", "-c", &payload]));
-    assert_status(&out, 3, "--wait-group");
+    // The straggler writes `late` only once the test opens the gate.
+    let payload = format!(
+        "sh -c 'echo $$ > {dir}/ready; until [ -e {dir}/gate ]; do sleep 0.01; done; echo done > {dir}/late' & \
+         until [ -s {dir}/ready ]; do sleep 0.01; done; exit 3"
+    );
+    let index = guard.spawn(&mut pgrun(["--wait-group", "--", "sh", "-c", &payload]));
+    wait_line(&scratch.path("ready"));
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(index), 3, "--wait-group");
     assert_eq!(fs::read_to_string(scratch.path("late")).unwrap_or_default(), "done\n", "straggler was not waited for");
 
-    // Without --wait-group the same straggler is stopped before it writes.
-    let _ = fs::remove_file(scratch.path("late"));
+    // Without --wait-group the same straggler is stopped; the gate never
+    // opens, so it could only ever write if pgrun left it running.
+    for name in ["late", "gate", "ready"] {
+        fs::remove_file(scratch.path(name)).unwrap();
+    }
     let out = run(&mut pgrun(["--", "sh", "-c", &payload]));
     assert_status(&out, 3, "default");
+    let straggler: i32 = wait_line(&scratch.path("ready")).parse().unwrap();
+    guard.record(straggler);
+    assert!(is_dead(straggler), "straggler was not stopped");
     assert!(!scratch.path("late").exists(), "straggler was not stopped");
 }
 
@@ -123,12 +136,19 @@ fn escalate_sends_each_step_in_order() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let dir = scratch.sh();
-    // `wait` returns when a trapped signal arrives, so each is logged at once.
+    // INT and TERM blocked until their handlers are in place: the timeout
+    // cannot beat them. Each is logged as it arrives, and survived.
     let payload = format!(
-        "trap 'echo INT >> {dir}/log' INT; trap 'echo TERM >> {dir}/log' TERM; echo $$ > {dir}/pid; \
-         while :; do sleep 300 & wait $!; done"
+        "import os, signal\n\
+         def note(n, f): open('{dir}/log', 'a').write(signal.Signals(n).name[3:] + '\\n')\n\
+         signal.signal(signal.SIGINT, note)\n\
+         signal.signal(signal.SIGTERM, note)\n\
+         open('{dir}/pid', 'w').write('%d\\n' % os.getpid())\n\
+         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])\n\
+         while True: signal.pause()\n"
     );
-    let out = run(&mut pgrun(["--escalate", "INT/1s/TERM/1s/KILL", "-t", "0.2", "--", "sh", "-c", &payload]));
+    let mut cmd = pgrun(["--escalate", "INT/1s/TERM/1s/KILL", "-t", "0.2", "--", "python3", "-c", &payload]);
+    let out = run(with_blocked(&mut cmd, &[libc::SIGINT, libc::SIGTERM]));
     let pid = wait_pid(&scratch.path("pid"), &mut guard);
     assert_status(&out, 124, "escalate");
     assert_eq!(fs::read_to_string(scratch.path("log")).unwrap(), "INT\nTERM\n");
@@ -240,18 +260,9 @@ fn a_hundred_background_children_are_all_gone_and_reaped() {
     }
 }
 
-/// Whether `unshare --pid` works here (root, or user namespaces allowed).
-fn pid_namespaces_allowed() -> bool {
-    let probe = run(std::process::Command::new("unshare").args(["--pid", "--fork", "--mount-proc", "true"]));
-    if !probe.status.success() {
-        eprintln!("skipping: unshare --pid is not permitted here: {}", stderr_of(&probe));
-    }
-    probe.status.success()
-}
-
 #[test]
 fn pgrun_as_pid_1_of_a_new_pid_namespace() {
-    if !pid_namespaces_allowed() {
+    if !require(Capability::PidNamespaces) {
         return;
     }
     let out = run(std::process::Command::new("unshare").args([
@@ -281,7 +292,7 @@ fn pgrun_as_pid_1_of_a_new_pid_namespace() {
 
 #[test]
 fn sigterm_reaches_pgrun_as_pid_1_and_cancels_the_run() {
-    if !pid_namespaces_allowed() {
+    if !require(Capability::PidNamespaces) {
         return;
     }
     // PID 1 gets no signal it has no handler for, unless it blocks it:

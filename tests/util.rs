@@ -18,7 +18,10 @@ pub fn pgrun_path() -> &'static str {
     env!("CARGO_BIN_EXE_pgrun")
 }
 
-/// `pgrun ARGS...` as a std Command, stdio inherited from nothing.
+/// `pgrun ARGS...` as a std Command, stdio inherited from nothing, and
+/// SIGINT and SIGQUIT at their defaults: a suite started in the background
+/// of a script or under nohup inherits them ignored, and ignored signals
+/// pass on to every command, which would change what the tests see.
 pub fn pgrun<I, S>(args: I) -> Command
 where
     I: IntoIterator<Item = S>,
@@ -26,7 +29,137 @@ where
 {
     let mut cmd = Command::new(pgrun_path());
     cmd.args(args).stdin(Stdio::null());
+    default_signals(&mut cmd);
     cmd
+}
+
+/// Give `cmd` SIGINT and SIGQUIT at their defaults (see [`pgrun`]); a
+/// test's own `pre_exec` added later still runs after this one.
+pub fn default_signals(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        })
+    }
+}
+
+/// Start `cmd` with `signals` blocked, as its caller. pgrun hands its
+/// caller's mask on to the command, so a signal sent to the group early
+/// stays pending in the command until the command unblocks it, which it does
+/// once its handlers are in place: no race between the handlers and a short
+/// timeout. (The command must unblock them itself: `signal.pthread_sigmask`
+/// in Python.)
+pub fn with_blocked<'a>(cmd: &'a mut Command, signals: &'static [i32]) -> &'a mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: sigprocmask is async-signal-safe; the set is on the stack.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for &s in signals {
+                libc::sigaddset(&mut set, s);
+            }
+            libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            Ok(())
+        })
+    }
+}
+
+/// Start `cmd` with `signal` ignored, as its caller: ignored signals pass on
+/// to the command from its first instruction, so "a command that ignores
+/// TERM" needs no trap to race a short timeout.
+pub fn with_ignored(cmd: &mut Command, signal: i32) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(signal, libc::SIG_IGN);
+            Ok(())
+        })
+    }
+}
+
+/// Something a test needs that a machine may not offer. The suite never
+/// counts a test that could not run as passed: when the capability is
+/// missing, the test fails, saying what is missing, unless whoever runs the
+/// suite declares the skip with `PGRUN_TEST_SKIP_<NAME>=<reason>`; then it
+/// prints `skipped: ...` and returns. On a machine that has the capability
+/// the variable changes nothing: the test runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Capability {
+    /// `unshare --pid --fork --mount-proc` works (root, or user namespaces).
+    PidNamespaces,
+    /// Running as root with util-linux's setpriv, so a test can act as the
+    /// unprivileged user nobody.
+    UnprivilegedUser,
+    /// `unshare --mount` works and mounts inside it (tmpfs, read-only bind
+    /// mounts) are allowed: root.
+    MountNamespaces,
+}
+
+impl Capability {
+    fn env(self) -> &'static str {
+        match self {
+            Capability::PidNamespaces => "PGRUN_TEST_SKIP_PIDNS",
+            Capability::UnprivilegedUser => "PGRUN_TEST_SKIP_NOBODY",
+            Capability::MountNamespaces => "PGRUN_TEST_SKIP_MOUNTNS",
+        }
+    }
+
+    /// `Ok` if this machine has it, else why not.
+    fn probe(self) -> Result<(), String> {
+        let (what, mut cmd) = match self {
+            Capability::PidNamespaces => {
+                let mut cmd = Command::new("unshare");
+                cmd.args(["--pid", "--fork", "--mount-proc", "true"]);
+                ("unshare --pid --fork --mount-proc", cmd)
+            }
+            Capability::UnprivilegedUser => {
+                // SAFETY: geteuid has no preconditions.
+                if unsafe { libc::geteuid() } != 0 {
+                    return Err("the suite does not run as root, so it cannot become nobody".into());
+                }
+                ("setpriv --reuid=65534", as_nobody("true", &[]))
+            }
+            Capability::MountNamespaces => {
+                let mut cmd = Command::new("unshare");
+                cmd.args([
+                    "--mount",
+                    "--",
+                    "sh",
+                    "-c",
+                    "d=$(mktemp -d) && mount -t tmpfs tmpfs \"$d\" && umount \"$d\"; rmdir \"$d\"",
+                ]);
+                ("unshare --mount with a tmpfs mount", cmd)
+            }
+        };
+        match cmd.stdin(Stdio::null()).output() {
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => Err(format!("{what} failed: {}", String::from_utf8_lossy(&out.stderr).trim())),
+            Err(e) => Err(format!("{what} cannot start: {e}")),
+        }
+    }
+}
+
+/// Whether the test may go on: true if the machine has `capability`; false
+/// (after printing `skipped: ...`) if it lacks it and the skip is declared;
+/// otherwise the test fails here, naming the variable that declares a skip.
+pub fn require(capability: Capability) -> bool {
+    let Err(why) = capability.probe() else { return true };
+    let var = capability.env();
+    match std::env::var(var) {
+        Ok(reason) if !reason.trim().is_empty() => {
+            eprintln!("skipped: {capability:?} is not available ({why}); skip declared by {var}={reason}");
+            false
+        }
+        _ => panic!(
+            "{capability:?} is not available here: {why}. This test cannot run; set {var}=<reason> to skip it knowingly"
+        ),
+    }
 }
 
 /// A scratch folder, removed at the end of the test.
@@ -134,7 +267,8 @@ pub fn wait_dead(pid: i32) {
 pub struct Guard {
     pids: Vec<(i32, String)>,
     children: Vec<Child>,
-    groups: Vec<i32>,
+    /// Group ids, with their leader's start time when it was recorded.
+    groups: Vec<(i32, Option<String>)>,
 }
 
 impl Guard {
@@ -151,7 +285,8 @@ impl Guard {
     /// reused while any member of the group lives, so killing it on drop
     /// can only hit what is left of that group.
     pub fn record_group(&mut self, pgid: i32) {
-        self.groups.push(pgid);
+        let leader_start = stat_fields(pgid).map(|f| f[19].clone());
+        self.groups.push((pgid, leader_start));
     }
     /// Spawn `cmd` and keep its handle; killed on drop if still running.
     pub fn spawn(&mut self, cmd: &mut Command) -> usize {
@@ -209,9 +344,12 @@ impl Drop for Guard {
                 let _ = child.wait();
             }
         }
-        for &pgid in &self.groups {
-            // SAFETY: a group this test created, see record_group.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        for (pgid, leader_start) in &self.groups {
+            if group_still_ours(*pgid, leader_start.as_deref()) {
+                // SAFETY: a group this test created that still exists, see
+                // record_group and group_still_ours.
+                unsafe { libc::kill(-*pgid, libc::SIGKILL) };
+            }
         }
         for (pid, start) in &self.pids {
             if let Some(f) = stat_fields(*pid)
@@ -223,6 +361,27 @@ impl Drop for Guard {
             }
         }
     }
+}
+
+/// Whether group `pgid` still exists and is still the one recorded: some
+/// live process is in it, and if its leader is alive, it is the process that
+/// led it when it was recorded (same start time). A group that is gone is
+/// never signalled: its id may have been reused by another group.
+fn group_still_ours(pgid: i32, leader_start: Option<&str>) -> bool {
+    if let (Some(f), Some(start)) = (stat_fields(pgid), leader_start)
+        && f[2] == pgid.to_string()
+        && f[19] != start
+    {
+        return false; // a new process leads a group with this id
+    }
+    fs::read_dir("/proc").into_iter().flatten().flatten().any(|entry| {
+        entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+            .and_then(stat_fields)
+            .is_some_and(|f| f[0] != "Z" && f[2] == pgid.to_string())
+    })
 }
 
 /// Exit code, or 128+N for death by signal N.

@@ -17,7 +17,6 @@
 
 pub mod cgroup;
 pub mod tree;
-pub mod zombies;
 
 use crate::sys::{Pid, process};
 use crate::verbose;

@@ -16,9 +16,10 @@
 //! pid file once and keeps that one fd.
 
 use super::Pid;
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, fcntl};
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 
 /// The offset of the claim byte: 2^30, far past the end of any pid file and
 /// representable in a 32-bit `off_t`.
@@ -51,8 +52,10 @@ pub struct Holder {
     pub pid: Pid,
 }
 
+/// The `struct flock` for `range` (nix's fcntl takes libc's struct as is).
 fn flock(range: Range, kind: libc::c_short) -> libc::flock {
-    // SAFETY: flock is plain data; all-zero is a valid starting value.
+    // SAFETY: flock is plain data; all-zero is a valid starting value (and
+    // the only portable one: some systems add fields of their own).
     let mut lock: libc::flock = unsafe { std::mem::zeroed() };
     lock.l_type = kind;
     lock.l_whence = libc::SEEK_SET as libc::c_short;
@@ -70,24 +73,17 @@ fn flock(range: Range, kind: libc::c_short) -> libc::flock {
 /// waiting. `Ok(false)` if another process holds a conflicting lock.
 pub fn try_write_lock(file: &File, range: Range) -> io::Result<bool> {
     let lock = flock(range, libc::F_WRLCK as libc::c_short);
-    // SAFETY: a valid fd and a valid flock pointer.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } == 0 {
-        return Ok(true);
-    }
-    let err = io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::EAGAIN) | Some(libc::EACCES) => Ok(false),
-        _ => Err(err),
+    match fcntl(file, FcntlArg::F_SETLK(&lock)) {
+        Ok(_) => Ok(true),
+        Err(Errno::EAGAIN | Errno::EACCES) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 
 /// `fcntl(F_SETLK, F_UNLCK)` on `range`.
 pub fn unlock(file: &File, range: Range) -> io::Result<()> {
     let lock = flock(range, libc::F_UNLCK as libc::c_short);
-    // SAFETY: a valid fd and a valid flock pointer.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    fcntl(file, FcntlArg::F_SETLK(&lock))?;
     Ok(())
 }
 
@@ -96,10 +92,7 @@ pub fn unlock(file: &File, range: Range) -> io::Result<()> {
 /// show.
 pub fn holder(file: &File, range: Range) -> io::Result<Option<Holder>> {
     let mut lock = flock(range, libc::F_WRLCK as libc::c_short);
-    // SAFETY: a valid fd and a valid, writable flock pointer.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut lock) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    fcntl(file, FcntlArg::F_GETLK(&mut lock))?;
     let kind = match lock.l_type {
         t if t == libc::F_UNLCK as libc::c_short => return Ok(None),
         t if t == libc::F_RDLCK as libc::c_short => Kind::Read,

@@ -10,6 +10,14 @@
 //! pipes and reads and writes of `--max-output`), [`proc`] (reading
 //! `/proc`), [`cgroup`] (the cgroup v2 files of `--contain cgroup`),
 //! [`lifetime`] (the guard's fork, the parent-death signal).
+//!
+//! The calls go through nix's safe wrappers wherever nix expresses them.
+//! Raw libc remains only where it does not: any signal number (nix's
+//! `Signal` names no real-time signal, and its `waitpid` fails *after*
+//! reaping a child one of them ended), calls on raw fds the facade takes as
+//! plain integers (an fd that may be closed is no `BorrowedFd`), the forked
+//! child before exec (nix's `execvp` allocates), pidfds, and glibc's
+//! reserved signals.
 
 pub mod cgroup;
 pub mod lifetime;
@@ -61,7 +69,9 @@ impl PollFd {
 pub const POLL_MAX: usize = 8;
 
 /// `poll(2)` on up to [`POLL_MAX`] fds, for at most `timeout` (`None`: no
-/// limit). Marks the ready ones; EINTR counts as "none yet".
+/// limit). Marks the ready ones; EINTR counts as "none yet". Raw libc:
+/// [`PollFd`] holds plain fds (the relay matches them by number), and nix's
+/// poll wants a `BorrowedFd` for each.
 pub fn poll(set: &mut [PollFd], timeout: Option<Duration>) -> io::Result<()> {
     assert!(set.len() <= POLL_MAX, "poll: too many fds");
     let ms: libc::c_int = match timeout {
@@ -105,33 +115,27 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Resul
 
 /// `getpid(2)`.
 pub fn getpid() -> Pid {
-    // SAFETY: getpid has no preconditions and cannot fail.
-    unsafe { libc::getpid() }
+    nix::unistd::getpid().as_raw()
 }
 
 /// `getppid(2)`.
 pub fn getppid() -> Pid {
-    // SAFETY: getppid has no preconditions and cannot fail.
-    unsafe { libc::getppid() }
+    nix::unistd::getppid().as_raw()
 }
 
 /// `getpgrp(2)`: the caller's process group.
 pub fn getpgrp() -> Pid {
-    // SAFETY: getpgrp has no preconditions and cannot fail.
-    unsafe { libc::getpgrp() }
+    nix::unistd::getpgrp().as_raw()
 }
 
 /// `getpgid(2)` of another process; `None` if it does not exist.
 pub fn getpgid(pid: Pid) -> Option<Pid> {
-    // SAFETY: getpgid takes a plain integer and reports failure with -1.
-    let pgid = unsafe { libc::getpgid(pid) };
-    (pgid >= 0).then_some(pgid)
+    nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(pid))).ok().map(nix::unistd::Pid::as_raw)
 }
 
 /// `geteuid(2)`.
 pub fn geteuid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    nix::unistd::geteuid().as_raw()
 }
 
 /// Make sure fds 0, 1 and 2 are open: any of them that is closed gets
@@ -142,10 +146,23 @@ pub fn geteuid() -> u32 {
 pub fn reserve_standard_fds() {
     for fd in 0..=2 {
         // SAFETY: F_GETFD on any integer is harmless; EBADF means closed.
+        // (A raw probe: an fd that may be closed cannot be a BorrowedFd.)
         if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
-            // SAFETY: a NUL-terminated path; open takes the lowest free fd,
-            // which is `fd` since the lower ones are open.
-            unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+            use nix::fcntl::OFlag;
+            // open takes the lowest free fd, which is `fd` since the lower
+            // ones are open; it stays open for pgrun's whole life.
+            if let Ok(null) =
+                nix::fcntl::open(c"/dev/null", OFlag::O_RDWR | OFlag::O_CLOEXEC, nix::sys::stat::Mode::empty())
+            {
+                let _ = std::os::fd::IntoRawFd::into_raw_fd(null);
+            }
         }
     }
+}
+
+/// `_exit(2)`: end pgrun now, running no exit handlers and flushing nothing
+/// (for the panic hook, where nothing else may run any more).
+pub fn exit_now(code: u8) -> ! {
+    // SAFETY: _exit has no preconditions and does not return.
+    unsafe { libc::_exit(libc::c_int::from(code)) }
 }

@@ -3,8 +3,10 @@
 //! read ends, writes to pgrun's own stdout and stderr, and the few questions
 //! the relay asks about an fd.
 
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// `pipe(2)` for the command's output: both ends close-on-exec (the child
 /// gets the write end by `dup2`, which clears the flag on the copy), the
@@ -13,28 +15,19 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 pub fn output_pipe(capacity: usize) -> io::Result<(OwnedFd, OwnedFd)> {
     let (read_end, write_end) = super::process::cloexec_pipe()?;
     set_nonblocking(read_end.as_fd())?;
+    // Failure (a limit below `capacity`) leaves the default size, which is
+    // fine.
     #[cfg(linux_strengths)]
-    // SAFETY: F_SETPIPE_SZ on a pipe we own takes an int; failure (a limit
-    // below `capacity`) leaves the default size, which is fine.
-    unsafe {
-        libc::fcntl(read_end.as_raw_fd(), libc::F_SETPIPE_SZ, capacity.min(libc::c_int::MAX as usize) as libc::c_int);
-    }
+    let _ = fcntl(&read_end, FcntlArg::F_SETPIPE_SZ(capacity.min(libc::c_int::MAX as usize) as libc::c_int));
     #[cfg(not(linux_strengths))]
     let _ = capacity;
     Ok((read_end, write_end))
 }
 
-use std::os::fd::AsFd;
-
 /// `fcntl(F_SETFL, O_NONBLOCK)` on an fd pgrun owns alone.
-fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
-    // SAFETY: F_GETFL/F_SETFL on a valid fd.
-    unsafe {
-        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
+pub(super) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
     Ok(())
 }
 
@@ -42,14 +35,9 @@ fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
 /// `ErrorKind::WouldBlock`; 0 is end of file.
 pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     loop {
-        // SAFETY: the pointer and length describe `buf`, which we may write.
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
+        match nix::unistd::read(fd, buf) {
+            Err(Errno::EINTR) => continue,
+            other => return Ok(other?),
         }
     }
 }
@@ -57,19 +45,15 @@ pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 /// `write(2)`, retried on EINTR; returns how many bytes were written.
 pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
     loop {
-        // SAFETY: the pointer and length describe `buf`.
-        let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
+        match nix::unistd::write(fd, buf) {
+            Err(Errno::EINTR) => continue,
+            other => return Ok(other?),
         }
     }
 }
 
-/// `ioctl(FIONREAD)`: how many bytes a pipe holds right now.
+/// `ioctl(FIONREAD)`: how many bytes a pipe holds right now. (Raw libc:
+/// nix's ioctl macros generate `unsafe fn`s, which would gain nothing.)
 pub fn bytes_readable(fd: BorrowedFd<'_>) -> io::Result<usize> {
     let mut n: libc::c_int = 0;
     // SAFETY: FIONREAD writes one int to the pointer we pass.
@@ -84,19 +68,10 @@ pub fn bytes_readable(fd: BorrowedFd<'_>) -> io::Result<usize> {
 /// terminal (`/dev/null`) accepts a write at once, whereas a pipe, a socket or
 /// a terminal can make it wait for a reader.
 pub fn writes_never_wait(fd: BorrowedFd<'_>) -> bool {
-    // SAFETY: a zeroed stat is a valid out-parameter for fstat.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid fd and a writable stat.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return false;
-    }
+    let Ok(st) = nix::sys::stat::fstat(fd) else { return false };
     match st.st_mode & libc::S_IFMT {
         libc::S_IFREG | libc::S_IFBLK => true,
-        libc::S_IFCHR => {
-            // SAFETY: isatty takes any integer.
-            let tty = unsafe { libc::isatty(fd.as_raw_fd()) };
-            tty == 0
-        }
+        libc::S_IFCHR => !nix::unistd::isatty(fd).unwrap_or(false),
         _ => false,
     }
 }

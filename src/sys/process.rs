@@ -8,12 +8,18 @@
 //! (`--setsid`, a terminal hand-off, a script without `#!`) is fork and
 //! execvp, where the child makes only async-signal-safe calls on memory
 //! prepared before the fork.
+//!
+//! `posix_spawnp`, the pipes and prctl go through nix. The forked child stays
+//! raw libc (nix's `execvp` allocates its argument array), and so do `kill`
+//! and `waitpid`: nix's `Signal` names no real-time signal, which pgrun
+//! forwards, and nix's `waitpid` reports an error *after* reaping a child
+//! one of them ended, losing its status.
 
 use super::Pid;
 use super::sigmask::SigSet;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// How the command is detached from pgrun's own group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,8 +35,22 @@ pub enum Detach {
 pub enum SpawnError {
     /// exec itself failed: the command was not found or not executable.
     Exec(io::Error),
-    /// Anything before exec (pipe, fork, setpgid/setsid).
+    /// Anything before exec (pipe, fork, setpgid/setsid), and a process that
+    /// could not be created at all (EAGAIN, ENOMEM): pgrun's own failure.
     Setup(io::Error),
+}
+
+impl SpawnError {
+    /// An error `posix_spawnp` or `execvp` returned. They report a failed
+    /// fork/clone (process limit, memory) with the same number as a failed
+    /// exec; EAGAIN and ENOMEM mean the process could not be made, so they
+    /// are set-up failures, not "the command cannot be executed".
+    fn from_exec(err: io::Error) -> Self {
+        match err.raw_os_error() {
+            Some(libc::EAGAIN | libc::ENOMEM) => SpawnError::Setup(err),
+            _ => SpawnError::Exec(err),
+        }
+    }
 }
 
 /// What the child reports through the error pipe: a stage byte and errno.
@@ -49,6 +69,9 @@ pub struct SpawnOptions {
     /// Fds that become the command's stdout and stderr (`dup2` onto 1 and
     /// 2; `--max-output`); otherwise both pass through.
     pub stdout_stderr: Option<[libc::c_int; 2]>,
+    /// The caller ignored SIGCHLD: pgrun took the default back for itself,
+    /// and the command gets "ignored" again before exec.
+    pub ignore_sigchld: bool,
     /// An fd of a cgroup's `cgroup.procs`: the child writes `0` to it before
     /// exec, so the command is born in that cgroup (`--contain cgroup`).
     pub join_cgroup: Option<libc::c_int>,
@@ -64,8 +87,18 @@ pub struct SpawnOptions {
 /// before its exec closes the close-on-exec error pipe the parent reads.
 pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError> {
     assert!(!argv.is_empty(), "spawn needs a program name");
-    if options.detach == Detach::Group && options.take_terminal.is_none() && options.join_cgroup.is_none() {
-        match spawn_posix(argv, &options.child_mask, options.stdout_stderr) {
+    // posix_spawn can set a signal to its default, not to "ignored": an
+    // ignored SIGCHLD to hand on takes the fork path. So does every system
+    // nix offers no posix_spawn for (OpenBSD, DragonFly), and joining a
+    // cgroup before exec.
+    #[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
+    if options.detach == Detach::Group
+        && options.take_terminal.is_none()
+        && !options.ignore_sigchld
+        && options.join_cgroup.is_none()
+        && let Some(defaults) = reserved_signal_defaults()
+    {
+        match spawn_posix(argv, &options.child_mask, &defaults, options.stdout_stderr) {
             // execvp runs a file without a #! line with /bin/sh; posix_spawnp
             // does not. Take the fork path for those, so both paths agree.
             Err(SpawnError::Exec(e)) if e.raw_os_error() == Some(libc::ENOEXEC) => {}
@@ -98,12 +131,10 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
         Ok(5) => {
             // The child failed and is about to _exit: reap it so no zombie is
             // left behind.
-            let mut status = 0;
-            // SAFETY: waiting for our own child; `status` is writable.
-            unsafe { libc::waitpid(pid, &mut status, 0) };
+            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
             let errno = i32::from_ne_bytes([report[1], report[2], report[3], report[4]]);
             let err = io::Error::from_raw_os_error(errno);
-            Err(if report[0] == STAGE_EXEC { SpawnError::Exec(err) } else { SpawnError::Setup(err) })
+            Err(if report[0] == STAGE_EXEC { SpawnError::from_exec(err) } else { SpawnError::Setup(err) })
         }
         Ok(_) | Err(_) => Ok(pid),
     }
@@ -113,72 +144,100 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
 /// tables copied, measurably faster at start-up) that sets the group and the
 /// mask in the child and reports exec errors itself. It leaves signal
 /// dispositions alone (pgrun installs no handlers on Linux, so nothing is
-/// caught), and returns only after the child has exec'd, so the group exists.
-fn spawn_posix(argv: &[CString], mask: &SigSet, stdout_stderr: Option<[libc::c_int; 2]>) -> Result<Pid, SpawnError> {
-    let mut ptrs: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr() as *mut _).collect();
-    ptrs.push(std::ptr::null_mut());
-    let actions = match stdout_stderr.map(SpawnActions::dup_onto_stdout_stderr).transpose() {
-        Ok(actions) => actions,
-        Err(e) => return Err(SpawnError::Setup(e)),
-    };
-    // SAFETY: attr is initialised by posix_spawnattr_init before use and
-    // destroyed after; argv is NULL-terminated; environ is the live
-    // environment; pid is writable; `actions` is initialised or null.
-    unsafe {
-        let mut attr = std::mem::MaybeUninit::<libc::posix_spawnattr_t>::uninit();
-        let rc = libc::posix_spawnattr_init(attr.as_mut_ptr());
-        if rc != 0 {
-            return Err(SpawnError::Setup(io::Error::from_raw_os_error(rc)));
-        }
-        let mut attr = attr.assume_init();
-        libc::posix_spawnattr_setflags(&mut attr, (libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGMASK) as _);
-        libc::posix_spawnattr_setpgroup(&mut attr, 0);
-        libc::posix_spawnattr_setsigmask(&mut attr, mask.as_ptr());
-        let mut pid: Pid = 0;
-        unsafe extern "C" {
-            static environ: *const *mut libc::c_char;
-        }
-        let actions_ptr = actions.as_ref().map_or(std::ptr::null(), |a| &a.0 as *const _);
-        let rc = libc::posix_spawnp(&mut pid, ptrs[0], actions_ptr, &attr, ptrs.as_ptr(), environ);
-        libc::posix_spawnattr_destroy(&mut attr);
-        if rc != 0 {
-            return Err(SpawnError::Exec(io::Error::from_raw_os_error(rc)));
-        }
-        Ok(pid)
-    }
-}
-
-/// `posix_spawn_file_actions_t`, destroyed on drop.
-struct SpawnActions(libc::posix_spawn_file_actions_t);
-
-impl SpawnActions {
-    /// `dup2(fds[0], 1)` and `dup2(fds[1], 2)` in the child.
-    fn dup_onto_stdout_stderr(fds: [libc::c_int; 2]) -> io::Result<Self> {
-        let mut raw = std::mem::MaybeUninit::<libc::posix_spawn_file_actions_t>::uninit();
-        // SAFETY: init writes the whole struct; on success it is ours to use
-        // and destroy (by Drop, once wrapped).
-        let rc = unsafe { libc::posix_spawn_file_actions_init(raw.as_mut_ptr()) };
-        if rc != 0 {
-            return Err(io::Error::from_raw_os_error(rc));
-        }
-        // SAFETY: initialised just above.
-        let mut actions = SpawnActions(unsafe { raw.assume_init() });
+/// caught), except the C library's reserved signals (below), and returns
+/// only after the child has exec'd, so the group exists.
+#[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
+fn spawn_posix(
+    argv: &[CString],
+    mask: &SigSet,
+    defaults: &SigSet,
+    stdout_stderr: Option<[libc::c_int; 2]>,
+) -> Result<Pid, SpawnError> {
+    use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
+    let setup = |e: nix::errno::Errno| SpawnError::Setup(e.into());
+    let mut attr = PosixSpawnAttr::init().map_err(setup)?;
+    attr.set_flags(
+        PosixSpawnFlags::POSIX_SPAWN_SETPGROUP
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
+    )
+    .map_err(setup)?;
+    attr.set_pgroup(nix::unistd::Pid::from_raw(0)).map_err(setup)?;
+    attr.set_sigmask(mask.as_nix()).map_err(setup)?;
+    attr.set_sigdefault(defaults.as_nix()).map_err(setup)?;
+    let mut actions = PosixSpawnFileActions::init().map_err(setup)?;
+    if let Some(fds) = stdout_stderr {
         for (fd, target) in fds.into_iter().zip([1, 2]) {
-            // SAFETY: an initialised actions object and two plain fds.
-            let rc = unsafe { libc::posix_spawn_file_actions_adddup2(&mut actions.0, fd, target) };
-            if rc != 0 {
-                return Err(io::Error::from_raw_os_error(rc));
-            }
+            actions.add_dup2(fd, target).map_err(setup)?;
         }
-        Ok(actions)
+    }
+    match posix_spawnp(&argv[0], &actions, &attr, argv, &environment()) {
+        Ok(pid) => Ok(pid.as_raw()),
+        Err(e) => Err(SpawnError::from_exec(e.into())),
     }
 }
 
-impl Drop for SpawnActions {
-    fn drop(&mut self) {
-        // SAFETY: initialised in `dup_onto_stdout_stderr`, destroyed once.
-        unsafe { libc::posix_spawn_file_actions_destroy(&mut self.0) };
+/// pgrun's environment exactly as the C library holds it (nix's spawn wants
+/// it as a slice): every entry byte for byte, including any without `=`,
+/// which `std::env::vars_os` would drop.
+#[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
+fn environment<'a>() -> Vec<&'a std::ffi::CStr> {
+    // SAFETY: this is the C library's `char **environ`, declared as POSIX
+    // declares it.
+    unsafe extern "C" {
+        static environ: *const *const libc::c_char;
     }
+    let mut env = Vec::new();
+    // SAFETY: environ is null or a NULL-terminated array of NUL-terminated
+    // strings. pgrun is single-threaded and does not change its environment
+    // while the slice lives (only until the spawn returns).
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            env.push(std::ffi::CStr::from_ptr(*entry));
+            entry = entry.add(1);
+        }
+    }
+    env
+}
+
+/// The `POSIX_SPAWN_SETSIGDEF` set for [`spawn_posix`]; `None`: take the
+/// fork path instead.
+///
+/// glibc and musl keep signals 32 up to their `SIGRTMIN` for themselves and
+/// set them to "ignored" in every child `posix_spawn` makes, unless they are
+/// in this set; "ignored" survives exec, so the command would see them
+/// ignored although pgrun's caller ignored nothing. pgrun asks the kernel how
+/// it has them (the C library's `sigaction` refuses these numbers) and puts
+/// every one it does not ignore in the set: the command gets the default,
+/// as after a plain fork and exec. Other systems reserve none.
+#[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
+fn reserved_signal_defaults() -> Option<SigSet> {
+    let mut set = SigSet::empty();
+    #[cfg(target_os = "linux")]
+    for signal in 32..libc::SIGRTMIN() {
+        if !kernel_ignores(signal)? {
+            set.add_reserved(signal);
+        }
+    }
+    Some(set)
+}
+
+/// Whether `signal` is ignored, asked of the kernel with a raw
+/// `rt_sigaction(2)`; `None` if the kernel does not answer the question as
+/// asked (then the caller takes the fork path, which needs no answer).
+#[cfg(target_os = "linux")]
+fn kernel_ignores(signal: i32) -> Option<bool> {
+    // The kernel's struct sigaction: the handler is its first field, after
+    // the flags on MIPS. The buffer is larger than any variant of it.
+    let mips = cfg!(any(target_arch = "mips", target_arch = "mips64"));
+    let sigset_size: libc::size_t = if mips { 16 } else { 8 };
+    let mut old = [0usize; 16];
+    // SAFETY: a null new action only queries; `old` is writable and larger
+    // than the kernel's struct sigaction.
+    let rc =
+        unsafe { libc::syscall(libc::SYS_rt_sigaction, signal, std::ptr::null::<u8>(), old.as_mut_ptr(), sigset_size) };
+    (rc == 0).then(|| old[usize::from(mips)] == libc::SIG_IGN)
 }
 
 /// The child's side of [`spawn`]. Only async-signal-safe calls; no allocation.
@@ -212,6 +271,13 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
         {
             report_and_exit(err_fd, STAGE_SETUP);
         }
+        if options.ignore_sigchld {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_IGN;
+            if libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut()) != 0 {
+                report_and_exit(err_fd, STAGE_SETUP);
+            }
+        }
         if libc::sigprocmask(libc::SIG_SETMASK, options.child_mask.as_ptr(), std::ptr::null_mut()) != 0 {
             report_and_exit(err_fd, STAGE_SETUP);
         }
@@ -225,81 +291,42 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
 /// # Safety
 /// Only to be called in the forked child.
 unsafe fn report_and_exit(err_fd: libc::c_int, stage: u8) -> ! {
-    // SAFETY: reading errno and writing a stack buffer are async-signal-safe.
+    // nix's errno read is a bare read of it: async-signal-safe.
+    let e = nix::errno::Errno::last_raw().to_ne_bytes();
+    let buf = [stage, e[0], e[1], e[2], e[3]];
+    // SAFETY: write and _exit are async-signal-safe; the pointer and length
+    // describe a stack buffer. (Raw libc: the fd is a plain integer.)
     unsafe {
-        let errno = *errno_location();
-        let e = errno.to_ne_bytes();
-        let buf = [stage, e[0], e[1], e[2], e[3]];
         libc::write(err_fd, buf.as_ptr().cast(), buf.len());
         libc::_exit(127);
     }
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
-    // SAFETY: always valid for the calling thread.
-    unsafe { libc::__errno_location() }
-}
-#[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd", target_os = "dragonfly"))]
-pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
-    // SAFETY: always valid for the calling thread.
-    unsafe { libc::__error() }
-}
-#[cfg(any(target_os = "netbsd", target_os = "openbsd"))]
-pub(crate) unsafe fn errno_location() -> *mut libc::c_int {
-    // SAFETY: always valid for the calling thread.
-    unsafe { libc::__errno() }
-}
-
-/// `pipe(2)` with both ends close-on-exec.
+/// `pipe2(O_CLOEXEC)`, or where there is none (macOS), `pipe(2)` then
+/// `FD_CLOEXEC` on both ends: pgrun is single-threaded, so setting the flag
+/// right after pipe leaves no window for another thread's fork.
 pub fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` has room for the two fds pipe2 writes.
-    #[cfg(target_os = "linux")]
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    // SAFETY: `fds` has room for the two fds pipe writes.
-    #[cfg(not(target_os = "linux"))]
-    let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: pipe returned two fresh fds that nothing else owns.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // pipe2 is not on macOS; pgrun is single-threaded, so setting the flag
-    // right after pipe leaves no window for another thread's fork.
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(target_vendor = "apple"))]
+    return Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?);
+    #[cfg(target_vendor = "apple")]
     {
-        set_cloexec(&r)?;
-        set_cloexec(&w)?;
+        use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+        let (r, w) = nix::unistd::pipe()?;
+        fcntl(&r, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+        fcntl(&w, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+        Ok((r, w))
     }
-    Ok((r, w))
-}
-
-/// `fcntl(F_SETFD, FD_CLOEXEC)`.
-#[cfg(not(target_os = "linux"))]
-fn set_cloexec(fd: &OwnedFd) -> io::Result<()> {
-    // SAFETY: a valid open fd; F_SETFD takes an int.
-    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Read until `buf` is full or EOF; returns the byte count.
 fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
-        // SAFETY: the pointer and length describe the unfilled tail of `buf`.
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf[got..].as_mut_ptr().cast(), buf.len() - got) };
-        match n {
-            0 => break,
-            n if n > 0 => got += n as usize,
-            _ => {
-                let err = io::Error::last_os_error();
-                if err.kind() != io::ErrorKind::Interrupted {
-                    return Err(err);
-                }
-            }
+        match nix::unistd::read(fd, &mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(got)
@@ -384,16 +411,36 @@ pub fn reap_one() -> io::Result<Reaped> {
     }
 }
 
+/// Whether `pid` is still a child of pgrun, reaped or not: `waitid(P_PID,
+/// pid, WEXITED | WNOHANG | WNOWAIT)`, which reaps nothing. False (ECHILD)
+/// once someone else reaped it.
+pub fn is_child(pid: Pid) -> bool {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid buffer for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid with a valid siginfo pointer; WNOWAIT leaves the
+        // child waitable.
+        let rc = unsafe {
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+        };
+        if rc == 0 {
+            return true;
+        }
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ECHILD) => return false,
+            _ => return true,
+        }
+    }
+}
+
 /// `prctl(PR_SET_CHILD_SUBREAPER)`: orphaned descendants are reparented to
 /// pgrun instead of init, so pgrun can reap their zombies and hears of their
 /// deaths. Linux only; elsewhere this does nothing and returns false.
 pub fn become_subreaper() -> io::Result<bool> {
     #[cfg(linux_strengths)]
     {
-        // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument.
-        if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        nix::sys::prctl::set_child_subreaper(true)?;
         Ok(true)
     }
     #[cfg(not(linux_strengths))]
@@ -403,19 +450,41 @@ pub fn become_subreaper() -> io::Result<bool> {
 /// How many processes are in group `pgid`, counted from `/proc` (Linux only;
 /// `None` elsewhere or if `/proc` is not mounted).
 pub fn count_group_members(pgid: Pid) -> Option<usize> {
+    group_census(pgid).map(|c| c.members)
+}
+
+/// [`count_group_members`], or where pgrun cannot count, the lower bound
+/// that `kill(-pgid, 0)` gives: 1 if the group exists, else 0.
+pub fn count_group_members_at_least(pgid: Pid) -> usize {
+    count_group_members(pgid).unwrap_or_else(|| usize::from(group_exists(pgid)))
+}
+
+/// The members of a process group, and how many of them are zombies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Census {
+    pub members: usize,
+    pub zombies: usize,
+}
+
+/// Count group `pgid`'s members from `/proc` (Linux only; `None` elsewhere
+/// or if `/proc` is not mounted).
+pub fn group_census(pgid: Pid) -> Option<Census> {
     #[cfg(linux_strengths)]
     {
         let dir = std::fs::read_dir("/proc").ok()?;
-        let mut count = 0;
+        let mut census = Census::default();
         for entry in dir.flatten() {
             let name = entry.file_name();
             let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
             let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else { continue };
-            if stat_pgrp(&stat) == Some(pgid) {
-                count += 1;
+            if let Some((state, pgrp)) = stat_state_and_pgrp(&stat)
+                && pgrp == pgid
+            {
+                census.members += 1;
+                census.zombies += usize::from(state == "Z");
             }
         }
-        Some(count)
+        Some(census)
     }
     #[cfg(not(linux_strengths))]
     {
@@ -424,13 +493,16 @@ pub fn count_group_members(pgid: Pid) -> Option<usize> {
     }
 }
 
-/// The process-group field of a `/proc/PID/stat` line: the third field after
-/// the command name, which is parenthesised and may itself hold spaces.
+/// The state and process-group fields of a `/proc/PID/stat` line: the first
+/// and third fields after the command name, which is parenthesised and may
+/// itself hold spaces.
 #[cfg(linux_strengths)]
-fn stat_pgrp(stat: &[u8]) -> Option<Pid> {
+fn stat_state_and_pgrp(stat: &[u8]) -> Option<(&str, Pid)> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    rest.split_ascii_whitespace().nth(2)?.parse().ok()
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?;
+    Some((state, fields.nth(1)?.parse().ok()?))
 }
 
 /// A handle that becomes readable when a process exits: a pidfd on Linux
@@ -439,6 +511,7 @@ fn stat_pgrp(stat: &[u8]) -> Option<Pid> {
 pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
     #[cfg(linux_strengths)]
     {
+        use std::os::fd::FromRawFd;
         // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
         if fd < 0 {
@@ -493,6 +566,15 @@ pub fn effective_uid(pid: Pid) -> Option<u32> {
     }
 }
 
+/// How many PID namespaces, from the one `/proc` belongs to down, number
+/// process `pid` (the entries of its `NSpid` line, readable by anyone).
+#[cfg(target_os = "linux")]
+fn nspid_depth(pid: &str) -> Option<usize> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    Some(line.split_ascii_whitespace().count())
+}
+
 /// Whether process `pid` lives in the caller's PID namespace, so that the
 /// numbers it sees (its group id) name the same processes here. Compares
 /// `/proc/self/ns/pid` with `/proc/PID/ns/pid`; where that cannot be read
@@ -508,7 +590,10 @@ pub fn in_own_pid_namespace(pid: Pid) -> bool {
             // No /proc at all: nothing can tell namespaces apart, and a
             // system without /proc has none to offer.
             (Err(_), Err(_)) if std::fs::metadata("/proc/self").is_err() => true,
-            _ => false,
+            // Another user's process: its ns link is not ours to read, but
+            // its NSpid line is. One entry each means both live in the
+            // namespace this /proc belongs to, so in the same one.
+            _ => nspid_depth("self") == Some(1) && nspid_depth(&pid.to_string()) == Some(1),
         }
     }
     #[cfg(not(target_os = "linux"))]

@@ -4,10 +4,12 @@
 //!
 //! SIGTTOU is blocked in pgrun (and in the child until exec), which is what
 //! lets a process outside the foreground group call `tcsetpgrp` at all.
+//! `tcgetpgrp`/`tcsetpgrp` stay raw libc: they take fds by number (0 and 1,
+//! or the forked child's copy), which nix would want as `BorrowedFd`s.
 
 use super::Pid;
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 /// `tcgetpgrp(3)`: the terminal's foreground group, if `fd` is pgrun's
 /// controlling terminal (Linux refuses with ENOTTY for any other terminal)
@@ -35,8 +37,8 @@ pub fn set_foreground_group(fd: i32, pgid: Pid) -> io::Result<()> {
 /// `tcsetpgrp` only, no allocation.
 pub fn take_from(fd: i32, from: Pid) {
     if foreground_group(fd) == Some(from) {
-        // SAFETY: getpid has no preconditions.
-        let _ = set_foreground_group(fd, unsafe { libc::getpid() });
+        // nix's getpid is the bare call: async-signal-safe.
+        let _ = set_foreground_group(fd, super::getpid());
     }
 }
 
@@ -45,11 +47,9 @@ pub fn take_from(fd: i32, from: Pid) {
 /// close-on-exec: pgrun only asks it about process groups, and the command
 /// never inherits it.
 pub fn open_controlling() -> Option<OwnedFd> {
-    let flags = libc::O_RDONLY | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC;
-    // SAFETY: a NUL-terminated path and plain flags.
-    let fd = unsafe { libc::open(c"/dev/tty".as_ptr(), flags) };
-    // SAFETY: open just returned this fd and nothing else owns it.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_NOCTTY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    nix::fcntl::open(c"/dev/tty", flags, nix::sys::stat::Mode::empty()).ok()
 }
 
 /// Stop pgrun itself with `signal` (TSTP, TTIN, TTOU or STOP), as a job
@@ -58,15 +58,12 @@ pub fn open_controlling() -> Option<OwnedFd> {
 /// is orphaned, where the kernel discards it). `signal` is unblocked for the
 /// moment it takes.
 pub fn stop_self(signal: i32) {
-    let mut set = super::sigmask::SigSet::empty();
+    use super::sigmask;
+    let mut set = sigmask::SigSet::empty();
     set.add(signal);
-    // SAFETY: valid sigset pointers; kill on our own pid. A blocked stop
-    // signal is delivered (and stops us) as soon as it is unblocked, before
-    // sigprocmask returns.
-    unsafe {
-        let mut old = super::sigmask::SigSet::empty();
-        libc::sigprocmask(libc::SIG_UNBLOCK, set.as_ptr(), old.as_mut_ptr());
-        libc::kill(libc::getpid(), signal);
-        libc::sigprocmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut());
-    }
+    // A blocked stop signal is delivered (and stops us) as soon as it is
+    // unblocked, before sigprocmask returns.
+    let Ok(old) = sigmask::unblock(&set) else { return };
+    let _ = super::process::signal_process(super::getpid(), signal);
+    let _ = sigmask::set_mask(&old);
 }
