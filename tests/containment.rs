@@ -4,37 +4,31 @@
 //!
 //! Each escapee payload proves that it really escaped: in `group` mode the
 //! escapee is alive, in a group of its own, when pgrun returns (and the test
-//! kills it). The cgroup cases need a cgroup2 mount; where there is none
-//! they print `skipped: ...` and check the other modes only.
+//! kills it). The cgroup cases need a writable cgroup2 hierarchy
+//! (`Capability::Cgroup2`): missing, the test fails unless the skip is
+//! declared with `PGRUN_TEST_SKIP_CGROUP2=<reason>`.
 
 use crate::util::*;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// The modes that contain the whole run on this build.
+/// The modes that contain the whole run on this build (cgroup where the
+/// machine offers it, see `Capability::Cgroup2`).
 fn containing_modes() -> Vec<&'static str> {
     if cfg!(feature = "posix-fallback") {
         return Vec::new();
     }
     let mut modes = vec!["tree", "auto"];
-    if cgroup2_mount("the cgroup mode of this test").is_some() {
+    if require(Capability::Cgroup2) {
         modes.push("cgroup");
     }
     modes
 }
 
-/// The cgroup2 mount point, or `None` after printing why `what` is skipped.
-pub fn cgroup2_mount(what: &str) -> Option<String> {
-    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let found = info.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        (right.split(' ').next() == Some("cgroup2")).then(|| left.split(' ').nth(4).map(str::to_string))?
-    });
-    if found.is_none() {
-        eprintln!("skipped: {what}: no cgroup2 file system is mounted here (/proc/self/mountinfo)");
-    }
-    found
+/// The cgroup2 mount point, once `Capability::Cgroup2` is required.
+pub fn cgroup2_mount() -> String {
+    cgroup2_folders().expect("a cgroup2 mount").0.display().to_string()
 }
 
 /// The four ways out of a process group. Each payload starts a process that
@@ -232,7 +226,7 @@ fn status_counts_the_run_as_the_mode_defines_it() {
 
 #[test]
 fn cgroup_mode_runs_the_command_in_its_own_leaf_and_removes_it() {
-    if cfg!(feature = "posix-fallback") || cgroup2_mount("cgroup mode").is_none() {
+    if cfg!(feature = "posix-fallback") || !require(Capability::Cgroup2) {
         return;
     }
     let scratch = Scratch::new();
@@ -249,7 +243,7 @@ fn cgroup_mode_runs_the_command_in_its_own_leaf_and_removes_it() {
     let cg = fs::read_to_string(scratch.path("cg")).unwrap();
     let leaf = cg.lines().find_map(|l| l.strip_prefix("0::")).expect("a cgroup v2 line").to_string();
     assert!(leaf.ends_with(&format!("/pgrun-{pgrun_pid}")), "not born in pgrun's leaf: {leaf}");
-    let mount = cgroup2_mount("cgroup mode").unwrap();
+    let mount = cgroup2_mount();
     let folder = Path::new(&mount).join(leaf.trim_start_matches('/'));
     assert!(folder.is_dir(), "{} is missing during the run", folder.display());
     fs::write(scratch.path("go"), "").unwrap();
@@ -260,10 +254,10 @@ fn cgroup_mode_runs_the_command_in_its_own_leaf_and_removes_it() {
 
 #[test]
 fn cgroup_mode_on_a_read_only_hierarchy_is_125_before_the_start_and_auto_falls_back() {
-    if cfg!(feature = "posix-fallback") {
+    if cfg!(feature = "posix-fallback") || !require(Capability::Cgroup2) || !require(Capability::MountNamespaces) {
         return;
     }
-    let Some(mount) = cgroup2_mount("read-only cgroup2") else { return };
+    let mount = cgroup2_mount();
     let scratch = Scratch::new();
     let witness = scratch.path("ran");
     // A private mount namespace where the cgroup2 mount is read-only (a
@@ -288,12 +282,7 @@ fn cgroup_mode_on_a_read_only_hierarchy_is_125_before_the_start_and_auto_falls_b
 
 #[test]
 fn cgroup_mode_without_a_delegated_hierarchy_is_125_naming_the_reason() {
-    if cfg!(feature = "posix-fallback") || cgroup2_mount("cgroup mode as another user").is_none() {
-        return;
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: cgroup mode as nobody needs the suite to run as root");
+    if cfg!(feature = "posix-fallback") || !require(Capability::Cgroup2) || !require(Capability::UnprivilegedUser) {
         return;
     }
     let scratch = Scratch::new();

@@ -33,9 +33,6 @@ fn start_stubborn(guard: &mut Guard, scratch: &Scratch, extra: &[&str]) -> (usiz
 
 #[test]
 fn pgrun_killed_mid_stop_leaves_the_guard_to_finish_and_clean_up() {
-    if cfg!(feature = "posix-fallback") {
-        // The guard works the same there; descendants() needs /proc.
-    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let (index, pgid, member) = start_stubborn(&mut guard, &scratch, &[]);
@@ -127,7 +124,7 @@ fn a_normal_exit_releases_and_reaps_the_guard() {
 
 #[test]
 fn in_cgroup_mode_the_guard_also_stops_the_escapees_and_removes_the_leaf() {
-    if cfg!(feature = "posix-fallback") || crate::containment::cgroup2_mount("the guard in cgroup mode").is_none() {
+    if cfg!(feature = "posix-fallback") || !require(Capability::Cgroup2) {
         return;
     }
     let scratch = Scratch::new();
@@ -148,10 +145,7 @@ fn in_cgroup_mode_the_guard_also_stops_the_escapees_and_removes_the_leaf() {
     wait_dead(member);
     wait_dead(escapee);
     wait_dead(keeper);
-    let mount = crate::containment::cgroup2_mount("the guard in cgroup mode").unwrap();
-    let own = fs::read_to_string("/proc/self/cgroup").unwrap();
-    let own = own.lines().find_map(|l| l.strip_prefix("0::")).unwrap().trim_start_matches('/').to_string();
-    let folder = std::path::Path::new(&mount).join(own).join(format!("pgrun-{pgrun_pid}"));
+    let folder = cgroup2_folders().unwrap().1.join(format!("pgrun-{pgrun_pid}"));
     assert!(!folder.exists(), "the guard left the leaf {}", folder.display());
     assert!(!scratch.path("job.pid").exists());
 }

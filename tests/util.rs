@@ -99,6 +99,9 @@ pub enum Capability {
     /// `unshare --mount` works and mounts inside it (tmpfs, read-only bind
     /// mounts) are allowed: root.
     MountNamespaces,
+    /// A cgroup2 hierarchy is mounted and a cgroup can be created under the
+    /// suite's own (root, or a delegated subtree): `--contain cgroup`.
+    Cgroup2,
 }
 
 impl Capability {
@@ -107,12 +110,14 @@ impl Capability {
             Capability::PidNamespaces => "PGRUN_TEST_SKIP_PIDNS",
             Capability::UnprivilegedUser => "PGRUN_TEST_SKIP_NOBODY",
             Capability::MountNamespaces => "PGRUN_TEST_SKIP_MOUNTNS",
+            Capability::Cgroup2 => "PGRUN_TEST_SKIP_CGROUP2",
         }
     }
 
     /// `Ok` if this machine has it, else why not.
     fn probe(self) -> Result<(), String> {
         let (what, mut cmd) = match self {
+            Capability::Cgroup2 => return cgroup2_probe(),
             Capability::PidNamespaces => {
                 let mut cmd = Command::new("unshare");
                 cmd.args(["--pid", "--fork", "--mount-proc", "true"]);
@@ -143,6 +148,35 @@ impl Capability {
             Err(e) => Err(format!("{what} cannot start: {e}")),
         }
     }
+}
+
+/// The cgroup2 mount point and the folder of the suite's own cgroup in it.
+pub fn cgroup2_folders() -> Result<(PathBuf, PathBuf), String> {
+    let info = fs::read_to_string("/proc/self/mountinfo").map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    let (root, point) = info
+        .lines()
+        .find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let fields: Vec<&str> = left.split(' ').collect();
+            (right.split(' ').next() == Some("cgroup2")).then(|| (fields[3].to_string(), fields[4].to_string()))
+        })
+        .ok_or("no cgroup2 file system is mounted")?;
+    let own = fs::read_to_string("/proc/self/cgroup").map_err(|e| format!("/proc/self/cgroup: {e}"))?;
+    let own = own.lines().find_map(|l| l.strip_prefix("0::")).ok_or("no cgroup v2 line in /proc/self/cgroup")?;
+    let rel = own.strip_prefix(root.trim_end_matches('/')).ok_or("the own cgroup is outside the mount")?;
+    let point = PathBuf::from(point);
+    Ok((point.clone(), point.join(rel.trim_start_matches('/'))))
+}
+
+/// A cgroup can be created (and removed) under the suite's own.
+fn cgroup2_probe() -> Result<(), String> {
+    let (_, own) = cgroup2_folders()?;
+    static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = own.join(format!("pgrun-test-probe-{}-{n}", std::process::id()));
+    fs::create_dir(&probe).map_err(|e| format!("cannot create a cgroup at {}: {e}", probe.display()))?;
+    let _ = fs::remove_dir(&probe);
+    Ok(())
 }
 
 /// Whether the test may go on: true if the machine has `capability`; false
