@@ -626,7 +626,9 @@ fn a_cancel_without_a_marker_still_waits_for_a_live_run() {
     let mut err = std::io::BufReader::new(guard.child(canceller).stderr.take().unwrap());
     std::io::BufRead::read_line(&mut err, &mut first).unwrap();
     assert!(first.contains("cannot create cancel marker"), "{first}");
-    let (run, _) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    // Not start_published: the canceller may stop the run before this test
+    // gets to read its pid file.
+    let run = guard.spawn(&mut pgrun(["-p", pidfile.to_str().unwrap(), "--", "sleep", "300"]));
     assert_eq!(guard.wait(canceller), 0, "the live run was found and stopped");
     assert_eq!(guard.wait(run), 143);
     // A run whose marker could never exist refuses to start.
