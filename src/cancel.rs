@@ -24,38 +24,12 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// `pgrun cancel`: stop the run, or say the one error; the exit status.
 pub fn cancel(args: &CancelArgs) -> CancelExit {
     say::set_verbose(args.verbose);
-    let marker = args.cancel_file.clone().unwrap_or_else(|| pidfile::default_marker(&args.pidfile));
-    if pidfile::same_file(&marker, &args.pidfile) {
-        say::line(format_args!("--cancel-file {} names the pid file itself", marker.display()));
-        return CancelExit::Failed;
-    }
-    // Without a marker a live run can still be stopped through its lock
-    // holder; only a run that has not published would be missed.
-    let (created, marker_error) = match pidfile::create_marker(&marker) {
-        Ok(false) if let Marker::Foreign(uid) = pidfile::marker(&marker, sys::geteuid()) => {
-            // Somebody else's file holds the path: runs ignore it, so it
-            // cancels nothing, and ours cannot be put there.
-            verbose!("cancel marker path {} is taken by uid {uid}'s file; looking for a live run", marker.display());
-            (false, Some(std::io::Error::other(format!("a file of uid {uid} is there"))))
-        }
-        Ok(created) => {
-            verbose!("cancel marker {} {}", marker.display(), if created { "created" } else { "already there" });
-            (created, None)
-        }
-        Err(e) => {
-            verbose!("cannot create cancel marker {}: {e}; looking for a live run", marker.display());
-            (false, Some(e))
-        }
-    };
-    let started = Instant::now();
-    let deadline = args.timeout.filter(|t| !t.is_zero()).and_then(|t| started.checked_add(t));
-    let c = Canceller { args, marker, created, marker_error, deadline };
-    match c.run(started) {
+    match Canceller::arm(args).and_then(|c| c.finish()) {
         Ok(exit) => exit,
         Err(err) => {
-            c.withdraw_marker();
             say::line(format_args!("{err:#}"));
             CancelExit::Failed
         }
@@ -71,6 +45,8 @@ struct Canceller<'a> {
     marker_error: Option<std::io::Error>,
     /// `--timeout`: past it, SIGKILL the group.
     deadline: Option<Instant>,
+    /// When cancel started: `--wait-start` counts from here.
+    started: Instant,
 }
 
 /// What cancel found of a stale pid file it removed.
@@ -78,6 +54,50 @@ struct StaleRemoved {
     pgid: Pid,
     /// With --force: how stopping its group went.
     forced: Option<CancelExit>,
+}
+
+impl<'a> Canceller<'a> {
+    /// Check the arguments and drop the marker (step 1 of the contract).
+    fn arm(args: &'a CancelArgs) -> Result<Canceller<'a>> {
+        let marker = args.cancel_file.clone().unwrap_or_else(|| pidfile::default_marker(&args.pidfile));
+        if pidfile::same_file(&marker, &args.pidfile) {
+            bail!("--cancel-file {} names the pid file itself", marker.display());
+        }
+        // Without a marker a live run can still be stopped through its lock
+        // holder; only a run that has not published would be missed.
+        let (created, marker_error) = match pidfile::create_marker(&marker) {
+            Ok(false) if let Marker::Foreign(uid) = pidfile::marker(&marker, sys::geteuid()) => {
+                // Somebody else's file holds the path: runs ignore it, so it
+                // cancels nothing, and ours cannot be put there.
+                verbose!(
+                    "cancel marker path {} is taken by uid {uid}'s file; looking for a live run",
+                    marker.display()
+                );
+                (false, Some(std::io::Error::other(format!("a file of uid {uid} is there"))))
+            }
+            Ok(created) => {
+                verbose!("cancel marker {} {}", marker.display(), if created { "created" } else { "already there" });
+                (created, None)
+            }
+            Err(e) => {
+                verbose!("cannot create cancel marker {}: {e}; looking for a live run", marker.display());
+                (false, Some(e))
+            }
+        };
+        let started = Instant::now();
+        let deadline = args.timeout.filter(|t| !t.is_zero()).and_then(|t| started.checked_add(t));
+        Ok(Canceller { args, marker, created, marker_error, deadline, started })
+    }
+
+    /// Find the run and stop it; on an error, withdraw the marker this
+    /// cancel created (one that was already there is somebody else's).
+    fn finish(self) -> Result<CancelExit> {
+        let result = self.run(self.started);
+        if result.is_err() {
+            self.withdraw_marker();
+        }
+        result
+    }
 }
 
 impl Canceller<'_> {

@@ -41,7 +41,7 @@ struct SignalEntry {
 }
 
 #[derive(Serialize)]
-struct Report<'a> {
+struct ReportJson<'a> {
     exit_code: u8,
     reason: Reason,
     status: Status,
@@ -73,7 +73,7 @@ struct Output {
 }
 
 /// Everything the report says about one run.
-pub struct Facts<'a> {
+pub struct Contents<'a> {
     pub exit_code: u8,
     pub reason: Reason,
     pub status: Option<ChildStatus>,
@@ -112,33 +112,33 @@ impl ReportTarget {
     }
 
     /// Write the report into the temporary file, then rename it into place.
-    pub fn write(self, facts: &Facts<'_>) -> Result<()> {
-        let report = Report {
-            exit_code: facts.exit_code,
-            reason: facts.reason,
-            status: match facts.status {
+    pub fn write(self, contents: &Contents<'_>) -> Result<()> {
+        let report = ReportJson {
+            exit_code: contents.exit_code,
+            reason: contents.reason,
+            status: match contents.status {
                 Some(ChildStatus::Exited(code)) => Status { code: Some(code), signal: None },
                 Some(ChildStatus::Signaled(sig)) => {
                     Status { code: None, signal: Some(crate::signame::Signal(sig).name()) }
                 }
                 None => Status { code: None, signal: None },
             },
-            pgid: facts.pgid,
-            signals: facts
+            pgid: contents.pgid,
+            signals: contents
                 .signals
                 .iter()
                 .map(|s| SignalEntry { signal: s.signal.name(), at_ms: s.at.as_millis() as u64 })
                 .collect(),
-            stragglers: facts.stragglers,
-            unreaped: facts.unreaped,
-            output: facts.output.map(|[out, err]| Output {
+            stragglers: contents.stragglers,
+            unreaped: contents.unreaped,
+            output: contents.output.map(|[out, err]| Output {
                 stdout: StreamEntry { bytes: out.bytes, omitted: out.omitted },
                 stderr: StreamEntry { bytes: err.bytes, omitted: err.omitted },
             }),
-            contain: facts.contain,
-            escaped: facts.escaped,
-            duration_ms: facts.duration.as_millis() as u64,
-            error: facts.error,
+            contain: contents.contain,
+            escaped: contents.escaped,
+            duration_ms: contents.duration.as_millis() as u64,
+            error: contents.error,
         };
         let mut json = serde_json::to_vec(&report).context("cannot encode the report")?;
         json.push(b'\n');

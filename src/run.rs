@@ -14,27 +14,27 @@ use crate::contain::{Mode, Scope};
 use crate::exit::RunExit;
 use crate::guard::{self, Guard};
 use crate::output::StreamStats;
-use crate::output::relay::Relay;
+use crate::output::relay::{ChildEnds, Relay};
 use crate::parent_death::ParentWatch;
 use crate::pidfile::{self, Claimed, Marker};
-use crate::report::{Facts, Reason, ReportTarget};
+use crate::report::{Contents, Reason, ReportTarget};
 use crate::signal_policy;
-use crate::supervisor::{self, Ended, SentSignal, StopReason, Watch};
+use crate::supervisor::{self, GroupEnd, SentSignal, StopReason, Supervised};
 use crate::sys::Pid;
 use crate::sys::process::{self, ChildStatus, Detach, SpawnError, SpawnOptions};
-use crate::sys::sigmask;
+use crate::sys::sigmask::{self, SigSet};
 use crate::sys::wakeup::SignalSource;
 use crate::terminal::Terminal;
 use crate::test_hook;
 use crate::{say, verbose};
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// What a run came to, for the exit status and the report.
-struct Finish {
+struct Outcome {
     exit: RunExit,
     reason: Reason,
     status: Option<ChildStatus>,
@@ -56,35 +56,12 @@ struct Finish {
     guard: Option<Guard>,
 }
 
-impl Finish {
-    fn failed(exit: RunExit, error: anyhow::Error, pgid: Option<Pid>) -> Self {
-        Finish {
+impl Outcome {
+    /// An outcome with nothing known yet but how pgrun exits and why.
+    fn new(exit: RunExit, reason: Reason) -> Self {
+        Outcome {
             exit,
-            reason: Reason::Error,
-            status: None,
-            pgid,
-            signals: Vec::new(),
-            stragglers: 0,
-            unreaped: 0,
-            error: Some(error),
-            output: None,
-            contain: None,
-            escaped: 0,
-            guard: None,
-        }
-    }
-
-    fn cancelled_before_start() -> Self {
-        Self::interrupted_before_start(libc::SIGTERM)
-    }
-
-    /// A cancel (the marker, or `signal` sent to pgrun) before the command
-    /// started: exit 128+N (143 for TERM and the marker).
-    fn interrupted_before_start(signal: i32) -> Self {
-        verbose!("cancelled before the command started");
-        Finish {
-            exit: RunExit::CancelledBeforeStart(signal),
-            reason: Reason::CancelledBeforeStart,
+            reason,
             status: None,
             pgid: None,
             signals: Vec::new(),
@@ -96,6 +73,17 @@ impl Finish {
             escaped: 0,
             guard: None,
         }
+    }
+
+    fn failed(exit: RunExit, error: anyhow::Error, pgid: Option<Pid>) -> Self {
+        Outcome { pgid, error: Some(error), ..Outcome::new(exit, Reason::Error) }
+    }
+
+    /// A cancel (the marker, or `signal` sent to pgrun) before the command
+    /// started: exit 128+N (143 for TERM and the marker).
+    fn interrupted_before_start(signal: i32) -> Self {
+        verbose!("cancelled before the command started");
+        Outcome::new(RunExit::CancelledBeforeStart(signal), Reason::CancelledBeforeStart)
     }
 }
 
@@ -112,31 +100,31 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             return RunExit::Failed.code();
         }
     };
-    let finish = execute(args, started, parent);
-    let exit = match finish.exit {
-        RunExit::Timeout if args.preserve_status => finish.status.map_or(RunExit::Timeout, RunExit::Command),
+    let outcome = execute(args, started, parent);
+    let exit = match outcome.exit {
+        RunExit::Timeout if args.preserve_status => outcome.status.map_or(RunExit::Timeout, RunExit::Command),
         exit => exit,
     };
-    if let Some(err) = &finish.error {
+    if let Some(err) = &outcome.error {
         say::line(format_args!("{err:#}"));
     }
     if let Some(report) = report {
-        let message = finish.error.as_ref().map(say::error_text);
-        let facts = Facts {
+        let message = outcome.error.as_ref().map(say::error_text);
+        let contents = Contents {
             exit_code: exit.code(),
-            reason: finish.reason,
-            status: finish.status,
-            pgid: finish.pgid,
-            signals: &finish.signals,
-            stragglers: finish.stragglers,
-            output: args.max_output.map(|_| finish.output.unwrap_or_default()),
-            contain: finish.contain.unwrap_or_else(|| args.contain_mode()).name(),
-            escaped: finish.escaped,
-            unreaped: finish.unreaped,
+            reason: outcome.reason,
+            status: outcome.status,
+            pgid: outcome.pgid,
+            signals: &outcome.signals,
+            stragglers: outcome.stragglers,
+            output: args.max_output.map(|_| outcome.output.unwrap_or_default()),
+            contain: outcome.contain.unwrap_or_else(|| args.contain_mode()).name(),
+            escaped: outcome.escaped,
+            unreaped: outcome.unreaped,
             duration: started.elapsed(),
             error: message.as_deref(),
         };
-        if let Err(err) = report.write(&facts) {
+        if let Err(err) = report.write(&contents) {
             say::line(format_args!("{err:#}"));
         }
     }
@@ -144,188 +132,311 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
     exit.code()
 }
 
-fn execute(args: &RunArgs, started: Instant, parent: crate::sys::Pid) -> Finish {
-    let argv: Vec<CString> = match args.command.iter().map(|a| CString::new(a.as_bytes())).collect::<Result<_, _>>() {
-        Ok(argv) => argv,
-        Err(_) => return Finish::failed(RunExit::Failed, anyhow!("an argument of COMMAND contains a NUL byte"), None),
+/// Why a run ends before it is supervised: pgrun itself failed (with the
+/// status it exits with), or the run was cancelled before the command
+/// started (by the marker, a signal, or the parent's death).
+enum EarlyEnd {
+    Failed(RunExit, anyhow::Error),
+    CancelledBeforeStart(i32),
+}
+
+/// A step of the run's checklist: its result, or why the run ends there.
+type Step<T> = Result<T, EarlyEnd>;
+
+/// pgrun's own failure (125) with this error.
+fn failure(err: anyhow::Error) -> EarlyEnd {
+    EarlyEnd::Failed(RunExit::Failed, err)
+}
+
+impl From<EarlyEnd> for Outcome {
+    fn from(early: EarlyEnd) -> Outcome {
+        match early {
+            EarlyEnd::Failed(exit, err) => Outcome::failed(exit, err, None),
+            EarlyEnd::CancelledBeforeStart(signal) => Outcome::interrupted_before_start(signal),
+        }
+    }
+}
+
+/// Everything the run prepares before the command starts: whatever can
+/// fail has failed by the time this exists. Dropping it undoes what needs
+/// undoing (the terminal is given back, the guard released and reaped).
+struct Prepared {
+    argv: Vec<CString>,
+    marker: Option<PathBuf>,
+    handled: SigSet,
+    inherited: sigmask::Inherited,
+    signals: SignalSource,
+    claim: Option<pidfile::Claim>,
+    scope: Scope,
+    parent_watch: Option<ParentWatch>,
+    terminal: Option<Terminal>,
+    relay: Option<Relay>,
+    child_ends: Option<ChildEnds>,
+    guard: Option<Guard>,
+}
+
+/// The run mode's checklist, top to bottom.
+fn execute(args: &RunArgs, started: Instant, parent: Pid) -> Outcome {
+    let mut run = match prepare(args, parent) {
+        Ok(prepared) => prepared,
+        Err(early) => return early.into(),
     };
-    let marker: Option<PathBuf> =
-        args.cancel_file.clone().or_else(|| args.pidfile.as_deref().map(pidfile::default_marker));
+    let pgid = match spawn_command(args, &mut run) {
+        Ok(pgid) => pgid,
+        Err(early) => return early.into(),
+    };
+    let published = match publish(&mut run, pgid) {
+        Ok(published) => published,
+        Err(err) => return stop_unpublished(args, &mut run, started, pgid, err),
+    };
+    let stop_now = marker_after_publishing(run.marker.as_deref());
+    let ended = supervise(args, &mut run, started, stop_now);
+    clean_up(run, published, ended, pgid)
+}
+
+/// Everything before the spawn, in the contract's order.
+fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
+    let argv = command_line(args)?;
+    let marker = marker_path(args)?;
+    let (handled, inherited, signals) = block_signals()?;
+    let claim = claim_pid_file(args)?;
+    take_marker_before_start(marker.as_deref())?;
+    test_hook::pause("marker-checked");
+    process::become_subreaper().map_err(|e| failure(anyhow!("cannot become a child subreaper: {e}")))?;
+    let mut scope = Scope::prepare(args.contain_mode()).map_err(failure)?;
+    let parent_watch = watch_parent(args, parent)?;
+    if let Some(signal) = termination_pending() {
+        let _ = signals.drain();
+        return Err(EarlyEnd::CancelledBeforeStart(signal));
+    }
+    // Given back when dropped, on every way out, a failed spawn included.
+    let terminal = Terminal::new(args.setsid);
+    let (relay, child_ends) = args.max_output.map(Relay::new).transpose().map_err(failure)?.unzip();
+    let guard = start_guard(args, &scope, marker.as_deref()).map_err(failure)?;
+    scope.set_guard(guard.as_ref().map(Guard::pid));
+    Ok(Prepared {
+        argv,
+        marker,
+        handled,
+        inherited,
+        signals,
+        claim,
+        scope,
+        parent_watch,
+        terminal,
+        relay,
+        child_ends,
+        guard,
+    })
+}
+
+/// COMMAND and its arguments as C strings.
+fn command_line(args: &RunArgs) -> Step<Vec<CString>> {
+    args.command
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| failure(anyhow!("an argument of COMMAND contains a NUL byte")))
+}
+
+/// The cancel marker's path: `--cancel-file`, or PIDFILE.cancel. It must
+/// not be the pid file, and its folder must exist: a marker that could
+/// never be created could never cancel this run.
+fn marker_path(args: &RunArgs) -> Step<Option<PathBuf>> {
+    let marker = args.cancel_file.clone().or_else(|| args.pidfile.as_deref().map(pidfile::default_marker));
     if let (Some(pidfile), Some(marker)) = (&args.pidfile, &marker)
         && pidfile::same_file(marker, pidfile)
     {
-        let err = anyhow!("--cancel-file {} names the pid file itself", marker.display());
-        return Finish::failed(RunExit::Failed, err, None);
+        return Err(failure(anyhow!("--cancel-file {} names the pid file itself", marker.display())));
     }
-    // A marker that could never be created could never cancel this run.
-    if let Some(Err(err)) = marker.as_deref().map(|m| pidfile::check_folder(m, "cancel marker")) {
-        return Finish::failed(RunExit::Failed, err, None);
+    if let Some(marker) = &marker {
+        pidfile::check_folder(marker, "cancel marker").map_err(failure)?;
     }
+    Ok(marker)
+}
 
-    // Block the handled signals before touching the pid file, so that no
-    // signal is lost or acts asynchronously from here on; the child gets
-    // the mask pgrun was started with.
+/// Block the handled signals before touching the pid file, so that no
+/// signal is lost or acts asynchronously from here on, and open the fd the
+/// loop reads them from. The command gets the caller's mask and
+/// dispositions (from before pgrun blocked SIGPIPE).
+fn block_signals() -> Step<(SigSet, sigmask::Inherited, SignalSource)> {
     let handled = signal_policy::handled();
-    // The mask to hand on is the caller's, from before pgrun blocked SIGPIPE.
     let inherited = sigmask::inherited();
-    if let Err(e) = sigmask::block(&handled) {
-        return Finish::failed(RunExit::Failed, anyhow!("cannot block signals: {e}"), None);
-    }
-    let signals = match SignalSource::new(&handled) {
-        Ok(s) => s,
-        Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot watch signals: {e}"), None),
-    };
+    sigmask::block(&handled).map_err(|e| failure(anyhow!("cannot block signals: {e}")))?;
+    let signals = SignalSource::new(&handled).map_err(|e| failure(anyhow!("cannot watch signals: {e}")))?;
+    Ok((handled, inherited, signals))
+}
 
-    let claim = match args.pidfile.as_deref().map(|path| pidfile::claim(path, &mut termination_pending)).transpose() {
-        Ok(Some(Claimed::Claim(claim))) => Some(claim),
-        Ok(Some(Claimed::Interrupted(signal))) => return Finish::interrupted_before_start(signal),
-        Ok(None) => None,
-        Err(err) => return Finish::failed(RunExit::Failed, err, None),
-    };
-    let me = crate::sys::geteuid();
-    if let Some(marker) = &marker
-        && pidfile::consume_marker(marker, me)
-    {
-        return Finish::cancelled_before_start();
+/// Claim `--pidfile` (see [`pidfile::claim`]); a termination signal while
+/// waiting for another starting run ends this one before it begins.
+fn claim_pid_file(args: &RunArgs) -> Step<Option<pidfile::Claim>> {
+    match args.pidfile.as_deref().map(|path| pidfile::claim(path, &mut termination_pending)).transpose() {
+        Ok(Some(Claimed::Claim(claim))) => Ok(Some(claim)),
+        Ok(Some(Claimed::Interrupted(signal))) => Err(EarlyEnd::CancelledBeforeStart(signal)),
+        Ok(None) => Ok(None),
+        Err(err) => Err(failure(err)),
     }
-    test_hook::pause("marker-checked");
-    if let Err(e) = process::become_subreaper() {
-        return Finish::failed(RunExit::Failed, anyhow!("cannot become a child subreaper: {e}"), None);
+}
+
+/// A marker present before the start: consume it and end the run (143).
+fn take_marker_before_start(marker: Option<&Path>) -> Step<()> {
+    match marker {
+        Some(marker) if pidfile::consume_marker(marker, crate::sys::geteuid()) => {
+            Err(EarlyEnd::CancelledBeforeStart(libc::SIGTERM))
+        }
+        _ => Ok(()),
     }
-    let mut scope = match Scope::prepare(args.contain_mode()) {
-        Ok(scope) => scope,
-        Err(err) => return Finish::failed(RunExit::Failed, err, None),
-    };
-    let parent_watch = match args.die_with_parent.then(|| ParentWatch::arm(parent)).transpose() {
-        Ok(watch) => watch,
-        Err(e) => return Finish::failed(RunExit::Failed, anyhow!("cannot watch the parent process: {e}"), None),
-    };
-    if parent_watch.is_some_and(|w| w.parent_gone()) {
+}
+
+/// `--die-with-parent`: armed before the spawn; a parent already gone is a
+/// cancel before the start.
+fn watch_parent(args: &RunArgs, parent: Pid) -> Step<Option<ParentWatch>> {
+    let watch = args
+        .die_with_parent
+        .then(|| ParentWatch::arm(parent))
+        .transpose()
+        .map_err(|e| failure(anyhow!("cannot watch the parent process: {e}")))?;
+    if watch.is_some_and(|w| w.parent_gone()) {
         verbose!("parent process {parent} died before the command started");
-        return Finish::cancelled_before_start();
+        return Err(EarlyEnd::CancelledBeforeStart(libc::SIGTERM));
     }
-    if let Some(signal) = termination_pending() {
-        let _ = signals.drain();
-        return Finish::interrupted_before_start(signal);
-    }
+    Ok(watch)
+}
 
-    // Dropped on every way out of here, a failed spawn included: it gives
-    // the terminal back.
-    let terminal = Terminal::new(args.setsid);
-    let (mut relay, child_ends) = match args.max_output.map(Relay::new).transpose() {
-        Ok(made) => made.unzip(),
-        Err(err) => return Finish::failed(RunExit::Failed, err, None),
-    };
-    // Dropped (released and reaped) on every way out of here, after the
-    // pid file and marker are withdrawn.
-    let guard = match start_guard(args, &scope, marker.as_deref()) {
-        Ok(guard) => guard,
-        Err(err) => return Finish::failed(RunExit::Failed, err, None),
-    };
-    scope.set_guard(guard.as_ref().map(Guard::pid));
+/// Start the command in its new group (or session), then tell everyone who
+/// needs the group id, and start reading signals.
+fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
     let options = SpawnOptions {
         detach: if args.setsid { Detach::Session } else { Detach::Group },
-        child_mask: inherited.mask,
-        ignore_sigchld: inherited.sigchld_ignored,
-        take_terminal: terminal.as_ref().and_then(Terminal::hand_off_at_start),
-        stdout_stderr: child_ends.as_ref().map(|ends| ends.raw()),
-        join_cgroup: scope.join_fd(),
+        child_mask: run.inherited.mask,
+        ignore_sigchld: run.inherited.sigchld_ignored,
+        take_terminal: run.terminal.as_ref().and_then(Terminal::hand_off_at_start),
+        stdout_stderr: run.child_ends.as_ref().map(|ends| ends.raw()),
+        join_cgroup: run.scope.join_fd(),
     };
     let program = args.command[0].to_string_lossy();
-    let spawned = process::spawn(&argv, &options);
+    let spawned = process::spawn(&run.argv, &options);
     // Only the command holds the write ends now: its exit is the pipes' end.
-    drop(child_ends);
+    run.child_ends = None;
     let pgid = match spawned {
         Ok(pid) => pid,
         Err(SpawnError::Exec(e)) => {
             let exit = if e.raw_os_error() == Some(libc::ENOENT) { RunExit::NotFound } else { RunExit::CannotExecute };
-            return Finish::failed(exit, anyhow!("cannot run '{program}': {e}"), None);
+            return Err(EarlyEnd::Failed(exit, anyhow!("cannot run '{program}': {e}")));
         }
-        Err(SpawnError::Setup(e)) => {
-            return Finish::failed(RunExit::Failed, anyhow!("cannot start '{program}': {e}"), None);
-        }
+        Err(SpawnError::Setup(e)) => return Err(failure(anyhow!("cannot start '{program}': {e}"))),
     };
     verbose!("started '{program}' as process group {pgid}");
-    scope.started(pgid);
-    if let Some(guard) = &guard {
+    run.scope.started(pgid);
+    if let Some(guard) = &run.guard {
         guard.spawned(pgid);
     }
     crate::panic_stop::watch(pgid);
-    if let Some(terminal) = &terminal {
+    if let Some(terminal) = &run.terminal {
         terminal.started(pgid);
     }
-    let ctx = Supervision {
-        signals: &signals,
-        started,
-        marker: marker.as_deref(),
-        terminal: terminal.as_ref(),
-        guard: guard.as_ref(),
-        parent: parent_watch,
-    };
-    if let Err(e) = signals.activate(&handled, &signal_policy::absorbed()) {
+    if let Err(e) = run.signals.activate(&run.handled, &signal_policy::absorbed()) {
         verbose!("cannot install signal handlers: {e}");
     }
     test_hook::pause("spawned");
+    Ok(pgid)
+}
 
-    let published = match claim.map(|c| c.publish(pgid)).transpose() {
-        Ok(p) => {
-            if let (Some(guard), Some(published)) = (&guard, &p) {
-                let (dev, ino) = published.id();
-                guard.published(dev, ino);
-            }
-            p
-        }
-        Err(err) => {
-            // The command is running but cannot be published: stop it (it
-            // must not run unsupervised) and report the failure.
-            let stopped = supervise(args, &ctx, &mut scope, Some(StopReason::Cancel), relay.as_mut());
-            if let Some(marker) = &marker {
-                pidfile::consume_marker(marker, me);
-            }
-            let mut finish = Finish::failed(RunExit::Failed, err, Some(pgid));
-            finish.output = relay.map(Relay::finish);
-            if let Ok(ended) = stopped {
-                finish.status = ended.status;
-                finish.signals = ended.signals;
-            }
-            return finish;
-        }
+/// Publish the group id (the claim was prepared before the spawn), and
+/// tell the guard which file is ours to remove if pgrun dies.
+fn publish(run: &mut Prepared, pgid: Pid) -> anyhow::Result<Option<pidfile::Published>> {
+    let Some(claim) = run.claim.take() else { return Ok(None) };
+    let published = claim.publish(pgid)?;
+    if let Some(guard) = &run.guard {
+        let (dev, ino) = published.id();
+        guard.published(dev, ino);
+    }
+    Ok(Some(published))
+}
+
+/// The command runs but cannot be published: stop it (it must not run
+/// unsupervised) and report pgrun's failure.
+fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: Pid, err: anyhow::Error) -> Outcome {
+    let stopped = supervise(args, run, started, Some(StopReason::Cancel));
+    if let Some(marker) = &run.marker {
+        pidfile::consume_marker(marker, crate::sys::geteuid());
+    }
+    let mut outcome = Outcome::failed(RunExit::Failed, err, Some(pgid));
+    outcome.output = run.relay.take().map(Relay::finish);
+    if let Ok(ended) = stopped {
+        outcome.status = ended.status;
+        outcome.signals = ended.signals;
+    }
+    outcome
+}
+
+/// A marker present right after publishing: stop the run as if cancelled.
+fn marker_after_publishing(marker: Option<&Path>) -> Option<StopReason> {
+    let marker = marker.filter(|m| pidfile::marker(m, crate::sys::geteuid()) == Marker::Present)?;
+    verbose!("cancel marker {} found right after publishing", marker.display());
+    Some(StopReason::Cancel)
+}
+
+/// Hand the running run to the supervisor until it is gone.
+fn supervise(
+    args: &RunArgs,
+    run: &mut Prepared,
+    started: Instant,
+    stop_now: Option<StopReason>,
+) -> std::io::Result<GroupEnd> {
+    let sequence = args.stop_sequence();
+    let supervised = Supervised {
+        scope: &mut run.scope,
+        sequence: &sequence,
+        timeout: args.timeout.filter(|t| !t.is_zero()),
+        wait_group: args.wait_group,
+        signals: &run.signals,
+        started,
+        marker: run.marker.as_deref(),
+        guard: run.guard.as_ref(),
+        terminal: run.terminal.as_ref(),
+        count_stragglers: args.report.is_some() || args.verbose,
+        relay: run.relay.as_mut(),
+        parent: run.parent_watch,
     };
-    let stop_now = marker.as_deref().filter(|m| pidfile::marker(m, me) == Marker::Present).map(|_| {
-        verbose!("cancel marker found right after publishing");
-        StopReason::Cancel
-    });
+    supervisor::supervise(supervised, stop_now)
+}
 
-    let ended = supervise(args, &ctx, &mut scope, stop_now, relay.as_mut());
-    // The group is gone (or pgrun cannot watch it any more): write what is
-    // left of its output, withdraw the record, then the marker.
-    let output = relay.map(Relay::finish);
+/// The run is gone (or pgrun cannot watch it any more): write what is left
+/// of its output, withdraw the record, then the marker, release the guard.
+fn clean_up(
+    mut run: Prepared,
+    published: Option<pidfile::Published>,
+    ended: std::io::Result<GroupEnd>,
+    pgid: Pid,
+) -> Outcome {
+    let output = run.relay.take().map(Relay::finish);
     if let Some(published) = published {
         published.remove();
     }
-    if let Some(marker) = &marker {
-        pidfile::consume_marker(marker, me);
+    if let Some(marker) = &run.marker {
+        pidfile::consume_marker(marker, crate::sys::geteuid());
     }
-    let mut guard = guard;
+    let mut guard = run.guard.take();
     if let Some(guard) = &mut guard {
         if ended.as_ref().is_ok_and(|e| e.guard_reaped) {
             guard.reaped();
         }
         guard.release();
     }
-    let mut finish = match ended {
-        Ok(ended) => finish_from(ended, pgid),
+    let mut outcome = match ended {
+        Ok(ended) => outcome_of(ended, pgid),
         Err(e) => {
             // The loop itself failed (poll or waitpid returned an error no
             // run should see). Do not leave the group running unwatched.
             let _ = process::signal_group(pgid, libc::SIGKILL);
-            Finish::failed(RunExit::Failed, anyhow!("cannot supervise process group {pgid}: {e}"), Some(pgid))
+            Outcome::failed(RunExit::Failed, anyhow!("cannot supervise process group {pgid}: {e}"), Some(pgid))
         }
     };
-    finish.output = output;
-    finish.contain = Some(scope.mode());
-    finish.guard = guard;
-    finish
+    outcome.output = output;
+    outcome.contain = Some(run.scope.mode());
+    outcome.guard = guard;
+    outcome
 }
 
 /// Fork the guard (unless `--no-guard`), with what it needs to stop the
@@ -352,68 +463,20 @@ fn termination_pending() -> Option<i32> {
     (1..=crate::signame::max_signal()).find(|&s| signal_policy::ends_the_run(s) && pending.contains(s))
 }
 
-/// What the supervisor needs besides the options.
-struct Supervision<'a> {
-    signals: &'a SignalSource,
-    started: Instant,
-    marker: Option<&'a std::path::Path>,
-    terminal: Option<&'a Terminal>,
-    guard: Option<&'a Guard>,
-    parent: Option<ParentWatch>,
-}
-
-fn supervise(
-    args: &RunArgs,
-    ctx: &Supervision<'_>,
-    scope: &mut Scope,
-    stop_now: Option<StopReason>,
-    relay: Option<&mut Relay>,
-) -> std::io::Result<Ended> {
-    let Supervision { signals, started, marker, guard, .. } = *ctx;
-    let sequence = args.stop_sequence();
-    // A marker next to a live pid file always means "stopping".
-    let mut on_stop = || {
-        if let Some(marker) = marker
-            && let Err(e) =
-                pidfile::create_marker(marker).with_context(|| format!("cannot create {}", marker.display()))
-        {
-            verbose!("{e:#}");
-        }
-        // The guard removes this marker if pgrun dies while stopping.
-        if let (Some(marker), Some(guard)) = (marker, guard) {
-            guard.marker(marker);
-        }
+fn outcome_of(ended: GroupEnd, pgid: Pid) -> Outcome {
+    let known = |outcome: Outcome| Outcome {
+        pgid: Some(pgid),
+        signals: ended.signals.clone(),
+        stragglers: ended.stragglers,
+        unreaped: ended.unreaped,
+        escaped: ended.escaped,
+        ..outcome
     };
-    let watch = Watch {
-        scope,
-        sequence: &sequence,
-        timeout: args.timeout.filter(|t| !t.is_zero()),
-        wait_group: args.wait_group,
-        signals,
-        started,
-        on_stop: &mut on_stop,
-        terminal: ctx.terminal,
-        count_stragglers: args.report.is_some() || args.verbose,
-        relay,
-        parent: ctx.parent,
-    };
-    supervisor::supervise(watch, stop_now)
-}
-
-fn finish_from(ended: Ended, pgid: Pid) -> Finish {
     let Some(status) = ended.status else {
         // The command's status was lost (see the supervisor): pgrun cannot
         // say how the command ended, which is its own failure.
-        let mut finish = Finish::failed(
-            RunExit::Failed,
-            anyhow!("lost the exit status of process group {pgid}'s leader: it was reaped by someone else"),
-            Some(pgid),
-        );
-        finish.signals = ended.signals;
-        finish.stragglers = ended.stragglers;
-        finish.unreaped = ended.unreaped;
-        finish.escaped = ended.escaped;
-        return finish;
+        let err = anyhow!("lost the exit status of process group {pgid}'s leader: it was reaped by someone else");
+        return known(Outcome::failed(RunExit::Failed, err, Some(pgid)));
     };
     let (exit, reason) = match (ended.stop_reason, status) {
         (Some(StopReason::Timeout), _) => (RunExit::Timeout, Reason::Timeout),
@@ -421,18 +484,5 @@ fn finish_from(ended: Ended, pgid: Pid) -> Finish {
         (_, status @ ChildStatus::Exited(_)) => (RunExit::Command(status), Reason::Exited),
         (_, status @ ChildStatus::Signaled(_)) => (RunExit::Command(status), Reason::Signaled),
     };
-    Finish {
-        exit,
-        reason,
-        status: Some(status),
-        pgid: Some(pgid),
-        signals: ended.signals,
-        stragglers: ended.stragglers,
-        unreaped: ended.unreaped,
-        error: None,
-        output: None,
-        contain: None,
-        escaped: ended.escaped,
-        guard: None,
-    }
+    known(Outcome { status: Some(status), ..Outcome::new(exit, reason) })
 }

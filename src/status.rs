@@ -7,6 +7,7 @@ use crate::exit::StatusExit;
 use crate::pidfile::{self, Liveness, Marker, RecordError};
 use crate::say;
 use crate::sys::{self, Pid, process};
+use anyhow::anyhow;
 use serde::Serialize;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -23,7 +24,7 @@ enum State {
 }
 
 #[derive(Serialize)]
-struct Report {
+struct Answer {
     state: State,
     pgid: Option<Pid>,
     /// The pgrun process holding the lock.
@@ -45,26 +46,35 @@ struct Report {
     ignored_marker_uid: Option<u32>,
 }
 
+/// `pgrun status`: answer, or say the one error; the exit status.
 pub fn status(args: &StatusArgs) -> StatusExit {
+    match answer(args) {
+        Ok(exit) => exit,
+        Err((exit, err)) => {
+            say::line(format_args!("{err:#}"));
+            exit
+        }
+    }
+}
+
+/// Look at the pid file, its locks and its marker, and print the answer.
+fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
+    let unknown = |err: anyhow::Error| (StatusExit::Unknown, err);
     let path = &args.pidfile;
     let marker = args.cancel_file.clone().unwrap_or_else(|| pidfile::default_marker(path));
     if pidfile::same_file(&marker, path) {
-        say::line(format_args!("--cancel-file {} names the pid file itself", marker.display()));
-        return StatusExit::Usage;
+        return Err((StatusExit::Usage, anyhow!("--cancel-file {} names the pid file itself", marker.display())));
     }
     let record = match pidfile::read_record(path, false) {
         Ok(record) => Some(record),
         Err(RecordError::Missing) => None,
-        Err(e) => {
-            say::line(format_args!("cannot read pid file {}: {e}", path.display()));
-            return StatusExit::Unknown;
-        }
+        Err(e) => return Err(unknown(anyhow!("cannot read pid file {}: {e}", path.display()))),
     };
     // Markers count when they belong to the run's user (the pid file's
     // owner) or root.
     let owner = record.as_ref().map_or_else(sys::geteuid, |r| r.meta.uid());
     let found = pidfile::marker(&marker, owner);
-    let mut report = Report {
+    let mut report = Answer {
         state: State::NotRunning,
         pgid: None,
         pid: None,
@@ -83,13 +93,9 @@ pub fn status(args: &StatusArgs) -> StatusExit {
         None => report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning },
         Some(record) => {
             report.pgid = Some(record.pgid);
-            let liveness = match record.liveness() {
-                Ok(l) => l,
-                Err(e) => {
-                    say::line(format_args!("cannot read the lock of pid file {}: {e}", path.display()));
-                    return StatusExit::Unknown;
-                }
-            };
+            let liveness = record
+                .liveness()
+                .map_err(|e| unknown(anyhow!("cannot read the lock of pid file {}: {e}", path.display())))?;
             match liveness {
                 Liveness::Stale => report.state = State::Stale,
                 Liveness::Claimed => {
@@ -120,20 +126,17 @@ pub fn status(args: &StatusArgs) -> StatusExit {
             }
         }
     }
-    if let Err(e) = print(args.json, &report, &marker) {
-        say::line(format_args!("cannot write to stdout: {e}"));
-        return StatusExit::Unknown;
-    }
-    match report.state {
+    print(args.json, &report, &marker).map_err(|e| unknown(anyhow!("cannot write to stdout: {e}")))?;
+    Ok(match report.state {
         State::Running | State::Stopping => StatusExit::Alive,
         State::Stale => StatusExit::Stale,
         State::NotRunning | State::CancelPending => StatusExit::NotRunning,
-    }
+    })
 }
 
 /// Print the answer; an error if stdout cannot take it (the caller then
 /// has no answer, which is not "running").
-fn print(json: bool, r: &Report, marker: &std::path::Path) -> std::io::Result<()> {
+fn print(json: bool, r: &Answer, marker: &std::path::Path) -> std::io::Result<()> {
     let line = if json {
         serde_json::to_string(r).unwrap_or_default()
     } else {

@@ -60,7 +60,7 @@ pub struct SentSignal {
 
 /// What happened to the group, once it is gone.
 #[derive(Debug)]
-pub struct Ended {
+pub struct GroupEnd {
     /// How the command (the group leader) ended; `None` if its status was
     /// lost (it was reaped by someone else, which no run should see).
     pub status: Option<ChildStatus>,
@@ -86,8 +86,9 @@ enum Phase {
     Stopping { step: usize, deadline: Option<Instant> },
 }
 
-/// Settings of one supervised run.
-pub struct Watch<'a> {
+/// The running run, handed to the supervisor: what it watches, how it
+/// stops it, and what it must update when it does.
+pub struct Supervised<'a> {
     /// The run as `--contain` defines it; it knows the group id.
     pub scope: &'a mut Scope,
     pub sequence: &'a StopSequence,
@@ -96,8 +97,11 @@ pub struct Watch<'a> {
     pub signals: &'a SignalSource,
     /// When pgrun started: report times count from here.
     pub started: Instant,
-    /// Called once, when the first stop sequence starts (creates the marker).
-    pub on_stop: &'a mut dyn FnMut(),
+    /// The cancel marker: created when the first stop sequence starts, so
+    /// that a marker next to a live pid file always means "stopping".
+    pub marker: Option<&'a std::path::Path>,
+    /// The guard, told about that marker (it removes it if pgrun dies).
+    pub guard: Option<&'a crate::guard::Guard>,
     /// The terminal and its job-control rules (`None` with --setsid).
     pub terminal: Option<&'a Terminal>,
     /// Whether to count the members left when the command exits (for the
@@ -122,13 +126,13 @@ const KILL_GRACE: Duration = Duration::from_secs(1);
 #[derive(Clone, Copy, Debug)]
 enum Leader {
     Running,
-    Ended(ChildStatus),
+    GroupEnd(ChildStatus),
     /// Gone without pgrun learning its status.
     Lost,
 }
 
 struct Supervisor<'a> {
-    w: Watch<'a>,
+    w: Supervised<'a>,
     phase: Phase,
     leader: Leader,
     timeout_at: Option<Instant>,
@@ -151,7 +155,7 @@ struct Supervisor<'a> {
 
 /// Supervise the group until it is gone. `stop_now` starts the stop
 /// sequence at once (a cancel marker found right after publishing).
-pub fn supervise(w: Watch<'_>, stop_now: Option<StopReason>) -> std::io::Result<Ended> {
+pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Result<GroupEnd> {
     let timeout_at = w.timeout.and_then(|t| Instant::now().checked_add(t));
     let pgid = w.scope.pgid();
     let parent_check_at = w.parent.and_then(|p| p.check_every()).and_then(|every| Instant::now().checked_add(every));
@@ -178,7 +182,7 @@ pub fn supervise(w: Watch<'_>, stop_now: Option<StopReason>) -> std::io::Result<
 }
 
 impl Supervisor<'_> {
-    fn run(mut self) -> std::io::Result<Ended> {
+    fn run(mut self) -> std::io::Result<GroupEnd> {
         loop {
             let leader_exited_now = self.reap_children()?;
             if !matches!(self.leader, Leader::Running) {
@@ -191,9 +195,9 @@ impl Supervisor<'_> {
                     if leader_exited_now && gone {
                         self.stragglers = 0;
                     }
-                    return Ok(Ended {
+                    return Ok(GroupEnd {
                         status: match self.leader {
-                            Leader::Ended(status) => Some(status),
+                            Leader::GroupEnd(status) => Some(status),
                             _ => None,
                         },
                         stop_reason: self.stop_reason,
@@ -274,7 +278,7 @@ impl Supervisor<'_> {
                         ChildStatus::Exited(code) => verbose!("command exited with status {code}"),
                         ChildStatus::Signaled(sig) => verbose!("command was ended by signal {}", Signal(sig)),
                     }
-                    self.leader = Leader::Ended(status);
+                    self.leader = Leader::GroupEnd(status);
                     leader_exited = true;
                 }
                 Reaped::Child(..) => {}
@@ -427,6 +431,18 @@ impl Supervisor<'_> {
         }
     }
 
+    /// A stop sequence starts: create the marker (so a marker next to a live
+    /// pid file means "stopping") and tell the guard it is ours to remove.
+    fn mark_stopping(&self) {
+        let Some(marker) = self.w.marker else { return };
+        if let Err(e) = crate::pidfile::create_marker(marker) {
+            verbose!("cannot create {}: {e}", marker.display());
+        }
+        if let Some(guard) = self.w.guard {
+            guard.marker(marker);
+        }
+    }
+
     /// Start the stop sequence; the first reason is the one reported.
     fn start_stop(&mut self, reason: StopReason) {
         if let Phase::Stopping { .. } = self.phase {
@@ -434,7 +450,7 @@ impl Supervisor<'_> {
         }
         self.stop_reason.get_or_insert(reason);
         verbose!("stop sequence {} for process group {}", self.w.sequence.describe(), self.pgid);
-        (self.w.on_stop)();
+        self.mark_stopping();
         self.enter_step(0);
     }
 
