@@ -1,9 +1,27 @@
 //! pgrun: run a command in its own process group, stop the whole group on
 //! timeout or cancel, and exit only when nothing of it is left.
 //!
-//! [`main`] parses the command line and maps every outcome to an exit
-//! status; the modes live in [`run`], [`cancel`] and [`status`]. All contact
-//! with the kernel goes through [`sys`].
+//! Where to start reading: [`main`] parses the command line and maps every
+//! outcome to an exit status; [`run::execute`] is the run mode as a
+//! checklist of named steps, and [`supervisor`] the one event loop that
+//! watches the running command until the run is gone. All contact with the
+//! kernel goes through [`sys`].
+//!
+//! Where each policy lives, by file:
+//! - which signal does what: [`signal_policy`];
+//! - which exit status, and its documentation: [`exit`];
+//! - how a run is stopped: [`stop_sequence`] (the steps), [`supervisor`]
+//!   (a run pgrun supervises), [`unsupervised`] (one it does not: `pgrun
+//!   cancel`'s fallback and the [`guard`]);
+//! - what "the run" is (`--contain`): [`contain`];
+//! - the pid file protocol and the cancel marker: [`pidfile`], and its
+//!   readers [`cancel`] and [`status`];
+//! - the terminal and job control: [`terminal`];
+//! - `--max-output`: [`output`]; `--report`: [`report`]; `--die-with-parent`:
+//!   [`parent_death`]; a panic: [`panic_stop`];
+//! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
+//!   event announces), [`say`] (pgrun's only voice on stderr), [`test_hook`]
+//!   (pauses for the test suite, debug builds only).
 
 pub mod atomic_file;
 pub mod backoff;
