@@ -2,7 +2,7 @@
 //! timeout or cancel, and exit only when nothing of it is left.
 //!
 //! Where to start reading: [`main`] parses the command line and maps every
-//! outcome to an exit status; [`run::execute`] is the run mode as a
+//! outcome to an exit status; [`run`] holds the run mode as a
 //! checklist of named steps, and [`supervisor`] the one event loop that
 //! watches the running command until the run is gone. All contact with the
 //! kernel goes through [`sys`].
