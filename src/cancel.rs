@@ -261,8 +261,8 @@ impl Canceller<'_> {
         verbose!("sending TERM to pgrun {holder} (process group {pgid})");
         let delivered = match &handle {
             #[cfg(linux_strengths)]
-            Some(fd) => process::pidfd_signal(fd.as_fd(), libc::SIGTERM),
-            _ => process::signal_process(holder, libc::SIGTERM),
+            Some(fd) => process::pidfd_signal(fd.as_fd(), Signal::TERM),
+            _ => process::signal_process(holder, Signal::TERM),
         }
         .map_err(|e| anyhow!("cannot signal pgrun {holder}: {e}"))?;
         if delivered {
@@ -270,8 +270,8 @@ impl Canceller<'_> {
             // for the terminal) acts on the TERM only once continued.
             let _ = match &handle {
                 #[cfg(linux_strengths)]
-                Some(fd) => process::pidfd_signal(fd.as_fd(), libc::SIGCONT),
-                _ => process::signal_process(holder, libc::SIGCONT),
+                Some(fd) => process::pidfd_signal(fd.as_fd(), Signal::CONT),
+                _ => process::signal_process(holder, Signal::CONT),
             };
         } else {
             verbose!("pgrun {holder} had already exited");

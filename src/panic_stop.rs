@@ -7,6 +7,7 @@
 //! SIGKILL to the group the run mode recorded here, reaps until the group is
 //! gone (bounded: a panic path must end), and `_exit`s with 125.
 
+use crate::signame::Signal;
 use crate::sys::process::{self, Reaped};
 use crate::sys::{self, Pid};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -54,7 +55,7 @@ pub fn unwatch() {
 fn kill_and_reap(pgid: Pid) {
     let start = Instant::now();
     loop {
-        let _ = process::signal_group(pgid, libc::SIGKILL);
+        let _ = process::signal_group(pgid, Signal::KILL);
         while let Ok(Reaped::Child(..) | Reaped::Stopped(..)) = process::reap_one() {}
         if !process::group_exists(pgid) || start.elapsed() > KILL_WAIT {
             return;

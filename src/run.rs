@@ -19,6 +19,7 @@ use crate::parent_death::ParentWatch;
 use crate::pidfile::{self, Claimed, Marker};
 use crate::report::{Contents, Reason, ReportTarget};
 use crate::signal_policy;
+use crate::signame::Signal;
 use crate::supervisor::{self, GroupEnd, SentSignal, StopReason, Supervised};
 use crate::sys::Pid;
 use crate::sys::process::{self, ChildStatus, Detach, SpawnError, SpawnOptions};
@@ -429,7 +430,7 @@ fn clean_up(
         Err(e) => {
             // The loop itself failed (poll or waitpid returned an error no
             // run should see). Do not leave the group running unwatched.
-            let _ = process::signal_group(pgid, libc::SIGKILL);
+            let _ = process::signal_group(pgid, Signal::KILL);
             Outcome::failed(RunExit::Failed, anyhow!("cannot supervise process group {pgid}: {e}"), Some(pgid))
         }
     };

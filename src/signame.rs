@@ -8,9 +8,7 @@
 
 use std::fmt;
 
-/// A signal number that is known to be valid on this platform.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Signal(pub i32);
+pub use crate::sys::Signal;
 
 /// The classic signals every POSIX system has, plus common extras.
 const NAMED: &[(&str, i32)] = &[

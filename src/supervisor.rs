@@ -424,7 +424,7 @@ impl Supervisor<'_> {
                 // zombie whose parent may yet reap it): send KILL again,
                 // each grace, until the group is gone.
                 verbose!("process group {} survived KILL; sending it again", self.pgid);
-                self.w.scope.signal(libc::SIGKILL, false, true);
+                self.w.scope.signal(Signal::KILL, false, true);
                 self.kill_repeats += 1;
                 self.phase = Phase::Stopping { step, deadline: now.checked_add(KILL_GRACE) };
             }
@@ -462,7 +462,7 @@ impl Supervisor<'_> {
         // A stopped member cannot act on the signal until it is continued.
         let cont = current.signal != Signal::KILL && current.signal != Signal::CONT;
         let last = step + 1 == self.w.sequence.steps().len();
-        self.w.scope.signal(current.signal.0, cont, last);
+        self.w.scope.signal(current.signal, cont, last);
         let grace = if current.signal == Signal::KILL { KILL_GRACE } else { current.grace };
         self.phase = Phase::Stopping { step, deadline: Instant::now().checked_add(grace) };
         self.poll_backoff = Duration::from_millis(1);
@@ -486,7 +486,7 @@ impl Supervisor<'_> {
     }
 
     fn send(&self, signal: Signal) {
-        if let Err(err) = process::signal_group(self.pgid, signal.0) {
+        if let Err(err) = process::signal_group(self.pgid, signal) {
             verbose!("cannot send {signal} to process group {}: {err}", self.pgid);
         }
     }

@@ -160,7 +160,7 @@ impl Terminal {
             self.hand_over(fd, pgid, signal);
         } else if !state.stopping && !state.timed {
             verbose!("process group {pgid} stopped by {} in the background; stopping too", Signal(signal));
-            tty::stop_self(signal);
+            tty::stop_self(Signal(signal));
             if tty::foreground_group(fd) == Some(self.own) {
                 self.hand_over(fd, pgid, signal);
             }
@@ -187,7 +187,7 @@ impl Terminal {
         }
         verbose!("command stopped by {}; stopping too", Signal(signal));
         let _ = tty::set_foreground_group(fd, self.own);
-        tty::stop_self(signal);
+        tty::stop_self(Signal(signal));
         if tty::foreground_group(fd) == Some(self.own) {
             let _ = tty::set_foreground_group(fd, pgid);
         }
@@ -197,7 +197,7 @@ impl Terminal {
 
 fn continue_group(pgid: Pid) {
     verbose!("continuing process group {pgid}");
-    if let Err(e) = process::signal_group(pgid, libc::SIGCONT) {
+    if let Err(e) = process::signal_group(pgid, Signal::CONT) {
         verbose!("cannot send CONT to process group {pgid}: {e}");
     }
 }

@@ -23,7 +23,7 @@ pub trait Target {
     fn describe(&self) -> String;
     /// Send `signal` to everything in the target, and SIGCONT after it if
     /// `cont`.
-    fn signal(&mut self, signal: i32, cont: bool);
+    fn signal(&mut self, signal: Signal, cont: bool);
     /// Whether nothing is left.
     fn gone(&mut self) -> bool;
     /// An fd that signals a change with POLLPRI, if the target has one.
@@ -39,10 +39,10 @@ impl Target for Group {
     fn describe(&self) -> String {
         format!("process group {}", self.0)
     }
-    fn signal(&mut self, signal: i32, cont: bool) {
+    fn signal(&mut self, signal: Signal, cont: bool) {
         let _ = process::signal_group(self.0, signal);
         if cont {
-            let _ = process::signal_group(self.0, libc::SIGCONT);
+            let _ = process::signal_group(self.0, Signal::CONT);
         }
     }
     fn gone(&mut self) -> bool {
@@ -61,7 +61,7 @@ pub fn stop(target: &mut dyn Target, sequence: &StopSequence, until: Option<Inst
         let step = steps[i];
         let last = i + 1 == steps.len();
         verbose!("sending {} to {}", step.signal, target.describe());
-        target.signal(step.signal.0, step.signal != Signal::KILL && step.signal != Signal::CONT);
+        target.signal(step.signal, step.signal != Signal::KILL && step.signal != Signal::CONT);
         let wait_until = if last {
             Instant::now() + AFTER_KILL
         } else {

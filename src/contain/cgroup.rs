@@ -10,6 +10,7 @@
 //! polls that file's fd for the change, it does not poll in ticks. The leaf
 //! is removed when this value is dropped (pgrun's exit) or by the guard.
 
+use crate::signame::Signal;
 use crate::sys::{self, Pid, cgroup, process};
 use crate::unsupervised::Target;
 use std::collections::HashSet;
@@ -116,7 +117,14 @@ fn why_not(mount: &Path, parent: &Path, dir: &Path, e: &std::io::Error) -> Strin
 /// Signal every process in cgroup `dir` (`rel`) outside group `pgid` (the
 /// group itself is signalled with killpg), through pidfds checked to be in
 /// the cgroup once opened; `reached` collects their pids.
-pub fn signal_members(dir: &Path, rel: &str, pgid: Option<Pid>, signal: i32, cont: bool, reached: &mut HashSet<Pid>) {
+pub fn signal_members(
+    dir: &Path,
+    rel: &str,
+    pgid: Option<Pid>,
+    signal: Signal,
+    cont: bool,
+    reached: &mut HashSet<Pid>,
+) {
     for pid in cgroup::members(dir) {
         if pgid.is_some() && sys::proc::stat(pid).map(|s| s.pgrp) == pgid {
             continue;
@@ -129,7 +137,7 @@ pub fn signal_members(dir: &Path, rel: &str, pgid: Option<Pid>, signal: i32, con
         if let Ok(true) = process::pidfd_signal(fd.as_fd(), signal) {
             reached.insert(pid);
             if cont {
-                let _ = process::pidfd_signal(fd.as_fd(), libc::SIGCONT);
+                let _ = process::pidfd_signal(fd.as_fd(), Signal::CONT);
             }
         }
         #[cfg(not(linux_strengths))]
@@ -163,16 +171,16 @@ impl Target for LeafTarget {
         format!("cgroup {}", self.dir.display())
     }
 
-    fn signal(&mut self, signal: i32, cont: bool) {
+    fn signal(&mut self, signal: Signal, cont: bool) {
         if let Some(pgid) = self.pgid {
             let _ = process::signal_group(pgid, signal);
         }
-        if signal == libc::SIGKILL && cgroup::kill(&self.dir).is_ok() {
+        if signal == Signal::KILL && cgroup::kill(&self.dir).is_ok() {
             return;
         }
         signal_members(&self.dir, &self.rel, self.pgid, signal, cont, &mut HashSet::new());
         if cont && let Some(pgid) = self.pgid {
-            let _ = process::signal_group(pgid, libc::SIGCONT);
+            let _ = process::signal_group(pgid, Signal::CONT);
         }
     }
 

@@ -18,6 +18,7 @@
 pub mod cgroup;
 pub mod tree;
 
+use crate::signame::Signal;
 use crate::sys::{Pid, process};
 use crate::verbose;
 use anyhow::{Result, bail};
@@ -134,12 +135,12 @@ impl Scope {
     /// One step of the stop sequence: `signal` to the group, then to what
     /// the mode adds (SIGCONT after each if `cont`); `last` is the final
     /// KILL, which in cgroup mode is `cgroup.kill`.
-    pub fn signal(&mut self, signal: i32, cont: bool, last: bool) {
+    pub fn signal(&mut self, signal: Signal, cont: bool, last: bool) {
         if let Err(err) = process::signal_group(self.pgid, signal) {
-            verbose!("cannot send {} to process group {}: {err}", crate::signame::Signal(signal), self.pgid);
+            verbose!("cannot send {} to process group {}: {err}", signal, self.pgid);
         }
         if cont {
-            let _ = process::signal_group(self.pgid, libc::SIGCONT);
+            let _ = process::signal_group(self.pgid, Signal::CONT);
         }
         match (self.mode, &self.leaf) {
             (Mode::Tree, _) => tree::signal_escapees(self.pgid, self.guard, signal, cont, &mut self.escaped),
@@ -150,7 +151,7 @@ impl Scope {
                     leaf.dir(),
                     leaf.rel(),
                     Some(self.pgid),
-                    if last { 0 } else { signal },
+                    if last { Signal::PROBE } else { signal },
                     cont && !last,
                     &mut self.escaped,
                 );

@@ -12,6 +12,7 @@
 //! and the signal reaches nobody. pgrun's own children need no check: their
 //! pids cannot be reused before pgrun reaps them.
 
+use crate::signame::Signal;
 use crate::sys::proc::{self, Stat};
 use crate::sys::{self, Pid, process};
 use std::collections::{HashMap, HashSet};
@@ -101,17 +102,17 @@ fn exited(_fd: BorrowedFd<'_>) -> bool {
 /// Send `signal` (and SIGCONT after it if `cont`) to every descendant
 /// outside group `pgid` (the guard `skip` aside); `reached` collects their
 /// pids.
-pub fn signal_escapees(pgid: Pid, skip: Option<Pid>, signal: i32, cont: bool, reached: &mut HashSet<Pid>) {
+pub fn signal_escapees(pgid: Pid, skip: Option<Pid>, signal: Signal, cont: bool, reached: &mut HashSet<Pid>) {
     walk(skip, &mut |found| {
         if found.stat.pgrp == pgid {
             return;
         }
         #[cfg(linux_strengths)]
         if let Ok(true) = process::pidfd_signal(found.pidfd, signal) {
-            crate::verbose!("sending {} to process {} (it left the group)", crate::signame::Signal(signal), found.pid);
+            crate::verbose!("sending {} to process {} (it left the group)", signal, found.pid);
             reached.insert(found.pid);
             if cont {
-                let _ = process::pidfd_signal(found.pidfd, libc::SIGCONT);
+                let _ = process::pidfd_signal(found.pidfd, Signal::CONT);
             }
         }
         #[cfg(not(linux_strengths))]

@@ -33,6 +33,18 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
+/// A signal number that is known to be valid on this platform (named and
+/// parsed in [`crate::signame`]). The functions here that send signals take
+/// this, never a bare integer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Signal(pub i32);
+
+impl Signal {
+    /// Signal 0: no signal is sent, only whether the target exists (and may
+    /// be signalled) is checked.
+    pub const PROBE: Signal = Signal(0);
+}
+
 /// A process or process-group id, as the kernel numbers them.
 pub type Pid = libc::pid_t;
 

@@ -15,8 +15,8 @@
 //! forwards, and nix's `waitpid` reports an error *after* reaping a child
 //! one of them ended, losing its status.
 
-use super::Pid;
 use super::sigmask::SigSet;
+use super::{Pid, Signal};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -334,15 +334,15 @@ fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
 
 /// `kill(-pgid, signal)`. Returns `Ok(false)` if the group no longer exists
 /// (ESRCH): "already gone" is not an error.
-pub fn signal_group(pgid: Pid, signal: i32) -> io::Result<bool> {
+pub fn signal_group(pgid: Pid, signal: Signal) -> io::Result<bool> {
     assert!(pgid > 1, "refusing to signal process group {pgid}");
-    signal_raw(-pgid, signal)
+    signal_raw(-pgid, signal.0)
 }
 
 /// `kill(pid, signal)` for one process; `Ok(false)` on ESRCH.
-pub fn signal_process(pid: Pid, signal: i32) -> io::Result<bool> {
+pub fn signal_process(pid: Pid, signal: Signal) -> io::Result<bool> {
     assert!(pid > 0, "refusing to signal pid {pid}");
-    signal_raw(pid, signal)
+    signal_raw(pid, signal.0)
 }
 
 fn signal_raw(target: Pid, signal: i32) -> io::Result<bool> {
@@ -359,7 +359,8 @@ fn signal_raw(target: Pid, signal: i32) -> io::Result<bool> {
 /// `kill(-pgid, 0)` succeeding or failing with EPERM means a member exists;
 /// only ESRCH means the group is empty.
 pub fn group_exists(pgid: Pid) -> bool {
-    signal_group(pgid, 0).unwrap_or(true)
+    assert!(pgid > 1, "refusing to probe process group {pgid}");
+    signal_raw(-pgid, 0).unwrap_or(true)
 }
 
 /// How a reaped child ended.
@@ -538,10 +539,10 @@ pub fn pidfd_exited(pidfd: std::os::fd::BorrowedFd<'_>) -> bool {
 /// `kill(pid)`, this can never reach a process that reused the pid.
 /// `Ok(false)` if the process has already exited (ESRCH).
 #[cfg(linux_strengths)]
-pub fn pidfd_signal(pidfd: std::os::fd::BorrowedFd<'_>, signal: i32) -> io::Result<bool> {
+pub fn pidfd_signal(pidfd: std::os::fd::BorrowedFd<'_>, signal: Signal) -> io::Result<bool> {
     // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
     let rc = unsafe {
-        libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), signal, std::ptr::null::<libc::siginfo_t>(), 0)
+        libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), signal.0, std::ptr::null::<libc::siginfo_t>(), 0)
     };
     if rc == 0 {
         return Ok(true);

@@ -57,10 +57,10 @@ pub fn open_controlling() -> Option<OwnedFd> {
 /// has been continued (at once if the signal is ignored, or if pgrun's group
 /// is orphaned, where the kernel discards it). `signal` is unblocked for the
 /// moment it takes.
-pub fn stop_self(signal: i32) {
+pub fn stop_self(signal: super::Signal) {
     use super::sigmask;
     let mut set = sigmask::SigSet::empty();
-    set.add(signal);
+    set.add(signal.0);
     // A blocked stop signal is delivered (and stops us) as soon as it is
     // unblocked, before sigprocmask returns.
     let Ok(old) = sigmask::unblock(&set) else { return };
