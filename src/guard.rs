@@ -142,6 +142,9 @@ impl Drop for Guard {
             return;
         }
         self.release();
+        // Released, it exits at once, unless something stopped it (SIGSTOP):
+        // its work is over either way, and pgrun must not wait for it.
+        let _ = crate::sys::process::signal_process(self.pid, crate::signame::Signal::KILL);
         lifetime::wait_for(self.pid);
     }
 }
@@ -168,7 +171,7 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, rx: RawFd) -> ! {
     };
     let what = pgid.map_or_else(|| "its run".to_string(), |g| format!("process group {g}"));
     let mut leaf = plan.leaf.map(|leaf| with_group(leaf, pgid));
-    let mut group = pgid.filter(|&g| g > 1).map(unsupervised::Group);
+    let mut group = pgid.filter(|&g| g > 1).map(unsupervised::Group::new);
     let target: Option<&mut dyn unsupervised::Target> = match (&mut leaf, &mut group) {
         (Some(leaf), _) => Some(leaf),
         (None, Some(group)) => Some(group),

@@ -250,6 +250,10 @@ fn marker_path(args: &RunArgs) -> Step<Option<PathBuf>> {
     {
         return Err(failure(anyhow!("--cancel-file {} names the pid file itself", marker.display())));
     }
+    // The pid file's own folder first: a missing one is its problem first.
+    if let Some(pidfile) = &args.pidfile {
+        pidfile::check_folder(pidfile, "pid file").map_err(failure)?;
+    }
     if let Some(marker) = &marker {
         pidfile::check_folder(marker, "cancel marker").map_err(failure)?;
     }

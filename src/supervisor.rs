@@ -486,7 +486,7 @@ impl Supervisor<'_> {
     }
 
     fn send(&self, signal: Signal) {
-        if let Err(err) = process::signal_group(self.pgid, signal) {
+        if let Err(err) = self.w.scope.signal_group(signal) {
             verbose!("cannot send {signal} to process group {}: {err}", self.pgid);
         }
     }

@@ -32,21 +32,112 @@ pub trait Target {
     }
 }
 
-/// A process group, checked with `kill(-pgid, 0)`.
-pub struct Group(pub Pid);
+/// A process group pgrun does not supervise.
+///
+/// Whoever stops it is not its members' parent, so between two checks the
+/// group can end and its number be taken by an unrelated new group: a bare
+/// `kill(-pgid)` would then reach a process outside the run. On Linux the
+/// members are therefore found in `/proc`, each held by a pidfd opened while
+/// it was still in the group, and signalled only through those pidfds; the
+/// group is over once every member found has exited (a number reused after
+/// that is somebody else's). Elsewhere, and where no member can be held
+/// (no /proc, no pidfd), it falls back to `kill(-pgid)`.
+pub struct Group {
+    pgid: Pid,
+    /// Members found so far, each with a pidfd opened while it was one.
+    #[cfg(linux_strengths)]
+    members: Vec<(Pid, OwnedFd)>,
+}
+
+impl Group {
+    pub fn new(pgid: Pid) -> Group {
+        Group {
+            pgid,
+            #[cfg(linux_strengths)]
+            members: Vec::new(),
+        }
+    }
+
+    /// Whether at least one member was found and every one has exited.
+    #[cfg(linux_strengths)]
+    fn members_all_exited(&self) -> bool {
+        use std::os::fd::AsFd;
+        !self.members.is_empty() && self.members.iter().all(|(_, fd)| process::pidfd_exited(fd.as_fd()))
+    }
+
+    /// Whether a member found is still a zombie in the group: it holds the
+    /// group (and its number) until its parent reaps it, so the group is
+    /// not over.
+    #[cfg(linux_strengths)]
+    fn zombie_member_left(&self) -> bool {
+        self.members
+            .iter()
+            .any(|(pid, _)| crate::sys::proc::stat(*pid).is_some_and(|s| s.state == b'Z' && s.pgrp == self.pgid))
+    }
+
+    /// Look for members not held yet. Only while the group is known to be
+    /// the run's: before any member was found, or while one still lives
+    /// (a new member is forked by a live one).
+    #[cfg(linux_strengths)]
+    fn find_members(&mut self) {
+        if self.members_all_exited() {
+            return;
+        }
+        for (pid, stat) in crate::sys::proc::scan() {
+            if stat.pgrp != self.pgid || self.members.iter().any(|(p, _)| *p == pid) {
+                continue;
+            }
+            // Open first, then check it is still in the group: the pidfd
+            // then names that member, whatever happens to the number.
+            if let Some(fd) = process::pidfd_open(pid)
+                && crate::sys::proc::stat(pid).is_some_and(|s| s.pgrp == self.pgid)
+            {
+                self.members.push((pid, fd));
+            }
+        }
+    }
+
+    fn send(&mut self, signal: Signal) {
+        #[cfg(linux_strengths)]
+        {
+            use std::os::fd::AsFd;
+            self.find_members();
+            if !self.members.is_empty() {
+                for (_, fd) in &self.members {
+                    let _ = process::pidfd_signal(fd.as_fd(), signal);
+                }
+                return;
+            }
+        }
+        let _ = process::signal_group(self.pgid, signal);
+    }
+}
 
 impl Target for Group {
     fn describe(&self) -> String {
-        format!("process group {}", self.0)
+        format!("process group {}", self.pgid)
     }
     fn signal(&mut self, signal: Signal, cont: bool) {
-        let _ = process::signal_group(self.0, signal);
+        self.send(signal);
         if cont {
-            let _ = process::signal_group(self.0, Signal::CONT);
+            self.send(Signal::CONT);
         }
     }
     fn gone(&mut self) -> bool {
-        !process::group_exists(self.0)
+        if !process::group_exists(self.pgid) {
+            return true;
+        }
+        #[cfg(linux_strengths)]
+        {
+            self.find_members();
+            if self.members_all_exited() && !self.zombie_member_left() {
+                // Every member found has exited and been reaped: what holds
+                // the number now is not one of them, so the run's group has
+                // ended (and the number may be somebody else's).
+                return true;
+            }
+        }
+        false
     }
 }
 

@@ -149,3 +149,24 @@ fn in_cgroup_mode_the_guard_also_stops_the_escapees_and_removes_the_leaf() {
     assert!(!folder.exists(), "the guard left the leaf {}", folder.display());
     assert!(!scratch.path("job.pid").exists());
 }
+
+#[test]
+fn a_stopped_guard_does_not_hold_pgrun() {
+    // pgrun never waits for something it cannot end: a guard stopped by
+    // SIGSTOP is killed, not waited for, once pgrun is done.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let mut cmd =
+        pgrun(["--", "sh", "-c", &format!("echo x > {dir}/ready; while [ ! -e {dir}/go ]; do sleep 0.01; done")]);
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    wait_line(&scratch.path("ready"));
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    send(keeper, libc::SIGSTOP);
+    eventually("the guard to stop", || state(keeper).as_deref() == Some("T"));
+    fs::write(scratch.path("go"), "").unwrap();
+    assert_eq!(guard.wait(index), 0, "pgrun exits although its guard is stopped");
+    assert!(!std::path::Path::new(&format!("/proc/{keeper}")).exists(), "the guard outlived pgrun");
+}

@@ -656,3 +656,95 @@ fn answers_that_cannot_be_written_are_failures() {
     assert_status(&out, 125, "cancel without a pid file");
     assert!(stderr_of(&out).contains("<PIDFILE>"), "the message names what is missing: {}", stderr_of(&out));
 }
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path has no pidfds: it signals by number, as the man page says"
+)]
+fn cancel_never_signals_a_group_that_took_over_the_number() {
+    // cancel --force stops a stale run's group it is not the parent of. If
+    // that group ends and its number is taken by a new, unrelated group
+    // while cancel waits out a grace, cancel must not signal the newcomer.
+    // In a PID namespace of our own, ns_last_pid hands the number over.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let d = scratch.sh();
+    fs::write(scratch.path("canary.py"), canary_script(&scratch)).unwrap();
+    let script = format!(
+        r#"cd {d}
+setsid sh -c 'trap "" TERM; echo $$ > g.pid; exec sleep 300' &
+while [ ! -s g.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+echo "$G" > stale.pid
+{pg} cancel -v --force --wait-start 0 stale.pid 2> cancel.log &
+C=$!
+until grep -q "sending TERM" cancel.log; do sleep 0.01; done
+kill -KILL "$G"; wait "$G" 2>/dev/null
+echo $((G - 1)) > /proc/sys/kernel/ns_last_pid
+setsid python3 canary.py &
+until [ -e canary.ready ]; do sleep 0.01; done
+[ "$(cat /proc/$G/comm)" = python3 ] || echo "number-not-reused"
+wait "$C"; echo "cancel=$?"
+[ -e /proc/$G ] && echo canary-alive
+"#,
+        pg = pgrun_path()
+    );
+    // Everything runs in the namespace, which dies with its first process;
+    // timeout bounds the payload's polling loops.
+    let mut ns = Command::new("timeout");
+    ns.args(["120", "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c", &script])
+        .stdin(Stdio::null());
+    let out = run_cmd(&mut ns);
+    let said = String::from_utf8_lossy(&out.stdout);
+    let log = fs::read_to_string(scratch.path("cancel.log")).unwrap_or_default();
+    assert!(!said.contains("number-not-reused"), "the test could not hand the number over: {said}");
+    assert!(said.contains("cancel=0"), "{said}\ncancel: {log}");
+    assert!(said.contains("canary-alive"), "the newcomer was killed: {said}\ncancel: {log}");
+    let signals = fs::read_to_string(scratch.path("canary.log")).unwrap_or_default();
+    assert!(signals.is_empty(), "the newcomer got {signals:?}; cancel: {log}");
+}
+
+#[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "tree mode needs Linux")]
+fn pgrun_never_signals_a_group_that_took_over_the_number_of_its_own() {
+    // Tree mode: the command's group ends while an escaped descendant that
+    // ignores TERM keeps the run going. The group's number is then handed
+    // to an unrelated process (ns_last_pid, in a PID namespace of our own);
+    // pgrun's next step must reach the escapee, never the newcomer.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let d = scratch.sh();
+    fs::write(scratch.path("canary.py"), canary_script(&scratch)).unwrap();
+    let script = format!(
+        r#"cd {d}
+{pg} -v --contain tree -t 1 -k 2 -- sh -c 'setsid sh -c "trap \"\" TERM; exec sleep 300" & echo $$ > g.pid; exec sleep 300' 2> run.log &
+R=$!
+while [ ! -s g.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+until grep -q "process group $G is empty" run.log; do sleep 0.01; done
+echo $((G - 1)) > /proc/sys/kernel/ns_last_pid
+setsid python3 canary.py &
+until [ -e canary.ready ]; do sleep 0.01; done
+[ "$(cat /proc/$G/comm)" = python3 ] || echo "number-not-reused"
+wait "$R"; echo "run=$?"
+[ -e /proc/$G ] && echo canary-alive
+"#,
+        pg = pgrun_path()
+    );
+    let mut ns = Command::new("timeout");
+    ns.args(["120", "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c", &script])
+        .stdin(Stdio::null());
+    let out = run_cmd(&mut ns);
+    let said = String::from_utf8_lossy(&out.stdout);
+    let log = fs::read_to_string(scratch.path("run.log")).unwrap_or_default();
+    assert!(!said.contains("number-not-reused"), "the test could not hand the number over: {said}");
+    assert!(said.contains("run=124"), "{said}\nrun: {log}");
+    assert!(said.contains("canary-alive"), "the newcomer was killed: {said}\nrun: {log}");
+    let signals = fs::read_to_string(scratch.path("canary.log")).unwrap_or_default();
+    assert!(signals.is_empty(), "the newcomer got {signals:?}; run: {log}");
+}

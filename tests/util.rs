@@ -543,9 +543,22 @@ impl Pause {
 /// an empty log). Returns its pid (= its group id).
 pub fn spawn_canary(guard: &mut Guard, scratch: &Scratch) -> i32 {
     use std::os::unix::process::CommandExt;
+    let script = canary_script(scratch);
+    let ready = scratch.path("canary.ready");
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", &script]).stdin(Stdio::null()).process_group(0);
+    let (pid, _) = guard.spawn_reaped(&mut cmd);
+    guard.record_group(pid);
+    wait_line(&ready);
+    pid
+}
+
+/// The canary's Python program: log every catchable signal to
+/// `canary.log`, write `canary.ready`, wait.
+pub fn canary_script(scratch: &Scratch) -> String {
     let log = scratch.path("canary.log");
     let ready = scratch.path("canary.ready");
-    let script = format!(
+    format!(
         "import signal, os\n\
          def note(n, f):\n    open({log:?}, 'a').write(signal.Signals(n).name + '\\n')\n\
          for s in signal.valid_signals():\n    \
@@ -555,13 +568,7 @@ pub fn spawn_canary(guard: &mut Guard, scratch: &Scratch) -> i32 {
          while True: signal.pause()\n",
         log = log.display().to_string(),
         ready = ready.display().to_string()
-    );
-    let mut cmd = Command::new("python3");
-    cmd.args(["-c", &script]).stdin(Stdio::null()).process_group(0);
-    let (pid, _) = guard.spawn_reaped(&mut cmd);
-    guard.record_group(pid);
-    wait_line(&ready);
-    pid
+    )
 }
 
 /// The canary is alive and has received no signal.

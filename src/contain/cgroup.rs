@@ -12,7 +12,7 @@
 
 use crate::signame::Signal;
 use crate::sys::{self, Pid, cgroup, process};
-use crate::unsupervised::Target;
+use crate::unsupervised::{Group, Target};
 use std::collections::HashSet;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -88,7 +88,7 @@ impl Leaf {
 
     /// What the guard needs to stop this leaf once pgrun is gone.
     pub fn target(&self, pgid: Option<Pid>) -> LeafTarget {
-        LeafTarget { dir: self.dir.clone(), rel: self.rel.clone(), pgid }
+        LeafTarget { dir: self.dir.clone(), rel: self.rel.clone(), pgid, group: pgid.map(Group::new) }
     }
 }
 
@@ -152,12 +152,17 @@ pub struct LeafTarget {
     dir: PathBuf,
     rel: String,
     pgid: Option<Pid>,
+    /// The command's group, signalled through its members' pidfds (a
+    /// member moved out of the leaf is still reached; a number reused
+    /// after the group ended is not).
+    group: Option<Group>,
 }
 
 impl LeafTarget {
     /// The command's group, once it is known.
     pub fn set_group(&mut self, pgid: Option<Pid>) {
         self.pgid = pgid;
+        self.group = pgid.map(Group::new);
     }
 
     /// Remove the leaf, once it is empty.
@@ -172,15 +177,15 @@ impl Target for LeafTarget {
     }
 
     fn signal(&mut self, signal: Signal, cont: bool) {
-        if let Some(pgid) = self.pgid {
-            let _ = process::signal_group(pgid, signal);
+        if let Some(group) = &mut self.group {
+            group.signal(signal, false);
         }
         if signal == Signal::KILL && cgroup::kill(&self.dir).is_ok() {
             return;
         }
         signal_members(&self.dir, &self.rel, self.pgid, signal, cont, &mut HashSet::new());
-        if cont && let Some(pgid) = self.pgid {
-            let _ = process::signal_group(pgid, Signal::CONT);
+        if cont && let Some(group) = &mut self.group {
+            group.signal(Signal::CONT, false);
         }
     }
 
@@ -189,6 +194,6 @@ impl Target for LeafTarget {
     }
 
     fn gone(&mut self) -> bool {
-        !cgroup::populated_at(&self.dir).unwrap_or(false) && self.pgid.is_none_or(|g| !process::group_exists(g))
+        !cgroup::populated_at(&self.dir).unwrap_or(false) && self.group.as_mut().is_none_or(|g| g.gone())
     }
 }

@@ -65,6 +65,9 @@ pub struct Scope {
     leaf: Option<cgroup::Leaf>,
     /// Processes outside the group that a stop step reached.
     escaped: HashSet<Pid>,
+    /// The group was seen empty once: gone for good (see
+    /// [`Scope::group_exists`]).
+    group_ended: std::cell::Cell<bool>,
 }
 
 impl Scope {
@@ -95,7 +98,7 @@ impl Scope {
         if let Some(leaf) = &leaf {
             verbose!("created cgroup {}", leaf.dir().display());
         }
-        Ok(Scope { mode, pgid: 0, guard: None, leaf, escaped: HashSet::new() })
+        Ok(Scope { mode, pgid: 0, guard: None, leaf, escaped: HashSet::new(), group_ended: Default::default() })
     }
 
     /// The mode in force.
@@ -136,11 +139,11 @@ impl Scope {
     /// the mode adds (SIGCONT after each if `cont`); `last` is the final
     /// KILL, which in cgroup mode is `cgroup.kill`.
     pub fn signal(&mut self, signal: Signal, cont: bool, last: bool) {
-        if let Err(err) = process::signal_group(self.pgid, signal) {
+        if let Err(err) = self.signal_group(signal) {
             verbose!("cannot send {} to process group {}: {err}", signal, self.pgid);
         }
         if cont {
-            let _ = process::signal_group(self.pgid, Signal::CONT);
+            let _ = self.signal_group(Signal::CONT);
         }
         match (self.mode, &self.leaf) {
             (Mode::Tree, _) => tree::signal_escapees(self.pgid, self.guard, signal, cont, &mut self.escaped),
@@ -169,7 +172,34 @@ impl Scope {
     /// no child left but its guard, in cgroup mode the leaf is empty. The
     /// caller has reaped every child that has ended.
     pub fn is_gone(&self) -> bool {
-        !process::group_exists(self.pgid) && self.is_gone_except_group()
+        !self.group_exists() && self.is_gone_except_group()
+    }
+
+    /// `kill(-pgid, 0)`, until it first reports the group empty. An empty
+    /// group never gains members again, but its number can be taken by an
+    /// unrelated new group once the leader is reaped: from then on the
+    /// group is gone for good, and nothing is sent to its number.
+    pub fn group_exists(&self) -> bool {
+        if self.group_ended.get() {
+            return false;
+        }
+        let exists = process::group_exists(self.pgid);
+        if !exists {
+            verbose!("process group {} is empty: gone for good", self.pgid);
+            self.group_ended.set(true);
+        }
+        exists
+    }
+
+    /// `kill(-pgid, signal)` while the group exists (see
+    /// [`Scope::group_exists`]); `Ok(false)` once it is gone.
+    pub fn signal_group(&self, signal: Signal) -> std::io::Result<bool> {
+        if self.group_ended.get() {
+            return Ok(false);
+        }
+        let delivered = process::signal_group(self.pgid, signal)?;
+        self.group_ended.set(!delivered);
+        Ok(delivered)
     }
 
     /// Whether what the mode adds to the group is gone (always, in group
