@@ -666,7 +666,8 @@ fn cancel_never_signals_a_group_that_took_over_the_number() {
     // cancel --force stops a stale run's group it is not the parent of. If
     // that group ends and its number is taken by a new, unrelated group
     // while cancel waits out a grace, cancel must not signal the newcomer.
-    // In a PID namespace of our own, ns_last_pid hands the number over.
+    // In a PID namespace of our own, ns_last_pid hands the number over,
+    // while cancel is held stopped so that it cannot look in between.
     if !require(Capability::PidNamespaces) {
         return;
     }
@@ -675,18 +676,23 @@ fn cancel_never_signals_a_group_that_took_over_the_number() {
     fs::write(scratch.path("canary.py"), canary_script(&scratch)).unwrap();
     let script = format!(
         r#"cd {d}
-setsid sh -c 'trap "" TERM; echo $$ > g.pid; exec sleep 300' &
+setsid python3 -c 'import os, signal
+signal.signal(signal.SIGTERM, lambda n, f: open("term.log", "a").write("TERM\n"))
+open("g.pid", "w").write(str(os.getpid()) + "\n")
+while True: signal.pause()' &
 while [ ! -s g.pid ]; do sleep 0.01; done
 G=$(cat g.pid)
 echo "$G" > stale.pid
 {pg} cancel -v --force --wait-start 0 stale.pid 2> cancel.log &
 C=$!
-until grep -q "sending TERM" cancel.log; do sleep 0.01; done
+until [ -s term.log ]; do sleep 0.01; done
+kill -STOP "$C"
 kill -KILL "$G"; wait "$G" 2>/dev/null
 echo $((G - 1)) > /proc/sys/kernel/ns_last_pid
 setsid python3 canary.py &
 until [ -e canary.ready ]; do sleep 0.01; done
 [ "$(cat /proc/$G/comm)" = python3 ] || echo "number-not-reused"
+kill -CONT "$C"
 wait "$C"; echo "cancel=$?"
 [ -e /proc/$G ] && echo canary-alive
 "#,
