@@ -81,6 +81,38 @@ fn signal_mask_and_ignored_signals_pass_through_exactly() {
 }
 
 #[test]
+fn the_c_librarys_own_signals_blocked_by_the_caller_stay_blocked() {
+    // A caller (not a glibc program, or one using the raw syscall) can
+    // block 32 and 33, which glibc's sigprocmask neither shows nor sets.
+    let block_reserved = |cmd: &mut Command| {
+        // SAFETY: rt_sigprocmask is a raw, async-signal-safe syscall.
+        unsafe {
+            cmd.pre_exec(|| {
+                let set: u64 = (1 << 31) | (1 << 32) | (1 << (libc::SIGUSR2 - 1));
+                if libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_BLOCK, &set, std::ptr::null::<u64>(), 8) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    };
+    let mut direct = Command::new("cat");
+    direct.arg("/proc/self/status");
+    default_signals(&mut direct);
+    block_reserved(&mut direct);
+    let (want, _) = signal_masks(&mut direct);
+    assert_eq!(want & (bit(32) | bit(33)), bit(32) | bit(33), "the caller really blocked them: {want:x}");
+    for extra in [&[][..], &["--setsid"][..]] {
+        let mut args = extra.to_vec();
+        args.extend(["--", "cat", "/proc/self/status"]);
+        let mut through = pgrun(args);
+        block_reserved(&mut through);
+        let (got, _) = signal_masks(&mut through);
+        assert_eq!(got, want, "{extra:?}: blocked {got:x} != {want:x}");
+    }
+}
+
+#[test]
 fn an_inherited_fd_reaches_the_command_and_none_of_pgruns_does() {
     let scratch = Scratch::new();
     let file = fs::File::create(scratch.path("fd3")).unwrap();

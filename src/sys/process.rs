@@ -95,6 +95,9 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
     if options.detach == Detach::Group
         && options.take_terminal.is_none()
         && !options.ignore_sigchld
+        // posix_spawn sets the mask through the C library, which leaves out
+        // its reserved signals: a caller that blocked them takes the fork path.
+        && !options.child_mask.has_reserved()
         && options.join_cgroup.is_none()
         && let Some(defaults) = reserved_signal_defaults()
     {
@@ -278,11 +281,38 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
                 report_and_exit(err_fd, STAGE_SETUP);
             }
         }
-        if libc::sigprocmask(libc::SIG_SETMASK, options.child_mask.as_ptr(), std::ptr::null_mut()) != 0 {
+        if set_mask_exactly(&options.child_mask) != 0 {
             report_and_exit(err_fd, STAGE_SETUP);
         }
         libc::execvp(argv[0], argv.as_ptr());
         report_and_exit(err_fd, STAGE_EXEC);
+    }
+}
+
+/// Set the signal mask to `mask` exactly, the C library's reserved signals
+/// included (glibc's `sigprocmask` drops those): the raw `rt_sigprocmask`
+/// on Linux. Async-signal-safe; returns 0 or -1.
+///
+/// # Safety
+/// Only a valid `SigSet`; called in the forked child.
+unsafe fn set_mask_exactly(mask: &SigSet) -> libc::c_int {
+    #[cfg(target_os = "linux")]
+    // SAFETY: a valid sigset_t pointer (128 bytes); the kernel reads the
+    // first _NSIG/8 bytes of it, the size it expects.
+    unsafe {
+        let size: libc::size_t = if cfg!(any(target_arch = "mips", target_arch = "mips64")) { 16 } else { 8 };
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            mask.as_ptr(),
+            std::ptr::null::<libc::sigset_t>(),
+            size,
+        ) as libc::c_int
+    }
+    #[cfg(not(target_os = "linux"))]
+    // SAFETY: a valid sigset_t pointer; no old mask wanted.
+    unsafe {
+        libc::sigprocmask(libc::SIG_SETMASK, mask.as_ptr(), std::ptr::null_mut())
     }
 }
 

@@ -60,6 +60,28 @@ impl SigSet {
         }
     }
 
+    /// Whether the set holds one of the signals the C library reserves for
+    /// itself (Linux: 32 up to its `SIGRTMIN`), which `sigismember` and
+    /// `sigprocmask` do not see or set: only the kernel's view of the mask
+    /// has them.
+    pub fn has_reserved(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            let bits = libc::c_ulong::BITS as usize;
+            let raw = self.0.as_ref();
+            // SAFETY: a sigset_t is plain memory made of c_ulong words, and
+            // signals 32.. lie in its first 128 bits on every Linux target.
+            let words =
+                unsafe { std::slice::from_raw_parts((raw as *const libc::sigset_t).cast::<libc::c_ulong>(), 2) };
+            (32..libc::SIGRTMIN()).any(|signal| {
+                let bit = (signal - 1) as usize;
+                words[bit / bits] & (1 << (bit % bits)) != 0
+            })
+        }
+        #[cfg(not(target_os = "linux"))]
+        false
+    }
+
     /// `sigismember(3)`.
     pub fn contains(&self, signal: i32) -> bool {
         // SAFETY: self.0 wraps an initialised sigset_t.
