@@ -255,7 +255,8 @@ Terminal:
   group is made the foreground group before COMMAND can read, so it reads
   typed lines, Ctrl-C and Ctrl-\\ reach it directly (Ctrl-C on a command
   ending of SIGINT gives 130), and Ctrl-Z stops it: pgrun then takes the
-  terminal back and stops itself the same way, so the shell reports the job
+  terminal back and stops its whole job (its own process group: a script or
+  pipeline around it too) the same way, so the shell reports the job
   stopped; `fg` hands the terminal back and continues the group, `bg`
   continues it in the background.
 
@@ -269,7 +270,7 @@ Terminal:
   hides such a stop from pgrun; Ctrl-C still ends it (see Signals).
 
   In the background (`pgrun -- cmd &`) there is no hand-off. When COMMAND
-  touches the terminal there, pgrun stops itself with the same signal, so the
+  touches the terminal there, pgrun stops its job with the same signal, so the
   shell reports the job stopped (`Stopped (tty input)`), and `fg` hands
   COMMAND the terminal and continues it. With --timeout pgrun does not stop
   itself, since a stopped pgrun cannot keep its deadline: it leaves COMMAND

@@ -18,7 +18,8 @@
 //!   or SIGTTOU (it touched the terminal from the background) while
 //!   pgrun's job holds the foreground, pgrun hands the command's group the
 //!   terminal and continues it, as a shell's `fg` would.
-//! - In the background, pgrun stops itself with that same signal, so the
+//! - In the background, pgrun stops its job (its own process group, as the
+//!   terminal would have) with that same signal, so the
 //!   shell reports the job stopped (`Stopped (tty input)`); on `fg` it hands
 //!   the terminal over and continues the command. With `--timeout` (or a
 //!   stop sequence under way) it does not stop itself, since a stopped pgrun
@@ -26,7 +27,8 @@
 //!   SIGCONT that `fg` sends is forwarded, so the command touches the
 //!   terminal again and this time gets it.
 //! - Ctrl-Z while the command holds the terminal stops its group: pgrun
-//!   takes the terminal back and stops itself the same way; when continued
+//!   takes the terminal back and stops its whole job the same way (a script
+//!   or pipeline that shares pgrun's group stops too); when continued
 //!   it hands the terminal back if it is in the foreground again (`fg`, not
 //!   `bg`) and continues the group.
 //! - Only the leader's stops and those of orphans pgrun adopted as subreaper
@@ -160,7 +162,7 @@ impl Terminal {
             self.hand_over(fd, pgid, signal);
         } else if !state.stopping && !state.timed {
             verbose!("process group {pgid} stopped by {} in the background; stopping too", Signal(signal));
-            tty::stop_self(Signal(signal));
+            tty::stop_job(Signal(signal));
             if tty::foreground_group(fd) == Some(self.own) {
                 self.hand_over(fd, pgid, signal);
             }
@@ -187,7 +189,7 @@ impl Terminal {
         }
         verbose!("command stopped by {}; stopping too", Signal(signal));
         let _ = tty::set_foreground_group(fd, self.own);
-        tty::stop_self(Signal(signal));
+        tty::stop_job(Signal(signal));
         if tty::foreground_group(fd) == Some(self.own) {
             let _ = tty::set_foreground_group(fd, pgid);
         }

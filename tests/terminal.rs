@@ -222,6 +222,28 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it_to_completion() {
 }
 
 #[test]
+fn ctrl_z_stops_a_script_that_runs_pgrun_as_one_job() {
+    // The job is the script's shell and pgrun (one group); the terminal's
+    // Ctrl-Z reaches only the command's group. The whole job must stop, or
+    // the shell never sees it stopped and no prompt comes back.
+    let mut guard = Guard::new();
+    let script = format!(
+        "set -m; sh -c '{} -- sh -c \"echo ready; read x; echo got:\\$x\"; echo inner:$?'; echo \"stopped:$?\"; fg; rc=$?; {REPORT}",
+        pgrun_path()
+    );
+    let mut s = Session::start(&mut guard, &script);
+    s.line("ready");
+    s.type_bytes(b"\x1a");
+    assert_eq!(s.line("stopped:"), "stopped:148", "the shell did not see the whole job stop");
+    s.type_bytes(b"world\n");
+    s.line("got:world");
+    s.line("inner:0"); // `fg` echoes the job, "inner:$?" included: match the value
+    let (rc, fg, me) = parse_report(&s.line("rc="));
+    assert_eq!(rc, 0);
+    assert_eq!(fg, me);
+}
+
+#[test]
 fn a_background_pgrun_does_not_take_the_terminal() {
     let mut guard = Guard::new();
     let script = format!(

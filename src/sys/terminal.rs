@@ -52,18 +52,22 @@ pub fn open_controlling() -> Option<OwnedFd> {
     nix::fcntl::open(c"/dev/tty", flags, nix::sys::stat::Mode::empty()).ok()
 }
 
-/// Stop pgrun itself with `signal` (TSTP, TTIN, TTOU or STOP), as a job
-/// control shell expects of a job whose command stopped; returns once pgrun
-/// has been continued (at once if the signal is ignored, or if pgrun's group
-/// is orphaned, where the kernel discards it). `signal` is unblocked for the
-/// moment it takes.
-pub fn stop_self(signal: super::Signal) {
+/// Stop pgrun's whole job with `signal` (TSTP, TTIN, TTOU or STOP), as the
+/// terminal would have had the command been in it: `kill(0, signal)`, to
+/// pgrun's own process group, so that a shell script or a pipeline that
+/// shares pgrun's job stops with it and the shell sees the job stopped.
+/// Returns once pgrun has been continued (at once if the signal is ignored,
+/// or if pgrun's group is orphaned, where the kernel discards it). `signal`
+/// is unblocked for the moment it takes.
+pub fn stop_job(signal: super::Signal) {
     use super::sigmask;
     let mut set = sigmask::SigSet::empty();
     set.add(signal.0);
     // A blocked stop signal is delivered (and stops us) as soon as it is
     // unblocked, before sigprocmask returns.
     let Ok(old) = sigmask::unblock(&set) else { return };
-    let _ = super::process::signal_process(super::getpid(), signal);
+    // SAFETY: kill(0, sig) signals the caller's own process group; no
+    // pointers are involved.
+    unsafe { libc::kill(0, signal.0) };
     let _ = sigmask::set_mask(&old);
 }
