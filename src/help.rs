@@ -274,8 +274,9 @@ Terminal:
   shell reports the job stopped (`Stopped (tty input)`), and `fg` hands
   COMMAND the terminal and continues it. With --timeout pgrun does not stop
   itself, since a stopped pgrun cannot keep its deadline: it leaves COMMAND
-  stopped until the timeout, or until `fg` (whose SIGCONT pgrun forwards;
-  COMMAND touches the terminal again and then gets it).
+  stopped until the timeout, or until `fg`: a shell sends no SIGCONT to a job
+  it sees running, so while COMMAND waits for the terminal pgrun looks every
+  50 ms whether its job is in the foreground, and then hands it over.
 
   While pgrun is stopped as a job it does nothing: a timeout that passes
   meanwhile fires when it is continued, and a SIGTERM waits until then.

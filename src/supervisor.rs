@@ -224,6 +224,9 @@ impl Supervisor<'_> {
             if self.unreaped.is_some() {
                 continue;
             }
+            if let Some(terminal) = self.w.terminal {
+                terminal.poll_waiting();
+            }
             let wait = self.next_wake().map(|at| at.saturating_duration_since(Instant::now()));
             self.wait_for_events(wait)?;
         }
@@ -506,6 +509,14 @@ impl Supervisor<'_> {
         // moved away from pgrun) end without a SIGCHLD to pgrun: check the
         // run on a backoff of up to 100 ms. Never while the command simply
         // runs.
+        // A member waiting for the terminal in the background: look for `fg`.
+        let deadline = match self.w.terminal.filter(|t| t.is_waiting()) {
+            Some(_) => {
+                let look = Instant::now() + crate::terminal::WAITING_POLL;
+                Some(deadline.map_or(look, |d| d.min(look)))
+            }
+            None => deadline,
+        };
         if let Phase::Running = self.phase {
             return deadline;
         }

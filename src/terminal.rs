@@ -55,6 +55,10 @@ use crate::verbose;
 use std::cell::{Cell, OnceCell};
 use std::os::fd::{AsRawFd, OwnedFd};
 
+/// How often pgrun looks whether its job was brought to the foreground
+/// while a member waits for the terminal (see [`Terminal::poll_waiting`]).
+pub const WAITING_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Where the run is, as far as a stopped member is concerned.
 #[derive(Clone, Copy, Debug)]
 pub struct RunState {
@@ -75,6 +79,10 @@ pub struct Terminal {
     tty: OnceCell<Option<Tty>>,
     /// The command's group, once spawned.
     group: Cell<Option<Pid>>,
+    /// A member is stopped waiting for the terminal while pgrun runs on in
+    /// the background (it has a deadline to keep): `fg` gives pgrun's group
+    /// the terminal without a signal, so pgrun looks, and then hands over.
+    waiting: Cell<Option<i32>>,
 }
 
 enum Tty {
@@ -107,7 +115,7 @@ impl Terminal {
         if let Some(fd) = at_start {
             let _ = found.set(Some(Tty::Std(fd)));
         }
-        Some(Terminal { own, at_start, tty: found, group: Cell::new(None) })
+        Some(Terminal { own, at_start, tty: found, group: Cell::new(None), waiting: Cell::new(None) })
     }
 
     /// The fd on which the child takes the terminal before exec, if the
@@ -168,6 +176,38 @@ impl Terminal {
             }
             // Otherwise (`bg`, or the stop was discarded): the SIGCONT that
             // continued pgrun is forwarded, and the command tries again.
+        } else if !state.stopping {
+            // pgrun keeps its deadline, so it does not stop; a shell's `fg`
+            // then sends no SIGCONT (the job looks running) and only gives
+            // pgrun's group the terminal. Look for that (see `poll_waiting`).
+            verbose!(
+                "process group {pgid} waits for the terminal; watching for the job to be brought to the foreground"
+            );
+            self.waiting.set(Some(signal));
+        }
+    }
+
+    /// Whether a member waits for the terminal while pgrun runs in the
+    /// background: the loop then looks every [`WAITING_POLL`] (only then;
+    /// never while the command simply runs).
+    pub fn is_waiting(&self) -> bool {
+        self.waiting.get().is_some()
+    }
+
+    /// The job was brought to the foreground: hand the terminal to the
+    /// member that waits for it.
+    pub fn poll_waiting(&self) {
+        let (Some(signal), Some(pgid), Some(fd)) = (self.waiting.get(), self.group.get(), self.fd()) else { return };
+        match tty::foreground_group(fd) {
+            Some(fg) if fg == self.own => {
+                self.waiting.set(None);
+                self.hand_over(fd, pgid, signal);
+            }
+            Some(fg) if fg == pgid => {
+                self.waiting.set(None);
+                continue_group(pgid);
+            }
+            _ => {}
         }
     }
 

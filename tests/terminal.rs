@@ -379,6 +379,26 @@ fn ctrl_c_ends_a_job_brought_to_the_foreground_with_130() {
     s.exit(&mut guard);
 }
 
+/// With a timeout pgrun runs on in the background; bash's `fg` then sends
+/// no SIGCONT and only gives pgrun's group the terminal. pgrun notices and
+/// hands it to the waiting reader.
+#[test]
+fn a_timed_background_reader_reads_after_fg() {
+    let mut guard = Guard::new();
+    let mut s = Session::interactive(&mut guard);
+    s.type_line(&format!("{} -v --timeout 60 -- cat &", pgrun_path()));
+    s.expect("waits for the terminal");
+    s.type_line("fg");
+    s.expect("handing it the terminal");
+    s.type_line("line1");
+    s.expect("line1\nline1\n"); // the echo, then cat's copy
+    s.type_bytes(b"\x04");
+    s.expect(PROMPT);
+    s.type_line("echo \"rc=$?\"");
+    assert_eq!(s.status(), 0);
+    s.exit(&mut guard);
+}
+
 /// With a timeout pgrun does not stop itself in the background (a stopped
 /// pgrun could not keep its deadline): the timeout ends the stopped reader.
 #[test]
