@@ -147,6 +147,8 @@ struct Supervisor<'a> {
     panic_on_usr1: bool,
     guard_reaped: bool,
     pgid: Pid,
+    /// A SIGCHLD arrived (or the loop just started): reap on the next turn.
+    reap_due: bool,
     /// Current pause of the fallback group check, doubled each time.
     poll_backoff: Duration,
     /// When to look at the parent next, where no signal says it died.
@@ -173,6 +175,7 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
         guard_reaped: false,
         pgid,
         poll_backoff: Duration::from_millis(1),
+        reap_due: true,
         parent_check_at,
     };
     if let Some(reason) = stop_now {
@@ -184,7 +187,14 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
 impl Supervisor<'_> {
     fn run(mut self) -> std::io::Result<GroupEnd> {
         loop {
-            let leader_exited_now = self.reap_children()?;
+            // While the command runs, only a SIGCHLD says a child changed
+            // state: no waitpid on every turn (output relaying turns often).
+            let leader_exited_now = if self.reap_due || !matches!(self.phase, Phase::Running) {
+                self.reap_due = false;
+                self.reap_children()?
+            } else {
+                false
+            };
             if !matches!(self.leader, Leader::Running) {
                 let gone = self.w.scope.is_gone();
                 if gone || self.unreaped.is_some() {
@@ -355,7 +365,8 @@ impl Supervisor<'_> {
                 }
             }
             Some(Handling::ParentDeath) => self.check_parent(),
-            Some(Handling::Reap | Handling::Absorb) | None => {}
+            Some(Handling::Reap) => self.reap_due = true,
+            Some(Handling::Absorb) | None => {}
         }
     }
 

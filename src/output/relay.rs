@@ -27,6 +27,10 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// One read's worth: large, so a fast writer costs few wake-ups.
 const READ_SIZE: usize = 256 * 1024;
+
+/// At most this many `PIPE_BUF` writes to a pipe, socket or terminal per
+/// turn of the loop (1 MiB), before signals and the other stream get theirs.
+const WRITES_PER_TURN: usize = 256;
 /// The inner pipes' buffer on Linux (best effort).
 const PIPE_CAPACITY: usize = 1024 * 1024;
 
@@ -214,9 +218,12 @@ impl Stream {
 
     /// Write queued bytes. `wait`: all of them, however long the reader
     /// takes (the fd is blocking). Otherwise only what `dest` takes without
-    /// waiting: everything for a file, one `PIPE_BUF` after a poll said
-    /// writable for a pipe, socket or terminal.
+    /// waiting: everything for a file; for a pipe, socket or terminal one
+    /// `PIPE_BUF` at a time while a zero-timeout poll says it is writable
+    /// (a writable pipe takes `PIPE_BUF` without blocking), up to
+    /// [`WRITES_PER_TURN`] writes, so the loop stays responsive.
     fn flush(&mut self, wait: bool) {
+        let mut writes = 0;
         while let Some(front) = self.outbox.front() {
             let rest = &front[self.written..];
             let chunk = if wait || self.dest_never_waits { rest } else { &rest[..rest.len().min(pipe::PIPE_BUF)] };
@@ -227,7 +234,11 @@ impl Stream {
                         self.outbox.pop_front();
                         self.written = 0;
                     }
-                    if !wait && !self.dest_never_waits {
+                    writes += 1;
+                    if !wait
+                        && !self.dest_never_waits
+                        && (writes >= WRITES_PER_TURN || !crate::sys::writable_now(self.dest))
+                    {
                         return;
                     }
                 }

@@ -125,6 +125,13 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Resul
     Ok(set[0].ready)
 }
 
+/// `poll(2)` on one fd for writability, without waiting: whether a write
+/// of up to `PIPE_BUF` bytes would not block now.
+pub fn writable_now(fd: BorrowedFd<'_>) -> bool {
+    let mut set = [PollFd::write(fd)];
+    poll(&mut set, Some(Duration::ZERO)).is_ok() && set[0].ready
+}
+
 /// `getpid(2)`.
 pub fn getpid() -> Pid {
     nix::unistd::getpid().as_raw()
