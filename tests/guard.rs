@@ -18,6 +18,20 @@ fn guard_of(pgrun: i32) -> i32 {
     found.unwrap()
 }
 
+/// A run whose command waits for a file `go`; returns pgrun's index and its
+/// guard's pid, once the command is ready.
+fn start_waiting_for_go(guard: &mut Guard, scratch: &Scratch) -> (usize, i32) {
+    let dir = scratch.sh();
+    let mut cmd =
+        pgrun(["--", "sh", "-c", &format!("echo x > {dir}/ready; while [ ! -e {dir}/go ]; do sleep 0.01; done")]);
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    wait_line(&scratch.path("ready"));
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    (index, keeper)
+}
+
 /// A run with a member that ignores TERM (logging it) and a pid file.
 fn start_stubborn(guard: &mut Guard, scratch: &Scratch, extra: &[&str]) -> (usize, i32, i32) {
     let dir = scratch.sh();
@@ -108,14 +122,7 @@ fn no_guard_leaves_the_group_running_when_pgrun_is_killed() {
 fn a_normal_exit_releases_and_reaps_the_guard() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
-    let dir = scratch.sh();
-    let mut cmd =
-        pgrun(["--", "sh", "-c", &format!("echo x > {dir}/ready; while [ ! -e {dir}/go ]; do sleep 0.01; done")]);
-    let index = guard.spawn(&mut cmd);
-    let pgrun_pid = guard.child(index).id() as i32;
-    wait_line(&scratch.path("ready"));
-    let keeper = guard_of(pgrun_pid);
-    guard.record(keeper);
+    let (index, keeper) = start_waiting_for_go(&mut guard, &scratch);
     fs::write(scratch.path("go"), "").unwrap();
     assert_eq!(guard.wait(index), 0);
     // Reaped by pgrun itself: not even a zombie is left.
@@ -156,14 +163,7 @@ fn a_stopped_guard_does_not_hold_pgrun() {
     // SIGSTOP is killed, not waited for, once pgrun is done.
     let scratch = Scratch::new();
     let mut guard = Guard::new();
-    let dir = scratch.sh();
-    let mut cmd =
-        pgrun(["--", "sh", "-c", &format!("echo x > {dir}/ready; while [ ! -e {dir}/go ]; do sleep 0.01; done")]);
-    let index = guard.spawn(&mut cmd);
-    let pgrun_pid = guard.child(index).id() as i32;
-    wait_line(&scratch.path("ready"));
-    let keeper = guard_of(pgrun_pid);
-    guard.record(keeper);
+    let (index, keeper) = start_waiting_for_go(&mut guard, &scratch);
     send(keeper, libc::SIGSTOP);
     eventually("the guard to stop", || state(keeper).as_deref() == Some("T"));
     fs::write(scratch.path("go"), "").unwrap();

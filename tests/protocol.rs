@@ -698,19 +698,7 @@ wait "$C"; echo "cancel=$?"
 "#,
         pg = pgrun_path()
     );
-    // Everything runs in the namespace, which dies with its first process;
-    // timeout bounds the payload's polling loops.
-    let mut ns = Command::new("timeout");
-    ns.args(["120", "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c", &script])
-        .stdin(Stdio::null());
-    let out = run_cmd(&mut ns);
-    let said = String::from_utf8_lossy(&out.stdout);
-    let log = fs::read_to_string(scratch.path("cancel.log")).unwrap_or_default();
-    assert!(!said.contains("number-not-reused"), "the test could not hand the number over: {said}");
-    assert!(said.contains("cancel=0"), "{said}\ncancel: {log}");
-    assert!(said.contains("canary-alive"), "the newcomer was killed: {said}\ncancel: {log}");
-    let signals = fs::read_to_string(scratch.path("canary.log")).unwrap_or_default();
-    assert!(signals.is_empty(), "the newcomer got {signals:?}; cancel: {log}");
+    assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
 }
 
 #[test]
@@ -742,15 +730,24 @@ wait "$R"; echo "run=$?"
 "#,
         pg = pgrun_path()
     );
+    assert_number_handed_over_untouched(&scratch, &script, "run=124", "run.log");
+}
+
+/// Run `script` as PID 1 of a PID namespace of our own (everything in it
+/// dies with it; timeout bounds its polling loops). The script hands a
+/// group's number to the canary and prints `number-not-reused` if that
+/// failed, `want` (the stopper's exit) and `canary-alive`. The canary must
+/// be alive and have received nothing; `log` is the stopper's -v output.
+fn assert_number_handed_over_untouched(scratch: &Scratch, script: &str, want: &str, log: &str) {
     let mut ns = Command::new("timeout");
-    ns.args(["120", "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c", &script])
+    ns.args(["120", "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c", script])
         .stdin(Stdio::null());
     let out = run_cmd(&mut ns);
     let said = String::from_utf8_lossy(&out.stdout);
-    let log = fs::read_to_string(scratch.path("run.log")).unwrap_or_default();
+    let log = fs::read_to_string(scratch.path(log)).unwrap_or_default();
     assert!(!said.contains("number-not-reused"), "the test could not hand the number over: {said}");
-    assert!(said.contains("run=124"), "{said}\nrun: {log}");
-    assert!(said.contains("canary-alive"), "the newcomer was killed: {said}\nrun: {log}");
+    assert!(said.contains(want), "{said}\nlog: {log}");
+    assert!(said.contains("canary-alive"), "the newcomer was killed: {said}\nlog: {log}");
     let signals = fs::read_to_string(scratch.path("canary.log")).unwrap_or_default();
-    assert!(signals.is_empty(), "the newcomer got {signals:?}; run: {log}");
+    assert!(signals.is_empty(), "the newcomer got {signals:?}; log: {log}");
 }
