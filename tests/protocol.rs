@@ -734,14 +734,29 @@ wait "$R"; echo "run=$?"
 }
 
 /// Run `script` as PID 1 of a PID namespace of our own (everything in it
-/// dies with it; timeout bounds its polling loops). The script hands a
+/// dies with it). `timeout -s KILL` bounds its polling loops, before the
+/// suite's own deadline: unshare ignores TERM, and killing unshare kills
+/// the namespace (--kill-child), so nothing can outlive a failed test. The script hands a
 /// group's number to the canary and prints `number-not-reused` if that
 /// failed, `want` (the stopper's exit) and `canary-alive`. The canary must
 /// be alive and have received nothing; `log` is the stopper's -v output.
 fn assert_number_handed_over_untouched(scratch: &Scratch, script: &str, want: &str, log: &str) {
     let mut ns = Command::new("timeout");
-    ns.args(["120", "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c", script])
-        .stdin(Stdio::null());
+    ns.args([
+        "-s",
+        "KILL",
+        "25",
+        "unshare",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount-proc",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ])
+    .stdin(Stdio::null());
     let out = run_cmd(&mut ns);
     let said = String::from_utf8_lossy(&out.stdout);
     let log = fs::read_to_string(scratch.path(log)).unwrap_or_default();
