@@ -436,6 +436,12 @@ pub fn run(cmd: &mut Command) -> Output {
     match rx.recv_timeout(DEADLINE) {
         Ok(out) => out.expect("wait"),
         Err(_) => {
+            // What it started is ours too: its descendants first (found from
+            // /proc while it still holds them), then the child.
+            for descendant in descendants(pid) {
+                // SAFETY: kill takes plain integers; a live descendant of our child.
+                unsafe { libc::kill(descendant, libc::SIGKILL) };
+            }
             // SAFETY: our own child, not yet reaped (the waiter thread is stuck).
             unsafe { libc::kill(pid, libc::SIGKILL) };
             panic!("{cmd:?} did not finish within {DEADLINE:?}");
