@@ -672,11 +672,8 @@ fn cancel_never_signals_a_group_that_took_over_the_number() {
         return;
     }
     let scratch = Scratch::new();
-    let d = scratch.sh();
-    fs::write(scratch.path("canary.py"), canary_script(&scratch)).unwrap();
-    let script = format!(
-        r#"cd {d}
-setsid python3 -c 'import os, signal
+    let before = format!(
+        r#"setsid python3 -c 'import os, signal
 signal.signal(signal.SIGTERM, lambda n, f: open("term.log", "a").write("TERM\n"))
 open("g.pid", "w").write(str(os.getpid()) + "\n")
 while True: signal.pause()' &
@@ -688,16 +685,11 @@ C=$!
 until [ -s term.log ]; do sleep 0.01; done
 kill -STOP "$C"
 kill -KILL "$G"; wait "$G" 2>/dev/null
-echo $((G - 1)) > /proc/sys/kernel/ns_last_pid
-setsid python3 canary.py &
-until [ -e canary.ready ]; do sleep 0.01; done
-[ "$(cat /proc/$G/comm)" = python3 ] || echo "number-not-reused"
-kill -CONT "$C"
-wait "$C"; echo "cancel=$?"
-[ -e /proc/$G ] && echo canary-alive
 "#,
         pg = pgrun_path()
     );
+    let after = "kill -CONT \"$C\"\nwait \"$C\"; echo \"cancel=$?\"\n";
+    let script = format!("{before}{HAND_OVER}{after}");
     assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
 }
 
@@ -712,26 +704,27 @@ fn pgrun_never_signals_a_group_that_took_over_the_number_of_its_own() {
         return;
     }
     let scratch = Scratch::new();
-    let d = scratch.sh();
-    fs::write(scratch.path("canary.py"), canary_script(&scratch)).unwrap();
-    let script = format!(
-        r#"cd {d}
-{pg} -v --contain tree -t 1 -k 2 -- sh -c 'setsid sh -c "trap \"\" TERM; exec sleep 300" & echo $$ > g.pid; exec sleep 300' 2> run.log &
+    let before = format!(
+        r#"{pg} -v --contain tree -t 1 -k 2 -- sh -c 'setsid sh -c "trap \"\" TERM; exec sleep 300" & echo $$ > g.pid; exec sleep 300' 2> run.log &
 R=$!
 while [ ! -s g.pid ]; do sleep 0.01; done
 G=$(cat g.pid)
 until grep -q "process group $G is empty" run.log; do sleep 0.01; done
-echo $((G - 1)) > /proc/sys/kernel/ns_last_pid
-setsid python3 canary.py &
-until [ -e canary.ready ]; do sleep 0.01; done
-[ "$(cat /proc/$G/comm)" = python3 ] || echo "number-not-reused"
-wait "$R"; echo "run=$?"
-[ -e /proc/$G ] && echo canary-alive
 "#,
         pg = pgrun_path()
     );
+    let script = format!("{before}{HAND_OVER}wait \"$R\"; echo \"run=$?\"\n");
     assert_number_handed_over_untouched(&scratch, &script, "run=124", "run.log");
 }
+
+/// Shell lines that hand the number of the group `$G` (ended and reaped)
+/// to the canary: the next pid in the namespace is `$G`, and the canary
+/// takes it with a new session, so a new group with that number appears.
+const HAND_OVER: &str = r#"echo $((G - 1)) > /proc/sys/kernel/ns_last_pid
+setsid python3 canary.py &
+until [ -e canary.ready ]; do sleep 0.01; done
+[ "$(cat /proc/$G/comm)" = python3 ] || echo "number-not-reused"
+"#;
 
 /// Run `script` as PID 1 of a PID namespace of our own (everything in it
 /// dies with it). `timeout -s KILL` bounds its polling loops, before the
@@ -741,6 +734,9 @@ wait "$R"; echo "run=$?"
 /// failed, `want` (the stopper's exit) and `canary-alive`. The canary must
 /// be alive and have received nothing; `log` is the stopper's -v output.
 fn assert_number_handed_over_untouched(scratch: &Scratch, script: &str, want: &str, log: &str) {
+    fs::write(scratch.path("canary.py"), canary_script(scratch)).unwrap();
+    let script = format!("cd {}\n{script}[ -e /proc/$G ] && echo canary-alive\n", scratch.sh());
+    let script = script.as_str();
     let mut ns = Command::new("timeout");
     ns.args([
         "-s",
