@@ -112,6 +112,7 @@ pub fn claim(path: &Path, interrupted: &mut dyn FnMut() -> Option<i32>) -> Resul
     check_target(path, "pid file")?;
     let me = geteuid();
     let mut backoff = Backoff::default();
+    let mut said_waiting = false;
     let stale = loop {
         let file = match open_existing(path) {
             Ok(file) => file,
@@ -148,7 +149,10 @@ pub fn claim(path: &Path, interrupted: &mut dyn FnMut() -> Option<i32>) -> Resul
         if let Some(signal) = interrupted() {
             return Ok(Claimed::Interrupted(signal));
         }
-        crate::verbose!("another run is starting on pid file {}; waiting", path.display());
+        if !said_waiting {
+            crate::verbose!("another run is starting on pid file {}; waiting", path.display());
+            said_waiting = true;
+        }
         backoff.pause_until(None);
     };
     test_hook::pause("claimed");
