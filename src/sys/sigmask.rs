@@ -182,6 +182,13 @@ pub(super) fn unblock(set: &SigSet) -> io::Result<SigSet> {
     Ok(old)
 }
 
+/// `sigprocmask(SIG_BLOCK, NULL)`: the signal mask as it is.
+pub(super) fn current() -> io::Result<SigSet> {
+    let mut mask = SigSet::empty();
+    nix_signal::sigprocmask(SigmaskHow::SIG_BLOCK, None, Some(&mut mask.0))?;
+    Ok(mask)
+}
+
 /// `sigprocmask(SIG_SETMASK)`: make `mask` the signal mask.
 pub(super) fn set_mask(mask: &SigSet) -> io::Result<()> {
     nix_signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&mask.0), None)?;

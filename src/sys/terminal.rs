@@ -34,12 +34,14 @@ pub fn set_foreground_group(fd: i32, pgid: Pid) -> io::Result<()> {
 /// group, but only if `from` (pgrun's group) still is: pgrun may have been
 /// stopped and sent to the background (Ctrl-Z, `bg`) since it decided to
 /// hand the terminal over. Async-signal-safe: `tcgetpgrp`, `getpid` and
-/// `tcsetpgrp` only, no allocation.
-pub fn take_from(fd: i32, from: Pid) {
+/// `tcsetpgrp` only, no allocation. An error is `tcsetpgrp`'s (errno is
+/// left as it set it): the hand-off was due and could not be made.
+pub fn take_from(fd: i32, from: Pid) -> io::Result<()> {
     if foreground_group(fd) == Some(from) {
         // nix's getpid is the bare call: async-signal-safe.
-        let _ = set_foreground_group(fd, super::getpid());
+        set_foreground_group(fd, super::getpid())?;
     }
+    Ok(())
 }
 
 /// `open("/dev/tty")`: the controlling terminal, whatever fds 0-2 are;
