@@ -160,6 +160,61 @@ fn a_short_exec_status_message_is_an_error_not_a_started_command() {
     }
 }
 
+/// Start `pgrun ARGS -- sh -c PAYLOAD` under strace with `injection`, where
+/// the payload waits for a line on a FIFO (a shell builtin: the payload
+/// itself makes no call that strace could count or fail); once strace has
+/// injected the fault (while the command still runs), write the line and
+/// return pgrun's status, its stderr and the report.
+fn fault_while_running(scratch: &Scratch, injection: &str, options: &[&str]) -> (i32, String, serde_json::Value) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fifo = scratch.path("gate");
+    let _ = fs::remove_file(&fifo);
+    let c_fifo = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+    let report = scratch.path("report.json");
+    let trace = scratch.path("trace");
+    let payload = format!("read line < {}; exit 7", fifo.display());
+    let mut args: Vec<&str> = options.to_vec();
+    args.extend(["--report", report.to_str().unwrap(), "--", "sh", "-c", &payload]);
+    let mut guard = Guard::new();
+    let mut cmd = under_strace(&trace, &[injection], &args);
+    let index = guard.spawn(cmd.stdout(Stdio::null()).stderr(Stdio::piped()));
+    eventually("the fault to be injected", || fs::read_to_string(&trace).is_ok_and(|t| t.contains("(INJECTED)")));
+    // Non-blocking: ENXIO until the payload has opened its end.
+    let mut gate = None;
+    eventually("the payload to wait on its FIFO", || {
+        gate = fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&fifo).ok();
+        gate.is_some()
+    });
+    std::io::Write::write_all(gate.as_mut().unwrap(), b"go\n").unwrap();
+    drop(gate);
+    let code = guard.wait(index);
+    let mut err = String::new();
+    std::io::Read::read_to_string(guard.child(index).stderr.as_mut().unwrap(), &mut err).unwrap();
+    (code, err, json(&report))
+}
+
+// Issue 18 #16: waitpid (wait4) or waitid saying ECHILD once, while the
+// command is pgrun's running child, does not end the run: no signal is
+// sent, and the command's own status is pgrun's.
+#[test]
+fn a_spurious_echild_does_not_end_the_run() {
+    let scratch = Scratch::new();
+    let cases: [(&str, &[&str]); 3] = [
+        ("wait4:error=ECHILD:when=1", &["--no-guard"]),
+        ("wait4:error=ECHILD:when=1", &[]),
+        ("waitid:error=ECHILD:when=1", &[]),
+    ];
+    for (injection, options) in cases {
+        let (code, err, report) = fault_while_running(&scratch, injection, options);
+        let what = format!("{injection} {options:?}: stderr {err}, report {report}");
+        assert_eq!(code, 7, "{what}");
+        assert_eq!(report["reason"], "exited", "{what}");
+        assert_eq!(report["signals"], serde_json::json!([]), "{what}");
+    }
+}
+
 // Issue 18 #18: the C library's posix_spawn blocks every signal around its
 // clone and puts the old mask back without checking that it could save it;
 // a failed save put a garbage mask on pgrun, which then missed SIGCHLD and

@@ -35,6 +35,17 @@ pub fn stat(pid: Pid) -> Option<Stat> {
     parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// Whether `/proc` says process `pid` is a child of the caller: `Some(false)`
+/// if it is gone or has another parent, `None` if `/proc` cannot be read
+/// (not mounted, say), so that it proves nothing.
+pub fn is_child_of_self(pid: Pid) -> Option<bool> {
+    match std::fs::read(format!("/proc/{pid}/stat")) {
+        Ok(line) => Some(parse_stat(&line)?.ppid == super::getpid()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && std::fs::metadata("/proc/self/stat").is_ok() => Some(false),
+        Err(_) => None,
+    }
+}
+
 /// The children of every thread of `pid`, from
 /// `/proc/PID/task/TID/children` (a child belongs to the thread that
 /// forked it). `Err(NotFound)` for a gone process, and also where the

@@ -562,10 +562,27 @@ pub fn reap_one() -> io::Result<Reaped> {
     }
 }
 
-/// Whether `pid` is still a child of pgrun, reaped or not: `waitid(P_PID,
-/// pid, WEXITED | WNOHANG | WNOWAIT)`, which reaps nothing. False (ECHILD)
-/// once someone else reaped it.
+/// Whether `pid` is still a child of pgrun that pgrun has not reaped:
+/// false only where that is proven. `waitid(P_PID, pid, WEXITED | WNOHANG
+/// | WNOWAIT)`, which reaps nothing, saying ECHILD is checked once more,
+/// against `/proc/PID/stat` where there is a `/proc` (a process that is
+/// gone, or whose parent is another, is not pgrun's child; one whose parent
+/// is pgrun is, whatever waitid said), else by asking waitid again. Any
+/// other error is no proof: true.
 pub fn is_child(pid: Pid) -> bool {
+    if waitid_has_child(pid) {
+        return true;
+    }
+    #[cfg(linux_strengths)]
+    if let Some(ours) = super::proc::is_child_of_self(pid) {
+        return ours;
+    }
+    waitid_has_child(pid)
+}
+
+/// One `waitid(P_PID, pid, WEXITED | WNOHANG | WNOWAIT)`, retried on
+/// EINTR: false only on ECHILD.
+fn waitid_has_child(pid: Pid) -> bool {
     loop {
         // SAFETY: a zeroed siginfo_t is a valid buffer for waitid to fill.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
