@@ -36,20 +36,31 @@ fn under_strace(trace: &Path, injections: &[&str], args: &[&str]) -> Command {
     cmd
 }
 
-/// Run `pgrun ARGS` under strace without faults and return the trace.
-fn record(scratch: &Scratch, args: &[&str]) -> String {
-    let trace = scratch.path("recorded.trace");
-    let out = run(&mut under_strace(&trace, &[], args));
-    assert_status(&out, 0, "the recorded run");
-    fs::read_to_string(&trace).expect("the trace")
+/// Run `pgrun ARGS` under strace without faults and return the trace of
+/// pgrun's own process (`-ff`: one file per process, so no call of it is
+/// cut in two by another's), the one that starts with pgrun's execve.
+fn record(scratch: &Scratch, args: &[&str], want: i32) -> String {
+    let folder = scratch.path("recorded");
+    fs::create_dir_all(&folder).unwrap();
+    require_strace();
+    let mut cmd = Command::new("strace");
+    cmd.args(["-ff", "-qq", "-o"]).arg(folder.join("trace")).arg(pgrun_path()).args(args).stdin(Stdio::null());
+    default_signals(&mut cmd);
+    let out = run(&mut cmd);
+    assert_status(&out, want, "the recorded run");
+    let exec = format!("execve(\"{}\"", pgrun_path());
+    let main = fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| fs::read_to_string(e.unwrap().path()).unwrap())
+        .find(|t| t.starts_with(&exec))
+        .expect("pgrun's own trace");
+    fs::remove_dir_all(&folder).unwrap();
+    main
 }
 
-/// The lines of pgrun's own process (the first pid of the trace), each
-/// without the pid, with calls cut in two by another process's line
-/// (`<unfinished ...>`) counted where they start.
+/// The calls of a recorded process, one a line.
 fn main_calls(trace: &str) -> Vec<&str> {
-    let main = trace.split_whitespace().next().expect("a non-empty trace");
-    trace.lines().filter_map(|l| l.strip_prefix(main)).map(str::trim_start).filter(|l| !l.starts_with("<...")).collect()
+    trace.lines().collect()
 }
 
 /// The invocation number (strace's `when=`, counted per process and per
@@ -141,7 +152,7 @@ fn a_short_exec_status_message_is_an_error_not_a_started_command() {
     let pid_file = scratch.path("pid");
     let payload = format!("echo $$ > {}; exec sleep 20", pid_file.display());
     let args = ["--no-guard", "--setsid", "--", "sh", "-c", &payload];
-    let n = exec_status_read(&record(&scratch, &["--no-guard", "--setsid", "--", "true"]));
+    let n = exec_status_read(&record(&scratch, &["--no-guard", "--setsid", "--", "true"], 0));
     let trace = scratch.path("trace");
     let mut guard = Guard::new();
     // retval=2: the read "returns" two bytes, as a message cut short would.
@@ -225,7 +236,7 @@ fn a_spurious_echild_does_not_end_the_run() {
 fn a_failed_mask_change_around_the_spawn_does_not_lose_the_command() {
     let scratch = Scratch::new();
     let args = ["--no-guard", "--timeout", "10", "--", "true"];
-    let trace = record(&scratch, &args);
+    let trace = record(&scratch, &args, 0);
     let n = nth_call(&trace, "rt_sigprocmask", |l| l.starts_with("rt_sigprocmask(SIG_BLOCK, ~[],"));
     let out = run(&mut under_strace(
         &scratch.path("trace"),
@@ -233,4 +244,79 @@ fn a_failed_mask_change_around_the_spawn_does_not_lose_the_command() {
         &args,
     ));
     assert_status(&out, 0, "the command's status");
+}
+
+/// The temporary files (`.NAME.pgrun-*.tmp`) left in `folder`.
+fn temp_files(folder: &Path) -> Vec<String> {
+    fs::read_dir(folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with('.') && name.ends_with(".tmp"))
+        .collect()
+}
+
+// Issue 18 #13: std's HashSet/HashMap seed themselves from getrandom and
+// panic when it fails (EAGAIN early at boot, say). pgrun needs no random
+// seed to run a command.
+#[test]
+fn a_failing_getrandom_is_no_panic() {
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    let pidfile = scratch.path("job.pid");
+    let args = [
+        "--contain",
+        "tree",
+        "--pidfile",
+        pidfile.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ];
+    let trace = scratch.path("trace");
+    let out = run(&mut under_strace(&trace, &["getrandom:error=EAGAIN"], &args));
+    assert_status(&out, 3, "the command's status");
+    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    assert_eq!(json(&report)["reason"], "exited");
+    assert!(temp_files(scratch.dir()).is_empty(), "{:?}", temp_files(scratch.dir()));
+}
+
+/// The invocation number of pgrun's first `close` of a `/proc` folder it
+/// opened (a recorded trace of pgrun's own process).
+fn proc_folder_close(trace: &str) -> usize {
+    let mut folder_fd = None;
+    let mut closes = 0;
+    for line in main_calls(trace) {
+        if line.starts_with("openat(AT_FDCWD, \"/proc/") && line.contains("O_DIRECTORY") && folder_fd.is_none() {
+            folder_fd = line.rsplit("= ").next().map(str::to_string);
+        } else if let Some(rest) = line.strip_prefix("close(") {
+            closes += 1;
+            if folder_fd.as_deref().is_some_and(|fd| rest.starts_with(&format!("{fd})"))) {
+                return closes;
+            }
+        }
+    }
+    panic!("no /proc folder was closed in the trace:\n{trace}");
+}
+
+// Issue 18 #13: std's directory reader asserts that closedir worked; a
+// failed close of a /proc folder (tree mode walks them) panicked pgrun.
+#[test]
+fn a_failed_close_of_a_proc_folder_is_no_panic() {
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    // A member left behind: the tree walk looks for it in /proc.
+    let args = ["--contain", "tree", "--report", report.to_str().unwrap(), "--", "sh", "-c", "sleep 30 & exit 0"];
+    let n = proc_folder_close(&record(&scratch, &args, 0));
+    for errno in ["EIO", "EBADF", "EINTR"] {
+        let trace = scratch.path("trace");
+        let out = run(&mut under_strace(&trace, &[&format!("close:error={errno}:when={n}")], &args));
+        let injected = fs::read_to_string(&trace).unwrap_or_default();
+        assert!(injected.contains("(INJECTED)"), "{errno}: the fault was not injected");
+        assert_status(&out, 0, errno);
+        assert!(stderr_of(&out).is_empty(), "{errno}: {}", stderr_of(&out));
+        assert_eq!(json(&report)["reason"], "exited", "{errno}");
+    }
 }

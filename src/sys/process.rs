@@ -639,11 +639,9 @@ pub struct Census {
 pub fn group_census(pgid: Pid) -> Option<Census> {
     #[cfg(linux_strengths)]
     {
-        let dir = std::fs::read_dir("/proc").ok()?;
+        let pids = super::proc::pids().ok()?;
         let mut census = Census::default();
-        for entry in dir.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        for pid in pids {
             let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else { continue };
             if let Some((state, pgrp)) = stat_state_and_pgrp(&stat)
                 && pgrp == pgid
