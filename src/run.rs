@@ -101,6 +101,12 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             return RunExit::Failed.code();
         }
     };
+    // Held where the panic hook can write it too.
+    if let Some(target) = report {
+        let contain = args.contain_mode().name();
+        let max_output = args.max_output.is_some();
+        crate::panic_stop::hold_report(crate::panic_stop::PanicReport { target, started, contain, max_output });
+    }
     let outcome = execute(args, started, parent);
     let exit = match outcome.exit {
         RunExit::Timeout if args.preserve_status => outcome.status.map_or(RunExit::Timeout, RunExit::Command),
@@ -109,7 +115,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
     if let Some(err) = &outcome.error {
         say::line(format_args!("{err:#}"));
     }
-    if let Some(report) = report {
+    if let Some(report) = crate::panic_stop::take_report() {
         let message = outcome.error.as_ref().map(say::error_text);
         let contents = Contents {
             exit_code: exit.code(),
@@ -320,6 +326,7 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         join_cgroup: run.scope.join_fd(),
     };
     let program = args.command[0].to_string_lossy();
+    assert!(!test_hook::active(test_hook::PANIC_BEFORE_SPAWN), "test hook: panic before the spawn");
     let spawned = process::spawn(&run.argv, &options);
     // Only the command holds the write ends now: its exit is the pipes' end.
     run.child_ends = None;
