@@ -272,7 +272,7 @@ fn marker_path(args: &RunArgs) -> Step<Option<PathBuf>> {
 /// dispositions (from before pgrun blocked SIGPIPE).
 fn block_signals() -> Step<(SigSet, sigmask::Inherited, SignalSource)> {
     let handled = signal_policy::handled();
-    let inherited = sigmask::inherited();
+    let inherited = sigmask::inherited().map_err(|e| failure(anyhow!("{e}")))?;
     sigmask::block(&handled).map_err(|e| failure(anyhow!("cannot block signals: {e}")))?;
     let signals = SignalSource::new(&handled).map_err(|e| failure(anyhow!("cannot watch signals: {e}")))?;
     Ok((handled, inherited, signals))
@@ -348,7 +348,15 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         terminal.started(pgid);
     }
     if let Err(e) = run.signals.activate(&run.handled, &signal_policy::absorbed()) {
-        verbose!("cannot install signal handlers: {e}");
+        // Without its handlers (the portable build's self-pipe) pgrun hears
+        // of no signal, SIGCHLD included: it cannot supervise the command,
+        // which has only just started. Stop it and fail.
+        crate::panic_stop::unwatch();
+        let stopped = match process::abandon_child(pgid) {
+            Ok(()) => "stopped it".to_string(),
+            Err(stop) => format!("and cannot stop process group {pgid}: {stop}"),
+        };
+        return Err(failure(anyhow!("cannot install signal handlers: {e}; {stopped}")));
     }
     test_hook::pause("spawned");
     Ok(pgid)
@@ -470,8 +478,12 @@ fn start_guard(args: &RunArgs, scope: &Scope, marker: Option<&std::path::Path>) 
 
 /// A signal that asks pgrun to end (TERM, INT, HUP, QUIT), pending before
 /// the command has started: such a run ends before it begins.
+///
+/// Should `sigpending` fail, nothing is taken as pending: such a signal
+/// stays blocked and pending, and the supervisor reads it at once from its
+/// signal fd, so the run is stopped right after the start instead.
 fn termination_pending() -> Option<i32> {
-    let pending = sigmask::pending();
+    let pending = sigmask::pending().ok()?;
     (1..=crate::signame::max_signal()).find(|&s| signal_policy::ends_the_run(s) && pending.contains(s))
 }
 

@@ -320,3 +320,28 @@ fn a_failed_close_of_a_proc_folder_is_no_panic() {
         assert_eq!(json(&report)["reason"], "exited", "{errno}");
     }
 }
+
+// Issue 18 #18: the signal set-up every mode starts with (SIGPIPE blocked,
+// SIGCHLD's default action back) was unchecked: a refusal ran the command
+// with a mask pgrun had only guessed. Now it is pgrun's failure (125, one
+// line) and the command does not run.
+#[test]
+fn a_refused_signal_set_up_at_start_is_reported() {
+    let scratch = Scratch::new();
+    let ran = scratch.path("ran");
+    let payload = format!("touch {}", ran.display());
+    let args = ["--", "sh", "-c", &payload];
+    let trace = record(&scratch, &args, 0);
+    fs::remove_file(&ran).unwrap();
+    let sigchld = nth_call(&trace, "rt_sigaction", |l| l.starts_with("rt_sigaction(SIGCHLD, {sa_handler=SIG_DFL"));
+    let cases = [
+        ("rt_sigprocmask:error=EINVAL:when=1".to_string(), "cannot block SIGPIPE"),
+        (format!("rt_sigaction:error=EINVAL:when={sigchld}"), "cannot give SIGCHLD its default action"),
+    ];
+    for (injection, message) in cases {
+        let out = run(&mut under_strace(&scratch.path("trace"), &[&injection], &args));
+        assert_status(&out, 125, &injection);
+        one_pgrun_line(&out, message);
+        assert!(!ran.exists(), "{injection}: the command ran");
+    }
+}

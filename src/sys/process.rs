@@ -226,7 +226,7 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
 /// group, and reap it. Its group id is its pid, which no other group can
 /// hold while the child is alive and unreaped; a group that is not there
 /// (ESRCH) is the child before its setpgid.
-fn abandon_child(pid: Pid) -> io::Result<()> {
+pub fn abandon_child(pid: Pid) -> io::Result<()> {
     signal_raw(-pid, libc::SIGKILL)?;
     signal_raw(pid, libc::SIGKILL)?;
     reap_pid(pid)
@@ -695,9 +695,10 @@ pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
 
 /// Whether the process a pidfd refers to has exited (a pidfd becomes
 /// readable then; a zombie has exited).
+/// A failed poll is no proof of an exit: false, and the caller asks again.
 #[cfg(linux_strengths)]
 pub fn pidfd_exited(pidfd: std::os::fd::BorrowedFd<'_>) -> bool {
-    super::wait_readable(pidfd, Some(std::time::Duration::ZERO)).unwrap_or(true)
+    super::wait_readable(pidfd, Some(std::time::Duration::ZERO)).unwrap_or(false)
 }
 
 /// `pidfd_send_signal(2)`: signal the process a pidfd refers to. Unlike

@@ -60,16 +60,18 @@ pub fn open_controlling() -> Option<OwnedFd> {
 /// shares pgrun's job stops with it and the shell sees the job stopped.
 /// Returns once pgrun has been continued (at once if the signal is ignored,
 /// or if pgrun's group is orphaned, where the kernel discards it). `signal`
-/// is unblocked for the moment it takes.
-pub fn stop_job(signal: super::Signal) {
+/// is unblocked for the moment it takes. An error says which call failed;
+/// the mask is put back whenever it was changed.
+pub fn stop_job(signal: super::Signal) -> io::Result<()> {
     use super::sigmask;
     let mut set = sigmask::SigSet::empty();
     set.add(signal.0);
     // A blocked stop signal is delivered (and stops us) as soon as it is
     // unblocked, before sigprocmask returns.
-    let Ok(old) = sigmask::unblock(&set) else { return };
+    let old = sigmask::unblock(&set).map_err(|e| io::Error::new(e.kind(), format!("cannot unblock it: {e}")))?;
     // SAFETY: kill(0, sig) signals the caller's own process group; no
     // pointers are involved.
-    unsafe { libc::kill(0, signal.0) };
-    let _ = sigmask::set_mask(&old);
+    let sent = if unsafe { libc::kill(0, signal.0) } == 0 { Ok(()) } else { Err(io::Error::last_os_error()) };
+    sigmask::set_mask(&old).map_err(|e| io::Error::new(e.kind(), format!("cannot block it again: {e}")))?;
+    sent.map_err(|e| io::Error::new(e.kind(), format!("cannot send it: {e}")))
 }
