@@ -7,7 +7,10 @@
 //! The common case (a new group, no terminal) is one `posix_spawnp`; the rest
 //! (`--setsid`, a terminal hand-off, a script without `#!`) is fork and
 //! execvp, where the child makes only async-signal-safe calls on memory
-//! prepared before the fork.
+//! prepared before the fork. A `posix_spawnp` that fails for any reason but
+//! "not found" is retried on the fork path, whose child says which step
+//! failed (a set-up step is pgrun's failure, 125; the exec is the
+//! command's, 126/127) and which needs no clone3.
 //!
 //! `posix_spawnp`, the pipes and prctl go through nix. The forked child stays
 //! raw libc (nix's `execvp` allocates its argument array), and so do `kill`
