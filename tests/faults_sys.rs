@@ -275,6 +275,7 @@ fn a_failing_getrandom_is_no_panic() {
 
 /// The invocation number of pgrun's first `close` of a `/proc` folder it
 /// opened (a recorded trace of pgrun's own process).
+#[cfg(not(feature = "posix-fallback"))]
 fn proc_folder_close(trace: &str) -> usize {
     let mut folder_fd = None;
     let mut closes = 0;
