@@ -81,6 +81,7 @@ impl TempFile {
             }
         }
         let prepared = TempFile { temp, target: target.to_path_buf(), file: Some(opened?) };
+        crate::panic_stop::remove_on_panic(&prepared.temp);
         let mut file = prepared.file();
         file.set_permissions(fs::Permissions::from_mode(MODE))?;
         // Reserve the space now, so the final write cannot meet a full disk.
@@ -105,6 +106,7 @@ impl TempFile {
     /// returned (its locks travel with it).
     pub fn rename_into_place(mut self) -> io::Result<File> {
         fs::rename(&self.temp, &self.target)?;
+        crate::panic_stop::placed(&self.temp);
         Ok(self.file.take().expect("placed once"))
     }
 
@@ -113,6 +115,7 @@ impl TempFile {
     pub fn link_into_place(mut self) -> io::Result<File> {
         fs::hard_link(&self.temp, &self.target)?;
         let _ = fs::remove_file(&self.temp);
+        crate::panic_stop::placed(&self.temp);
         Ok(self.file.take().expect("placed once"))
     }
 }
@@ -121,6 +124,7 @@ impl Drop for TempFile {
     fn drop(&mut self) {
         if self.file.is_some() {
             let _ = fs::remove_file(&self.temp);
+            crate::panic_stop::placed(&self.temp);
         }
     }
 }

@@ -68,7 +68,10 @@ pub fn main(args: Vec<OsString>) -> u8 {
     // First thing, in every mode: a closed stderr must not kill pgrun with
     // SIGPIPE, and a caller's ignored SIGCHLD must not hide the command's
     // status. The caller's own settings are kept for the command.
-    sys::sigmask::take_over_at_start();
+    if let Err(e) = sys::sigmask::take_over_at_start() {
+        say::line(format_args!("{e}"));
+        return USAGE_ERROR;
+    }
     sys::reserve_standard_fds();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,

@@ -1,23 +1,52 @@
 //! What a bug in pgrun does: a panic must not leave the command's group
-//! running unsupervised, nor end pgrun with a signal.
+//! running unsupervised, nor end pgrun with a signal, nor leave files behind.
 //!
 //! The release build aborts on panic (`panic = "abort"`), so nothing can be
 //! caught or unwound. Instead a panic hook, which runs before the abort (and
 //! before any unwinding in a debug build), prints one `pgrun: ` line, sends
 //! SIGKILL to the group the run mode recorded here, reaps until the group is
-//! gone (bounded: a panic path must end), and `_exit`s with 125.
+//! gone (bounded: a panic path must end), writes the `--report` held here
+//! (reason `error`: once the report path is accepted, every exit writes
+//! it), removes the temporary files not yet placed, and `_exit`s with 125.
+//!
+//! The report and the temporary files are pgrun's own: a forked guard
+//! inherits this module's state, and its panics must not touch them.
 
+use crate::report::{Contents, Reason, ReportTarget};
 use crate::signame::Signal;
-use crate::sys::process::{self, Reaped};
+use crate::sys::process::{self, ChildStatus, Reaped};
 use crate::sys::{self, Pid};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// The group the run is supervising; 0 when there is none.
 static GROUP: AtomicI32 = AtomicI32::new(0);
 
+/// The process whose report and temporary files these are: pgrun itself,
+/// not a forked guard.
+static OWNER: AtomicI32 = AtomicI32::new(0);
+
+/// The report to write if a panic ends the run.
+static REPORT: Mutex<Option<PanicReport>> = Mutex::new(None);
+
+/// Temporary files created and not yet placed or removed.
+static TEMPORARY: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
 /// How long the hook waits for the killed group to be gone.
 const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// What the hook needs to write the report.
+pub struct PanicReport {
+    pub target: ReportTarget,
+    /// When pgrun started: the report's duration counts from here.
+    pub started: Instant,
+    /// The `--contain` mode's name.
+    pub contain: &'static str,
+    /// `--max-output` was given: the report's `output` is an object.
+    pub max_output: bool,
+}
 
 /// Install the hook; call once, first thing.
 pub fn install() {
@@ -29,13 +58,18 @@ pub fn install() {
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "panic".to_string());
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        let what = what.replace('\n', " ");
+        let what = format!("internal error{at}: {}", what.replace('\n', " "));
         let pgid = GROUP.swap(0, Ordering::Relaxed);
+        let mut status = None;
         if pgid > 1 {
-            crate::say::line(format_args!("internal error{at}: {what}; killing process group {pgid}"));
-            kill_and_reap(pgid);
+            crate::say::line(format_args!("{what}; killing process group {pgid}"));
+            status = kill_and_reap(pgid);
         } else {
-            crate::say::line(format_args!("internal error{at}: {what}"));
+            crate::say::line(format_args!("{what}"));
+        }
+        if OWNER.load(Ordering::Relaxed) == sys::getpid() {
+            write_report(&what, (pgid > 1).then_some(pgid), status);
+            remove_temporary_files();
         }
         sys::exit_now(crate::USAGE_ERROR);
     }));
@@ -52,13 +86,94 @@ pub fn unwatch() {
     GROUP.store(0, Ordering::Relaxed);
 }
 
-fn kill_and_reap(pgid: Pid) {
+/// Hold the report for the hook, until [`take_report`].
+pub fn hold_report(report: PanicReport) {
+    OWNER.store(sys::getpid(), Ordering::Relaxed);
+    *lock(&REPORT) = Some(report);
+}
+
+/// The report held, back for the normal exit.
+pub fn take_report() -> Option<ReportTarget> {
+    lock(&REPORT).take().map(|r| r.target)
+}
+
+/// A temporary file was created: a panic removes it.
+pub fn remove_on_panic(path: &Path) {
+    OWNER.store(sys::getpid(), Ordering::Relaxed);
+    lock(&TEMPORARY).push(path.to_path_buf());
+}
+
+/// The temporary file was placed or removed: nothing for a panic to do.
+pub fn placed(path: &Path) {
+    lock(&TEMPORARY).retain(|p| p != path);
+}
+
+/// A lock that a panic elsewhere (poisoning) does not take away.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The hook's side: never blocks (the panic may have come while the lock
+/// was held).
+fn try_take<T>(mutex: &Mutex<T>, take: impl FnOnce(&mut T) -> Option<T>) -> Option<T> {
+    match mutex.try_lock() {
+        Ok(mut guard) => take(&mut guard),
+        Err(std::sync::TryLockError::Poisoned(e)) => take(&mut e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
+fn write_report(what: &str, pgid: Option<Pid>, status: Option<ChildStatus>) {
+    let Some(Some(report)) = try_take(&REPORT, |r| Some(r.take())) else { return };
+    let contents = Contents {
+        exit_code: crate::USAGE_ERROR,
+        reason: Reason::Error,
+        status,
+        pgid,
+        signals: &[],
+        stragglers: 0,
+        output: report.max_output.then(Default::default),
+        contain: report.contain,
+        escaped: 0,
+        unreaped: 0,
+        duration: report.started.elapsed(),
+        error: Some(what),
+    };
+    if let Err(err) = report.target.write(&contents) {
+        crate::say::line(format_args!("{err:#}"));
+    }
+}
+
+fn remove_temporary_files() {
+    for path in try_take(&TEMPORARY, |t| Some(std::mem::take(t))).unwrap_or_default() {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                crate::say::line(format_args!("cannot remove {}: {e}", path.display()));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// SIGKILL the group and reap until it is gone (bounded); the leader's
+/// status, if it was reaped here.
+fn kill_and_reap(pgid: Pid) -> Option<ChildStatus> {
     let start = Instant::now();
+    let mut status = None;
     loop {
+        // Best effort on a path that must end: an error here leaves only
+        // the bounded wait below, and the line already printed says what
+        // pgrun tried.
         let _ = process::signal_group(pgid, Signal::KILL);
-        while let Ok(Reaped::Child(..) | Reaped::Stopped(..)) = process::reap_one() {}
+        loop {
+            match process::reap_one() {
+                Ok(Reaped::Child(pid, how)) if pid == pgid => status = Some(how),
+                Ok(Reaped::Child(..) | Reaped::Stopped(..)) => {}
+                _ => break,
+            }
+        }
         if !process::group_exists(pgid) || start.elapsed() > KILL_WAIT {
-            return;
+            return status;
         }
         std::thread::sleep(Duration::from_millis(10));
     }

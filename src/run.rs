@@ -101,6 +101,12 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             return RunExit::Failed.code();
         }
     };
+    // Held where the panic hook can write it too.
+    if let Some(target) = report {
+        let contain = args.contain_mode().name();
+        let max_output = args.max_output.is_some();
+        crate::panic_stop::hold_report(crate::panic_stop::PanicReport { target, started, contain, max_output });
+    }
     let outcome = execute(args, started, parent);
     let exit = match outcome.exit {
         RunExit::Timeout if args.preserve_status => outcome.status.map_or(RunExit::Timeout, RunExit::Command),
@@ -109,7 +115,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
     if let Some(err) = &outcome.error {
         say::line(format_args!("{err:#}"));
     }
-    if let Some(report) = report {
+    if let Some(report) = crate::panic_stop::take_report() {
         let message = outcome.error.as_ref().map(say::error_text);
         let contents = Contents {
             exit_code: exit.code(),
@@ -266,7 +272,7 @@ fn marker_path(args: &RunArgs) -> Step<Option<PathBuf>> {
 /// dispositions (from before pgrun blocked SIGPIPE).
 fn block_signals() -> Step<(SigSet, sigmask::Inherited, SignalSource)> {
     let handled = signal_policy::handled();
-    let inherited = sigmask::inherited();
+    let inherited = sigmask::inherited().map_err(|e| failure(anyhow!("{e}")))?;
     sigmask::block(&handled).map_err(|e| failure(anyhow!("cannot block signals: {e}")))?;
     let signals = SignalSource::new(&handled).map_err(|e| failure(anyhow!("cannot watch signals: {e}")))?;
     Ok((handled, inherited, signals))
@@ -320,6 +326,7 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         join_cgroup: run.scope.join_fd(),
     };
     let program = args.command[0].to_string_lossy();
+    assert!(!test_hook::active(test_hook::PANIC_BEFORE_SPAWN), "test hook: panic before the spawn");
     let spawned = process::spawn(&run.argv, &options);
     // Only the command holds the write ends now: its exit is the pipes' end.
     run.child_ends = None;
@@ -341,7 +348,15 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         terminal.started(pgid);
     }
     if let Err(e) = run.signals.activate(&run.handled, &signal_policy::absorbed()) {
-        verbose!("cannot install signal handlers: {e}");
+        // Without its handlers (the portable build's self-pipe) pgrun hears
+        // of no signal, SIGCHLD included: it cannot supervise the command,
+        // which has only just started. Stop it and fail.
+        crate::panic_stop::unwatch();
+        let stopped = match process::abandon_child(pgid) {
+            Ok(()) => "stopped it".to_string(),
+            Err(stop) => format!("and cannot stop process group {pgid}: {stop}"),
+        };
+        return Err(failure(anyhow!("cannot install signal handlers: {e}; {stopped}")));
     }
     test_hook::pause("spawned");
     Ok(pgid)
@@ -463,8 +478,12 @@ fn start_guard(args: &RunArgs, scope: &Scope, marker: Option<&std::path::Path>) 
 
 /// A signal that asks pgrun to end (TERM, INT, HUP, QUIT), pending before
 /// the command has started: such a run ends before it begins.
+///
+/// Should `sigpending` fail, nothing is taken as pending: such a signal
+/// stays blocked and pending, and the supervisor reads it at once from its
+/// signal fd, so the run is stopped right after the start instead.
 fn termination_pending() -> Option<i32> {
-    let pending = sigmask::pending();
+    let pending = sigmask::pending().ok()?;
     (1..=crate::signame::max_signal()).find(|&s| signal_policy::ends_the_run(s) && pending.contains(s))
 }
 

@@ -277,8 +277,19 @@ impl Supervisor<'_> {
 
     /// Reap every child that has ended and note the leader's status; true if
     /// the leader was among them.
+    ///
+    /// The leader is pgrun's child until pgrun reaps it, so "no children"
+    /// (ECHILD) while it runs is either proof that someone else reaped it
+    /// (the status is lost: an ignored SIGCHLD that pgrun could not undo)
+    /// or a failing `waitpid`. [`process::is_child`] tells the two apart;
+    /// a failing `waitpid` is retried a few times, then it is an error
+    /// (reported, 125), never a reason to stop the run as if it had ended.
     fn reap_children(&mut self) -> std::io::Result<bool> {
+        /// How many ECHILDs in a row `waitpid` may give for a leader that
+        /// is still pgrun's child before pgrun gives up supervising.
+        const SPURIOUS_ECHILD_TRIES: u32 = 3;
         let mut leader_exited = false;
+        let mut spurious = 0;
         loop {
             match process::reap_one()? {
                 Reaped::Child(pid, _) if Some(pid) == self.w.scope.guard() => {
@@ -296,20 +307,30 @@ impl Supervisor<'_> {
                 }
                 Reaped::Child(..) => {}
                 Reaped::Stopped(pid, signal) => self.on_stopped(pid, signal),
-                Reaped::NoneReady if !matches!(self.leader, Leader::Running) => return Ok(leader_exited),
-                // The guard is a child too, so "no children" cannot say the
+                Reaped::NoneReady | Reaped::NoChildren if !matches!(self.leader, Leader::Running) => {
+                    return Ok(leader_exited);
+                }
+                // The guard is a child too, so "none ready" cannot say the
                 // leader is gone: ask about the leader itself.
                 Reaped::NoneReady if process::is_child(self.pgid) => return Ok(leader_exited),
-                Reaped::NoneReady | Reaped::NoChildren => {
-                    if let Leader::Running = self.leader {
-                        // No children at all, so the leader is not one any
-                        // more: someone else reaped it. Its status is lost;
-                        // waiting for it would be waiting forever.
-                        verbose!("the command's exit status was lost: it was reaped by someone else");
-                        self.leader = Leader::Lost;
-                        return Ok(true);
+                Reaped::NoChildren if process::is_child(self.pgid) => {
+                    spurious += 1;
+                    let what = format!(
+                        "waitpid says pgrun has no children, but process {} (the command) is still its child",
+                        self.pgid
+                    );
+                    if spurious >= SPURIOUS_ECHILD_TRIES {
+                        return Err(std::io::Error::other(what));
                     }
-                    return Ok(leader_exited);
+                    verbose!("{what}; trying again");
+                }
+                Reaped::NoneReady | Reaped::NoChildren => {
+                    // The leader is not pgrun's child any more: someone else
+                    // reaped it. Its status is lost; waiting for it would be
+                    // waiting forever.
+                    verbose!("the command's exit status was lost: it was reaped by someone else");
+                    self.leader = Leader::Lost;
+                    return Ok(true);
                 }
             }
         }

@@ -170,7 +170,7 @@ impl Terminal {
             self.hand_over(fd, pgid, signal);
         } else if !state.stopping && !state.timed {
             verbose!("process group {pgid} stopped by {} in the background; stopping too", Signal(signal));
-            tty::stop_job(Signal(signal));
+            stop_own_job(signal);
             if tty::foreground_group(fd) == Some(self.own) {
                 self.hand_over(fd, pgid, signal);
             }
@@ -229,7 +229,7 @@ impl Terminal {
         }
         verbose!("command stopped by {}; stopping too", Signal(signal));
         let _ = tty::set_foreground_group(fd, self.own);
-        tty::stop_job(Signal(signal));
+        stop_own_job(signal);
         if tty::foreground_group(fd) == Some(self.own) {
             let _ = tty::set_foreground_group(fd, pgid);
         }
@@ -259,5 +259,13 @@ impl Drop for Terminal {
         if give_back && tty::set_foreground_group(fd, self.own).is_ok() {
             verbose!("took the terminal back");
         }
+    }
+}
+
+/// Stop pgrun's own job with `signal` ([`tty::stop_job`]); a failure is
+/// said (the job then simply goes on, as after `bg`).
+fn stop_own_job(signal: i32) {
+    if let Err(e) = tty::stop_job(Signal(signal)) {
+        crate::say::line(format_args!("cannot stop pgrun's job with {}: {e}", Signal(signal)));
     }
 }

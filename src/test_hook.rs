@@ -15,9 +15,10 @@
 //! about to exit: its peak memory can be read).
 //!
 //! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise
-//! loop panic when it reads SIGUSR1; [`KEEP_SIGCHLD_IGNORED`] leaves a
-//! SIGCHLD ignored by the caller ignored in pgrun itself. Also read by debug
-//! builds only.
+//! loop panic when it reads SIGUSR1; [`PANIC_BEFORE_SPAWN`] panics with
+//! everything prepared, right before the spawn; [`KEEP_SIGCHLD_IGNORED`]
+//! leaves a SIGCHLD ignored by the caller ignored in pgrun itself. Also read
+//! by debug builds only.
 
 /// Pause here if the environment asks for `step`.
 #[inline]
@@ -48,6 +49,9 @@ fn pause_for_tests(step: &str) {
 
 /// Make the supervise loop panic when it reads SIGUSR1.
 pub const PANIC_ON_USR1: &str = "panic-on-usr1";
+/// Panic right before the spawn, with the pid file claimed (its temporary
+/// file made) and the report prepared.
+pub const PANIC_BEFORE_SPAWN: &str = "panic-before-spawn";
 /// Leave a SIGCHLD ignored by the caller ignored in pgrun itself.
 pub const KEEP_SIGCHLD_IGNORED: &str = "keep-sigchld-ignored";
 

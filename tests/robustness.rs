@@ -141,6 +141,81 @@ fn a_panic_in_the_supervise_loop_kills_the_group_and_exits_125() {
     assert!(err.contains(&format!("killing process group {leader}")), "{err}");
 }
 
+// Issue 18 #13: once the report path is accepted, every exit writes the
+// report, a panic's too, and leaves no temporary file behind.
+#[test]
+fn a_panic_writes_the_report_and_leaves_no_temporary_file() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("report.json");
+    let pidfile = scratch.path("job.pid");
+    let mut cmd = pgrun([
+        "--pidfile",
+        pidfile.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &format!("echo $$ > {dir}/me; exec sleep 300"),
+    ]);
+    cmd.env("PGRUN_TEST_HOOK", "panic-on-usr1").stderr(Stdio::piped());
+    let index = guard.spawn(&mut cmd);
+    let leader = wait_pid(&scratch.path("me"), &mut guard);
+    guard.record_group(leader);
+    eventually("the pid file", || pidfile.exists());
+    send(guard.child(index).id() as i32, libc::SIGUSR1);
+    assert_eq!(guard.wait(index), 125, "a panic is pgrun's own failure");
+    assert!(is_dead(leader), "the command outlived pgrun's panic");
+    let v = json(&report);
+    assert_eq!((v["reason"].as_str(), v["exit_code"].as_u64()), (Some("error"), Some(125)), "{v}");
+    assert!(v["error"].as_str().is_some_and(|e| e.starts_with("internal error")), "{v}");
+    assert_eq!(v["pgid"], leader, "{v}");
+    assert_eq!(v["status"]["signal"], "KILL", "{v}");
+    // The guard removes the pid file once pgrun is gone.
+    eventually("the pid file to be removed", || !pidfile.exists());
+    let left: Vec<String> = fs::read_dir(scratch.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+// Issue 18 #13: the same before the command has started, when the pid
+// file's temporary file exists and nothing is published yet.
+#[test]
+fn a_panic_before_the_spawn_writes_the_report_and_leaves_no_file() {
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    let pidfile = scratch.path("job.pid");
+    let ran = scratch.path("ran");
+    let payload = format!("touch {}", ran.display());
+    let mut cmd = pgrun([
+        "--pidfile",
+        pidfile.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &payload,
+    ]);
+    cmd.env("PGRUN_TEST_HOOK", "panic-before-spawn");
+    let out = run(&mut cmd);
+    assert_status(&out, 125, "a panic");
+    let err = stderr_of(&out);
+    assert!(err.starts_with("pgrun: internal error") && err.lines().count() == 1, "{err}");
+    assert!(!ran.exists(), "the command ran");
+    let v = json(&report);
+    assert_eq!((v["reason"].as_str(), v["exit_code"].as_u64()), (Some("error"), Some(125)), "{v}");
+    assert_eq!(v["pgid"], serde_json::Value::Null, "{v}");
+    eventually("the guard to remove what is left", || {
+        fs::read_dir(scratch.dir()).unwrap().all(|e| e.unwrap().file_name() == "report.json")
+    });
+}
+
 #[test]
 fn any_timeout_above_zero_is_a_timeout() {
     for tiny in ["0.0000000001", "0.000000001", ".0000000000001ms"] {

@@ -6,6 +6,7 @@ mod cancel;
 mod containment;
 mod docs;
 mod exit_status;
+mod faults_sys;
 mod fuzz;
 mod guard;
 mod inheritance;

@@ -13,7 +13,7 @@
 use crate::signame::Signal;
 use crate::sys::{self, Pid, cgroup, process};
 use crate::unsupervised::{Group, Target};
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
@@ -123,7 +123,7 @@ pub fn signal_members(
     pgid: Option<Pid>,
     signal: Signal,
     cont: bool,
-    reached: &mut HashSet<Pid>,
+    reached: &mut BTreeSet<Pid>,
 ) {
     for pid in cgroup::members(dir) {
         if pgid.is_some() && sys::proc::stat(pid).map(|s| s.pgrp) == pgid {
@@ -183,7 +183,7 @@ impl Target for LeafTarget {
         if signal == Signal::KILL && cgroup::kill(&self.dir).is_ok() {
             return;
         }
-        signal_members(&self.dir, &self.rel, self.pgid, signal, cont, &mut HashSet::new());
+        signal_members(&self.dir, &self.rel, self.pgid, signal, cont, &mut BTreeSet::new());
         if cont && let Some(group) = &mut self.group {
             group.signal(Signal::CONT, false);
         }

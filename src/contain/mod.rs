@@ -22,7 +22,7 @@ use crate::signame::Signal;
 use crate::sys::{Pid, process};
 use crate::verbose;
 use anyhow::{Result, bail};
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::os::fd::{BorrowedFd, RawFd};
 
 /// The `--contain` values.
@@ -64,7 +64,7 @@ pub struct Scope {
     guard: Option<Pid>,
     leaf: Option<cgroup::Leaf>,
     /// Processes outside the group that a stop step reached.
-    escaped: HashSet<Pid>,
+    escaped: BTreeSet<Pid>,
     /// The group was seen empty once: gone for good (see
     /// [`Scope::group_exists`]).
     group_ended: std::cell::Cell<bool>,
@@ -98,7 +98,7 @@ impl Scope {
         if let Some(leaf) = &leaf {
             verbose!("created cgroup {}", leaf.dir().display());
         }
-        Ok(Scope { mode, pgid: 0, guard: None, leaf, escaped: HashSet::new(), group_ended: Default::default() })
+        Ok(Scope { mode, pgid: 0, guard: None, leaf, escaped: BTreeSet::new(), group_ended: Default::default() })
     }
 
     /// The mode in force.

@@ -15,7 +15,7 @@
 use crate::signame::Signal;
 use crate::sys::proc::{self, Stat};
 use crate::sys::{self, Pid, process};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 /// Where children lists come from.
@@ -23,7 +23,7 @@ enum Source {
     /// `/proc/PID/task/TID/children`.
     Files,
     /// One `/proc` scan: parent to children.
-    Scan(HashMap<Pid, Vec<Pid>>),
+    Scan(BTreeMap<Pid, Vec<Pid>>),
 }
 
 impl Source {
@@ -31,7 +31,7 @@ impl Source {
         if proc::children_files_exist() {
             return Source::Files;
         }
-        let mut map: HashMap<Pid, Vec<Pid>> = HashMap::new();
+        let mut map: BTreeMap<Pid, Vec<Pid>> = BTreeMap::new();
         for (pid, stat) in proc::scan() {
             map.entry(stat.ppid).or_default().push(pid);
         }
@@ -102,7 +102,7 @@ fn exited(_fd: BorrowedFd<'_>) -> bool {
 /// Send `signal` (and SIGCONT after it if `cont`) to every descendant
 /// outside group `pgid` (the guard `skip` aside); `reached` collects their
 /// pids.
-pub fn signal_escapees(pgid: Pid, skip: Option<Pid>, signal: Signal, cont: bool, reached: &mut HashSet<Pid>) {
+pub fn signal_escapees(pgid: Pid, skip: Option<Pid>, signal: Signal, cont: bool, reached: &mut BTreeSet<Pid>) {
     walk(skip, &mut |found| {
         if found.stat.pgrp == pgid {
             return;
@@ -139,7 +139,7 @@ pub fn has_children_besides(skip: Option<Pid>) -> bool {
 /// For `pgrun status`, which only reads.
 pub fn count_outside(root: Pid, pgid: Pid, skip_comm: &str) -> usize {
     let source = Source::new();
-    let mut seen = HashSet::new();
+    let mut seen = BTreeSet::new();
     let mut stack: Vec<Pid> =
         source.children(root).into_iter().filter(|&c| proc::comm(c).is_none_or(|name| name != skip_comm)).collect();
     let mut count = 0;

@@ -5,6 +5,10 @@
 //! `--contain tree` and the process counts are made of. A process may end
 //! between two reads, so every reader returns `None` (or an empty list)
 //! for a process that is gone, and callers check again before they act.
+//!
+//! Folders are listed with [`list_folder`], not `std::fs::read_dir`: std's
+//! directory handle panics when `closedir` fails (EIO, EBADF...), and a
+//! failed close of a folder opened read-only is nothing to end pgrun for.
 
 use super::Pid;
 use std::io;
@@ -35,6 +39,74 @@ pub fn stat(pid: Pid) -> Option<Stat> {
     parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// Whether `/proc` says process `pid` is a child of the caller: `Some(false)`
+/// if it is gone or has another parent, `None` if `/proc` cannot be read
+/// (not mounted, say), so that it proves nothing.
+pub fn is_child_of_self(pid: Pid) -> Option<bool> {
+    match std::fs::read(format!("/proc/{pid}/stat")) {
+        Ok(line) => Some(parse_stat(&line)?.ppid == super::getpid()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && std::fs::metadata("/proc/self/stat").is_ok() => Some(false),
+        Err(_) => None,
+    }
+}
+
+/// The names in folder `path` (without `.` and `..`), read with
+/// `getdents64(2)` on an fd pgrun owns. Closing it goes through
+/// `OwnedFd`, which ignores close's result: the folder was opened
+/// read-only, so there is nothing a failed close could lose, and Linux
+/// releases the fd whatever close says. Off Linux, std's reader.
+pub fn list_folder(path: &str) -> io::Result<Vec<std::ffi::OsString>> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        let flags = nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC;
+        let dir = nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty())?;
+        let mut names = Vec::new();
+        let mut buf = vec![0u8; 32 * 1024];
+        loop {
+            // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`,
+            // a writable buffer, from a folder fd that `dir` keeps open.
+            let n = unsafe { libc::syscall(libc::SYS_getdents64, dir.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
+            if n < 0 {
+                let err = io::Error::last_os_error();
+                if err.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(err);
+            }
+            if n == 0 {
+                return Ok(names);
+            }
+            // Records of `struct linux_dirent64`: d_ino (8 bytes), d_off (8),
+            // d_reclen (2), d_type (1), then the NUL-terminated name.
+            let mut at = 0;
+            let end = n as usize;
+            while at + 19 <= end {
+                let reclen = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
+                if reclen < 19 || at + reclen > end {
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a bad folder record in {path}")));
+                }
+                let name = &buf[at + 19..at + reclen];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                if name != b"." && name != b".." {
+                    names.push(std::ffi::OsStr::from_bytes(name).to_os_string());
+                }
+                at += reclen;
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        std::fs::read_dir(path)?.map(|entry| entry.map(|e| e.file_name())).collect()
+    }
+}
+
+/// The pids named in `/proc`.
+pub fn pids() -> io::Result<Vec<Pid>> {
+    Ok(list_folder("/proc")?.iter().filter_map(|name| name.to_str()?.parse::<Pid>().ok()).collect())
+}
+
 /// The children of every thread of `pid`, from
 /// `/proc/PID/task/TID/children` (a child belongs to the thread that
 /// forked it). `Err(NotFound)` for a gone process, and also where the
@@ -44,11 +116,10 @@ pub fn children(pid: Pid) -> io::Result<Vec<Pid>> {
     let mut out = Vec::new();
     let mut path = format!("/proc/{pid}/task");
     let base = path.len();
-    for entry in std::fs::read_dir(&path)? {
-        let entry = entry?;
+    for thread in list_folder(&path)? {
         path.truncate(base);
         path.push('/');
-        path.push_str(&entry.file_name().to_string_lossy());
+        path.push_str(&thread.to_string_lossy());
         path.push_str("/children");
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -78,11 +149,8 @@ pub fn children_files_exist() -> bool {
 /// Every process in `/proc` with its stat line: the scan that replaces
 /// [`children`] where the kernel has no children files.
 pub fn scan() -> Vec<(Pid, Stat)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<Pid>().ok()))
-        .filter_map(|pid| stat(pid).map(|s| (pid, s)))
-        .collect()
+    let Ok(pids) = pids() else { return Vec::new() };
+    pids.into_iter().filter_map(|pid| stat(pid).map(|s| (pid, s))).collect()
 }
 
 /// The command name (`comm`) of `pid`.
@@ -129,5 +197,10 @@ mod tests {
         if children_files_exist() {
             assert!(children(me).is_ok());
         }
+        assert!(pids().unwrap().contains(&me));
+        let mut threads = list_folder(&format!("/proc/{me}/task")).unwrap();
+        threads.sort();
+        assert!(threads.iter().any(|t| t.to_str() == Some(&me.to_string())), "{threads:?}");
+        assert!(list_folder("/proc/no-such-folder").is_err());
     }
 }

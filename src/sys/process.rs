@@ -7,7 +7,10 @@
 //! The common case (a new group, no terminal) is one `posix_spawnp`; the rest
 //! (`--setsid`, a terminal hand-off, a script without `#!`) is fork and
 //! execvp, where the child makes only async-signal-safe calls on memory
-//! prepared before the fork.
+//! prepared before the fork. A `posix_spawnp` that fails for any reason but
+//! "not found" is retried on the fork path, whose child says which step
+//! failed (a set-up step is pgrun's failure, 125; the exec is the
+//! command's, 126/127) and which needs no clone3.
 //!
 //! `posix_spawnp`, the pipes and prctl go through nix. The forked child stays
 //! raw libc (nix's `execvp` allocates its argument array), and so do `kill`
@@ -53,9 +56,53 @@ impl SpawnError {
     }
 }
 
-/// What the child reports through the error pipe: a stage byte and errno.
-const STAGE_SETUP: u8 = 1;
-const STAGE_EXEC: u8 = 2;
+/// What the forked child reports through the exec-status pipe when it
+/// fails: the step (one byte) and errno (four). Every step but the exec is a
+/// set-up step: its failure is pgrun's, not the command's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum ChildStep {
+    JoinCgroup = 1,
+    Detach = 2,
+    Terminal = 3,
+    Redirect = 4,
+    Sigchld = 5,
+    SignalMask = 6,
+    Exec = 7,
+}
+
+impl ChildStep {
+    const ALL: [ChildStep; 7] = [
+        ChildStep::JoinCgroup,
+        ChildStep::Detach,
+        ChildStep::Terminal,
+        ChildStep::Redirect,
+        ChildStep::Sigchld,
+        ChildStep::SignalMask,
+        ChildStep::Exec,
+    ];
+
+    fn from_byte(byte: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|step| *step as u8 == byte)
+    }
+
+    /// What the step does, for the error message.
+    fn what(self, detach: Detach) -> &'static str {
+        match self {
+            ChildStep::JoinCgroup => "joining the cgroup",
+            ChildStep::Detach if detach == Detach::Session => "setsid",
+            ChildStep::Detach => "setpgid",
+            ChildStep::Terminal => "taking the terminal",
+            ChildStep::Redirect => "dup2 onto stdout/stderr",
+            ChildStep::Sigchld => "ignoring SIGCHLD again",
+            ChildStep::SignalMask => "restoring the signal mask",
+            ChildStep::Exec => "exec",
+        }
+    }
+}
+
+/// The length of the child's failure message: a step byte and an errno.
+const REPORT_LEN: usize = 5;
 
 /// How to start the command.
 #[derive(Clone, Copy)]
@@ -102,10 +149,22 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
         && let Some(defaults) = reserved_signal_defaults()
     {
         match spawn_posix(argv, &options.child_mask, &defaults, options.stdout_stderr) {
-            // execvp runs a file without a #! line with /bin/sh; posix_spawnp
-            // does not. Take the fork path for those, so both paths agree.
-            Err(SpawnError::Exec(e)) if e.raw_os_error() == Some(libc::ENOEXEC) => {}
-            other => return other,
+            Ok(pid) => return Ok(pid),
+            // Not found is not found either way (the fork path would only
+            // search PATH again).
+            Err(SpawnError::Exec(e)) if e.raw_os_error() == Some(libc::ENOENT) => return Err(SpawnError::Exec(e)),
+            // Any other error may come from a step before the exec, which
+            // posix_spawn reports with the same kind of number: its clone3
+            // refused (EPERM from an older seccomp profile; glibc falls back
+            // to clone on ENOSYS only), setpgid, dup2, the mask. The fork path
+            // says which step failed, and starts the command where only
+            // clone3 was refused. It also runs a file without a #! line
+            // (ENOEXEC) with /bin/sh, as execvp does and posix_spawnp not.
+            // Nothing of the command has run: posix_spawn fails only before
+            // a successful exec.
+            Err(SpawnError::Exec(e) | SpawnError::Setup(e)) => {
+                crate::verbose!("posix_spawn failed ({e}); starting the command with fork and exec");
+            }
         }
     }
     // Everything the child touches is prepared before the fork.
@@ -126,20 +185,64 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
     }
     drop(write_end);
 
-    let mut report = [0u8; 5];
+    // Only EOF with no byte at all means the exec worked (the pipe is
+    // close-on-exec). A whole message says which step failed; anything
+    // else (a message cut short, a failed read) leaves pgrun not knowing
+    // what the child became: it is killed and reaped, and the start failed.
+    let mut report = [0u8; REPORT_LEN];
     let got = read_full(&read_end, &mut report);
     drop(read_end);
+    let unknown = |what: String| {
+        let abandoned = abandon_child(pid);
+        let what = match abandoned {
+            Ok(()) => what,
+            Err(e) => format!("{what} (and the child {pid} could not be stopped and reaped: {e})"),
+        };
+        Err(SpawnError::Setup(io::Error::other(what)))
+    };
     match got {
         Ok(0) => Ok(pid),
-        Ok(5) => {
-            // The child failed and is about to _exit: reap it so no zombie is
-            // left behind.
-            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+        Ok(REPORT_LEN) => {
             let errno = i32::from_ne_bytes([report[1], report[2], report[3], report[4]]);
+            let Some(step) = ChildStep::from_byte(report[0]) else {
+                return unknown(format!("the child reported an unknown step {} (errno {errno})", report[0]));
+            };
+            // The child failed and is about to _exit: reap it so no zombie
+            // is left behind.
+            let reaped = reap_pid(pid);
             let err = io::Error::from_raw_os_error(errno);
-            Err(if report[0] == STAGE_EXEC { SpawnError::from_exec(err) } else { SpawnError::Setup(err) })
+            let err = match reaped {
+                Ok(()) => err,
+                Err(e) => io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})")),
+            };
+            Err(match step {
+                ChildStep::Exec => SpawnError::from_exec(err),
+                step => SpawnError::Setup(io::Error::new(err.kind(), format!("{}: {err}", step.what(options.detach)))),
+            })
         }
-        Ok(_) | Err(_) => Ok(pid),
+        Ok(n) => unknown(format!("the child's exec-status message was cut short ({n} of {REPORT_LEN} bytes)")),
+        Err(e) => unknown(format!("cannot read whether the command was executed: {e}")),
+    }
+}
+
+/// Kill the forked child, which may or may not have exec'd and made its
+/// group, and reap it. Its group id is its pid, which no other group can
+/// hold while the child is alive and unreaped; a group that is not there
+/// (ESRCH) is the child before its setpgid.
+pub fn abandon_child(pid: Pid) -> io::Result<()> {
+    signal_raw(-pid, libc::SIGKILL)?;
+    signal_raw(pid, libc::SIGKILL)?;
+    reap_pid(pid)
+}
+
+/// `waitpid(pid, 0)`, retried on EINTR: reap a child known to be ending.
+fn reap_pid(pid: Pid) -> io::Result<()> {
+    loop {
+        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
+            Ok(_) => return Ok(()),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 
@@ -174,7 +277,21 @@ fn spawn_posix(
             actions.add_dup2(fd, target).map_err(setup)?;
         }
     }
-    match posix_spawnp(&argv[0], &actions, &attr, argv, &environment()) {
+    // The C library blocks every signal around its clone and then restores
+    // the mask it saved, without checking that the save worked (a failed
+    // one restores garbage, and pgrun would miss SIGCHLD). pgrun puts its
+    // own mask back itself, checked.
+    let own_mask = super::sigmask::current().map_err(SpawnError::Setup)?;
+    let spawned = posix_spawnp(&argv[0], &actions, &attr, argv, &environment());
+    if let Err(e) = super::sigmask::set_mask(&own_mask) {
+        let what = format!("cannot restore pgrun's signal mask after posix_spawn: {e}");
+        let what = match spawned.map(|pid| abandon_child(pid.as_raw())) {
+            Ok(Err(e)) => format!("{what} (and the child could not be stopped and reaped: {e})"),
+            _ => what,
+        };
+        return Err(SpawnError::Setup(io::Error::new(e.kind(), what)));
+    }
+    match spawned {
         Ok(pid) => Ok(pid.as_raw()),
         Err(e) => Err(SpawnError::from_exec(e.into())),
     }
@@ -254,38 +371,40 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
         if let Some(procs) = options.join_cgroup
             && libc::write(procs, b"0".as_ptr().cast(), 1) != 1
         {
-            report_and_exit(err_fd, STAGE_SETUP);
+            report_and_exit(err_fd, ChildStep::JoinCgroup);
         }
         let rc = match options.detach {
             Detach::Group => libc::setpgid(0, 0),
             Detach::Session => libc::setsid(),
         };
         if rc < 0 {
-            report_and_exit(err_fd, STAGE_SETUP);
+            report_and_exit(err_fd, ChildStep::Detach);
         }
         // SIGTTOU is still blocked here (pgrun's mask), so a group that is
         // not yet in the foreground may take the terminal, before the
         // command can touch it (the rules: crate::terminal).
-        if let Some(tty) = options.take_terminal {
-            super::terminal::take_from(tty, parent_group);
+        if let Some(tty) = options.take_terminal
+            && super::terminal::take_from(tty, parent_group).is_err()
+        {
+            report_and_exit(err_fd, ChildStep::Terminal);
         }
         if let Some([out, err]) = options.stdout_stderr
             && (libc::dup2(out, 1) < 0 || libc::dup2(err, 2) < 0)
         {
-            report_and_exit(err_fd, STAGE_SETUP);
+            report_and_exit(err_fd, ChildStep::Redirect);
         }
         if options.ignore_sigchld {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = libc::SIG_IGN;
             if libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut()) != 0 {
-                report_and_exit(err_fd, STAGE_SETUP);
+                report_and_exit(err_fd, ChildStep::Sigchld);
             }
         }
         if set_mask_exactly(&options.child_mask) != 0 {
-            report_and_exit(err_fd, STAGE_SETUP);
+            report_and_exit(err_fd, ChildStep::SignalMask);
         }
         libc::execvp(argv[0], argv.as_ptr());
-        report_and_exit(err_fd, STAGE_EXEC);
+        report_and_exit(err_fd, ChildStep::Exec);
     }
 }
 
@@ -316,18 +435,22 @@ unsafe fn set_mask_exactly(mask: &SigSet) -> libc::c_int {
     }
 }
 
-/// Write the stage and errno to the error pipe and `_exit(127)`.
+/// Write the failed step and errno to the exec-status pipe and
+/// `_exit(127)`. The five bytes go in one write, which a pipe takes whole
+/// (fewer than PIPE_BUF); EINTR is retried. Should the write fail anyway,
+/// the parent sees EOF and, after it, the child's exit status 127, the
+/// best that is left to say.
 ///
 /// # Safety
 /// Only to be called in the forked child.
-unsafe fn report_and_exit(err_fd: libc::c_int, stage: u8) -> ! {
+unsafe fn report_and_exit(err_fd: libc::c_int, step: ChildStep) -> ! {
     // nix's errno read is a bare read of it: async-signal-safe.
     let e = nix::errno::Errno::last_raw().to_ne_bytes();
-    let buf = [stage, e[0], e[1], e[2], e[3]];
+    let buf: [u8; REPORT_LEN] = [step as u8, e[0], e[1], e[2], e[3]];
     // SAFETY: write and _exit are async-signal-safe; the pointer and length
     // describe a stack buffer. (Raw libc: the fd is a plain integer.)
     unsafe {
-        libc::write(err_fd, buf.as_ptr().cast(), buf.len());
+        while libc::write(err_fd, buf.as_ptr().cast(), buf.len()) < 0 && nix::errno::Errno::last_raw() == libc::EINTR {}
         libc::_exit(127);
     }
 }
@@ -442,10 +565,27 @@ pub fn reap_one() -> io::Result<Reaped> {
     }
 }
 
-/// Whether `pid` is still a child of pgrun, reaped or not: `waitid(P_PID,
-/// pid, WEXITED | WNOHANG | WNOWAIT)`, which reaps nothing. False (ECHILD)
-/// once someone else reaped it.
+/// Whether `pid` is still a child of pgrun that pgrun has not reaped:
+/// false only where that is proven. `waitid(P_PID, pid, WEXITED | WNOHANG
+/// | WNOWAIT)`, which reaps nothing, saying ECHILD is checked once more,
+/// against `/proc/PID/stat` where there is a `/proc` (a process that is
+/// gone, or whose parent is another, is not pgrun's child; one whose parent
+/// is pgrun is, whatever waitid said), else by asking waitid again. Any
+/// other error is no proof: true.
 pub fn is_child(pid: Pid) -> bool {
+    if waitid_has_child(pid) {
+        return true;
+    }
+    #[cfg(linux_strengths)]
+    if let Some(ours) = super::proc::is_child_of_self(pid) {
+        return ours;
+    }
+    waitid_has_child(pid)
+}
+
+/// One `waitid(P_PID, pid, WEXITED | WNOHANG | WNOWAIT)`, retried on
+/// EINTR: false only on ECHILD.
+fn waitid_has_child(pid: Pid) -> bool {
     loop {
         // SAFETY: a zeroed siginfo_t is a valid buffer for waitid to fill.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -502,11 +642,9 @@ pub struct Census {
 pub fn group_census(pgid: Pid) -> Option<Census> {
     #[cfg(linux_strengths)]
     {
-        let dir = std::fs::read_dir("/proc").ok()?;
+        let pids = super::proc::pids().ok()?;
         let mut census = Census::default();
-        for entry in dir.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        for pid in pids {
             let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else { continue };
             if let Some((state, pgrp)) = stat_state_and_pgrp(&stat)
                 && pgrp == pgid
@@ -560,9 +698,10 @@ pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
 
 /// Whether the process a pidfd refers to has exited (a pidfd becomes
 /// readable then; a zombie has exited).
+/// A failed poll is no proof of an exit: false, and the caller asks again.
 #[cfg(linux_strengths)]
 pub fn pidfd_exited(pidfd: std::os::fd::BorrowedFd<'_>) -> bool {
-    super::wait_readable(pidfd, Some(std::time::Duration::ZERO)).unwrap_or(true)
+    super::wait_readable(pidfd, Some(std::time::Duration::ZERO)).unwrap_or(false)
 }
 
 /// `pidfd_send_signal(2)`: signal the process a pidfd refers to. Unlike

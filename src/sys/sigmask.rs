@@ -118,25 +118,27 @@ static INHERITED: OnceLock<Inherited> = OnceLock::new();
 
 /// Block SIGPIPE and restore SIGCHLD's default disposition, remembering what
 /// the caller had. Call once, before anything can write to a pipe or start a
-/// child; later calls change nothing.
-pub fn take_over_at_start() -> Inherited {
-    *INHERITED.get_or_init(|| {
-        let mut pipe = SigSet::empty();
-        pipe.add(libc::SIGPIPE);
-        // Cannot fail for a valid set; if it did, the empty mask is the best
-        // guess of what the caller had.
-        let mask = block(&pipe).unwrap_or_else(|_| SigSet::empty());
-        let sigchld_ignored = if crate::test_hook::active(crate::test_hook::KEEP_SIGCHLD_IGNORED) {
-            false
-        } else {
-            reset_if_ignored(Signal::SIGCHLD)
-        };
-        Inherited { mask, sigchld_ignored }
-    })
+/// child; later calls change nothing. An error (the kernel refused either
+/// call) is pgrun's failure: without it pgrun cannot tell the command the
+/// mask it was given, nor keep SIGCHLD from being ignored.
+pub fn take_over_at_start() -> io::Result<Inherited> {
+    if let Some(inherited) = INHERITED.get() {
+        return Ok(*inherited);
+    }
+    let mut pipe = SigSet::empty();
+    pipe.add(libc::SIGPIPE);
+    let mask = block(&pipe).map_err(|e| io::Error::new(e.kind(), format!("cannot block SIGPIPE: {e}")))?;
+    let sigchld_ignored = if crate::test_hook::active(crate::test_hook::KEEP_SIGCHLD_IGNORED) {
+        false
+    } else {
+        reset_if_ignored(Signal::SIGCHLD)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot give SIGCHLD its default action: {e}")))?
+    };
+    Ok(*INHERITED.get_or_init(|| Inherited { mask, sigchld_ignored }))
 }
 
 /// What [`take_over_at_start`] found (taking over now if it has not run).
-pub fn inherited() -> Inherited {
+pub fn inherited() -> io::Result<Inherited> {
     take_over_at_start()
 }
 
@@ -146,22 +148,20 @@ pub fn inherited() -> Inherited {
 /// no SA_NOCLDSTOP either) and says whether it was ignored. At start-up
 /// that is all there can be (exec resets every caught signal and its
 /// flags); a caught one, should there ever be one, is put back.
-fn reset_if_ignored(signal: Signal) -> bool {
+fn reset_if_ignored(signal: Signal) -> io::Result<bool> {
     let default =
         nix_signal::SigAction::new(SigHandler::SigDfl, nix_signal::SaFlags::empty(), nix_signal::SigSet::empty());
     // SAFETY: installing SIG_DFL, or putting back the action that was there,
     // installs no handler of ours that could run in signal context.
     unsafe {
-        match nix_signal::sigaction(signal, &default) {
-            Ok(old) => match old.handler() {
-                SigHandler::SigIgn => true,
-                SigHandler::SigDfl => false,
-                _ => {
-                    let _ = nix_signal::sigaction(signal, &old);
-                    false
-                }
-            },
-            Err(_) => false,
+        let old = nix_signal::sigaction(signal, &default)?;
+        match old.handler() {
+            SigHandler::SigIgn => Ok(true),
+            SigHandler::SigDfl => Ok(false),
+            _ => {
+                nix_signal::sigaction(signal, &old)?;
+                Ok(false)
+            }
         }
     }
 }
@@ -182,6 +182,13 @@ pub(super) fn unblock(set: &SigSet) -> io::Result<SigSet> {
     Ok(old)
 }
 
+/// `sigprocmask(SIG_BLOCK, NULL)`: the signal mask as it is.
+pub(super) fn current() -> io::Result<SigSet> {
+    let mut mask = SigSet::empty();
+    nix_signal::sigprocmask(SigmaskHow::SIG_BLOCK, None, Some(&mut mask.0))?;
+    Ok(mask)
+}
+
 /// `sigprocmask(SIG_SETMASK)`: make `mask` the signal mask.
 pub(super) fn set_mask(mask: &SigSet) -> io::Result<()> {
     nix_signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&mask.0), None)?;
@@ -189,12 +196,15 @@ pub(super) fn set_mask(mask: &SigSet) -> io::Result<()> {
 }
 
 /// `sigpending(2)` (which nix lacks): the blocked signals waiting for pgrun.
-pub fn pending() -> SigSet {
+pub fn pending() -> io::Result<SigSet> {
     let mut raw = *SigSet::empty().0.as_ref();
     // SAFETY: `raw` is an initialised sigset_t, which sigpending fills in
-    // (it cannot fail with a valid pointer), so it is a valid set to wrap.
+    // on success (and leaves as it was otherwise), so it is a valid set to
+    // wrap.
     unsafe {
-        libc::sigpending(&mut raw);
-        SigSet(nix_signal::SigSet::from_sigset_t_unchecked(raw))
+        if libc::sigpending(&mut raw) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(SigSet(nix_signal::SigSet::from_sigset_t_unchecked(raw)))
     }
 }

@@ -34,12 +34,14 @@ pub fn set_foreground_group(fd: i32, pgid: Pid) -> io::Result<()> {
 /// group, but only if `from` (pgrun's group) still is: pgrun may have been
 /// stopped and sent to the background (Ctrl-Z, `bg`) since it decided to
 /// hand the terminal over. Async-signal-safe: `tcgetpgrp`, `getpid` and
-/// `tcsetpgrp` only, no allocation.
-pub fn take_from(fd: i32, from: Pid) {
+/// `tcsetpgrp` only, no allocation. An error is `tcsetpgrp`'s (errno is
+/// left as it set it): the hand-off was due and could not be made.
+pub fn take_from(fd: i32, from: Pid) -> io::Result<()> {
     if foreground_group(fd) == Some(from) {
         // nix's getpid is the bare call: async-signal-safe.
-        let _ = set_foreground_group(fd, super::getpid());
+        set_foreground_group(fd, super::getpid())?;
     }
+    Ok(())
 }
 
 /// `open("/dev/tty")`: the controlling terminal, whatever fds 0-2 are;
@@ -58,16 +60,18 @@ pub fn open_controlling() -> Option<OwnedFd> {
 /// shares pgrun's job stops with it and the shell sees the job stopped.
 /// Returns once pgrun has been continued (at once if the signal is ignored,
 /// or if pgrun's group is orphaned, where the kernel discards it). `signal`
-/// is unblocked for the moment it takes.
-pub fn stop_job(signal: super::Signal) {
+/// is unblocked for the moment it takes. An error says which call failed;
+/// the mask is put back whenever it was changed.
+pub fn stop_job(signal: super::Signal) -> io::Result<()> {
     use super::sigmask;
     let mut set = sigmask::SigSet::empty();
     set.add(signal.0);
     // A blocked stop signal is delivered (and stops us) as soon as it is
     // unblocked, before sigprocmask returns.
-    let Ok(old) = sigmask::unblock(&set) else { return };
+    let old = sigmask::unblock(&set).map_err(|e| io::Error::new(e.kind(), format!("cannot unblock it: {e}")))?;
     // SAFETY: kill(0, sig) signals the caller's own process group; no
     // pointers are involved.
-    unsafe { libc::kill(0, signal.0) };
-    let _ = sigmask::set_mask(&old);
+    let sent = if unsafe { libc::kill(0, signal.0) } == 0 { Ok(()) } else { Err(io::Error::last_os_error()) };
+    sigmask::set_mask(&old).map_err(|e| io::Error::new(e.kind(), format!("cannot block it again: {e}")))?;
+    sent.map_err(|e| io::Error::new(e.kind(), format!("cannot send it: {e}")))
 }

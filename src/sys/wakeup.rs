@@ -117,12 +117,16 @@ impl SignalSource {
             // SAFETY: a zeroed sigaction with a valid handler and an empty
             // mask is a valid argument; SA_RESTART keeps syscalls simple.
             // (Raw libc: nix's sigaction takes no real-time signal.)
-            unsafe {
+            let rc = unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
                 action.sa_sigaction = self_pipe::on_signal as *const () as usize;
                 action.sa_flags = libc::SA_RESTART;
                 libc::sigemptyset(&mut action.sa_mask);
-                libc::sigaction(signal, &action, std::ptr::null_mut());
+                libc::sigaction(signal, &action, std::ptr::null_mut())
+            };
+            if rc != 0 {
+                let err = io::Error::last_os_error();
+                return Err(io::Error::new(err.kind(), format!("sigaction of signal {signal}: {err}")));
             }
         }
         super::sigmask::unblock(&handled)?;
