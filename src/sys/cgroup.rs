@@ -26,18 +26,18 @@ pub fn find_mount() -> Option<Mount> {
     parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo").ok()?)
 }
 
-/// The first cgroup2 entry of a mountinfo text.
+/// The first cgroup2 entry of a mountinfo text. A malformed line (no
+/// ` - ` separator, too few fields) is skipped, not the whole file.
 pub fn parse_mountinfo(text: &str) -> Option<Mount> {
-    for line in text.lines() {
+    text.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
         if right.split(' ').next() != Some("cgroup2") {
-            continue;
+            return None;
         }
         let fields: Vec<&str> = left.split(' ').collect();
         let (root, point) = (fields.get(3)?, fields.get(4)?);
-        return Some(Mount { point: PathBuf::from(unescape(point)), root: unescape(root) });
-    }
-    None
+        Some(Mount { point: PathBuf::from(unescape(point)), root: unescape(root) })
+    })
 }
 
 /// mountinfo writes space, tab, newline and backslash as `\ooo`.
@@ -163,5 +163,16 @@ mod tests {
         assert_eq!(folder(&m, "/user.slicex"), None);
         assert_eq!(folder(&m, "/other"), None);
         assert_eq!(parse_mountinfo("1 2 0:1 / / rw - ext4 /dev/sda rw\n"), None);
+    }
+
+    #[test]
+    fn mountinfo_malformed_lines_are_skipped() {
+        // No " - " separator, too few fields before it, an empty line: each
+        // is skipped, and the cgroup2 line after them is still found.
+        let text = "garbage without a separator\n\
+                    7 8 - cgroup2 cgroup2 rw\n\
+                    \n\
+                    41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        assert_eq!(parse_mountinfo(text), Some(Mount { point: "/sys/fs/cgroup/unified".into(), root: "/".into() }));
     }
 }
