@@ -30,9 +30,12 @@ impl Leaf {
     /// Create `pgrun-PID` under pgrun's own cgroup and open its files.
     /// `Err` says why no leaf can be had here, in words for the user.
     pub fn create() -> Result<Leaf, String> {
-        let mount = cgroup::find_mount().ok_or("no cgroup2 file system is mounted (see /proc/self/mountinfo)")?;
-        let own =
-            sys::proc::cgroup_path(0).ok_or("pgrun's cgroup v2 is unknown (/proc/self/cgroup has no 0:: line)")?;
+        let mount = cgroup::find_mount()
+            .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?
+            .ok_or("no cgroup2 file system is mounted (see /proc/self/mountinfo)")?;
+        let own = sys::proc::read_cgroup_path(0)
+            .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?
+            .ok_or("pgrun's cgroup v2 is unknown (/proc/self/cgroup has no 0:: line)")?;
         let parent = cgroup::folder(&mount, &own).ok_or_else(|| {
             format!("pgrun's cgroup {own} is not visible under the cgroup2 mount {}", mount.point.display())
         })?;

@@ -249,7 +249,7 @@ pub fn count_run(holder: Pid, pgid: Pid) -> Option<usize> {
         )
         .unwrap_or(Mode::Group);
     let leaf = || {
-        let mount = crate::sys::cgroup::find_mount()?;
+        let mount = crate::sys::cgroup::find_mount().ok()??;
         let own = crate::sys::proc::cgroup_path(holder)?;
         let dir = crate::sys::cgroup::folder(&mount, &own)?.join(format!("pgrun-{holder}"));
         dir.exists().then_some(dir)

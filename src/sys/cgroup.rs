@@ -21,9 +21,10 @@ pub struct Mount {
     pub root: String,
 }
 
-/// The cgroup2 mount, from `/proc/self/mountinfo`.
-pub fn find_mount() -> Option<Mount> {
-    parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo").ok()?)
+/// The cgroup2 mount, from `/proc/self/mountinfo`: `Ok(None)` if there is
+/// none, `Err` if the file cannot be read (too many open files, no /proc).
+pub fn find_mount() -> io::Result<Option<Mount>> {
+    Ok(parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo")?))
 }
 
 /// The first cgroup2 entry of a mountinfo text. A malformed line (no
