@@ -454,7 +454,7 @@ fn start_guard(args: &RunArgs, scope: &Scope, marker: Option<&std::path::Path>) 
         sequence: args.stop_sequence(),
         pidfile: args.pidfile.clone(),
         marker: marker.map(std::path::Path::to_path_buf),
-        leaf: scope.leaf().map(|leaf| leaf.target(None)),
+        leaf: scope.leaf().map(|leaf| leaf.handed()),
     };
     let guard = Guard::start(plan).map_err(|e| anyhow!("cannot start the guard: {e}"))?;
     verbose!("guard {} started", guard.pid());
