@@ -52,6 +52,8 @@ struct Outcome {
     /// before it was settled).
     contain: Option<Mode>,
     escaped: usize,
+    /// The cgroup leaf that could not be removed.
+    cgroup_left: Option<PathBuf>,
     /// The guard, released once the run is withdrawn; reaped when this is
     /// dropped, after the report is written.
     guard: Option<Guard>,
@@ -72,6 +74,7 @@ impl Outcome {
             output: None,
             contain: None,
             escaped: 0,
+            cgroup_left: None,
             guard: None,
         }
     }
@@ -121,6 +124,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             output: args.max_output.map(|_| outcome.output.unwrap_or_default()),
             contain: outcome.contain.unwrap_or_else(|| args.contain_mode()).name(),
             escaped: outcome.escaped,
+            cgroup_left: outcome.cgroup_left.as_deref(),
             unreaped: outcome.unreaped,
             duration: started.elapsed(),
             error: message.as_deref(),
@@ -440,6 +444,7 @@ fn clean_up(
     };
     outcome.output = output;
     outcome.contain = Some(run.scope.mode());
+    outcome.cgroup_left = run.scope.remove_leaf();
     outcome.guard = guard;
     outcome
 }

@@ -298,3 +298,61 @@ fn a_taken_leaf_name_is_never_adopted() {
     wait_dead(tenant);
     eventually("the test's cgroup to be empty", || std::fs::remove_dir(&theirs).is_ok());
 }
+
+/// Run `pgrun --contain cgroup --report R -- true` with the leaf's rmdir
+/// failing as `inject` says; returns its output, the report and the leaf.
+fn run_with_rmdir_failing(scratch: &Scratch, inject: &str) -> (std::process::Output, serde_json::Value, String) {
+    let (leaf, events) = fixed_leaf();
+    let folder = events.trim_end_matches("/cgroup.events").to_string();
+    let report = scratch.path("r.json");
+    let mut cmd = under_strace(
+        &["-e", "trace=rmdir", "-P", &folder, "-e", inject],
+        &["--contain", "cgroup", "--report", report.to_str().unwrap(), "--", "true"],
+    );
+    let out = run(cmd.env("PGRUN_TEST_LEAF_NAME", &leaf));
+    (out, json(&report), folder)
+}
+
+#[test]
+fn a_leaf_that_cannot_be_removed_is_warned_about_and_reported() {
+    if !cgroup_here() {
+        return;
+    }
+    for (errno, inject) in [("EBUSY", "inject=rmdir:error=EBUSY"), ("EACCES", "inject=rmdir:error=EACCES")] {
+        let scratch = Scratch::new();
+        let (out, report, folder) = run_with_rmdir_failing(&scratch, inject);
+        let left = std::path::Path::new(&folder).is_dir();
+        if left {
+            let _ = std::fs::remove_dir(&folder);
+        }
+        assert_status(&out, 0, errno);
+        let err = stderr_of(&out);
+        let lines = pgrun_lines(&err);
+        assert!(
+            lines.len() == 1
+                && lines[0].starts_with("pgrun: warning: ")
+                && lines[0].contains(&folder)
+                && lines[0].contains(errno),
+            "{errno}: one warning naming {folder} and the error expected: {err}"
+        );
+        assert_eq!(report["cgroup_left"], folder.as_str(), "{errno}: {report}");
+        assert!(left, "{errno}: the leaf was removed after all");
+    }
+}
+
+#[test]
+fn a_leaf_removal_refused_once_with_ebusy_is_tried_again() {
+    if !cgroup_here() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let (out, report, folder) = run_with_rmdir_failing(&scratch, "inject=rmdir:error=EBUSY:when=1");
+    let left = std::path::Path::new(&folder).is_dir();
+    if left {
+        let _ = std::fs::remove_dir(&folder);
+    }
+    assert_status(&out, 0, "rmdir EBUSY once");
+    assert!(pgrun_lines(&stderr_of(&out)).is_empty(), "{}", stderr_of(&out));
+    assert!(!left, "the leaf was left after one EBUSY");
+    assert!(report["cgroup_left"].is_null(), "{report}");
+}

@@ -339,7 +339,16 @@ impl Leaf {
         }
     }
 
+    /// One try; an error once the leaf is gone anyway (removed by someone
+    /// else meanwhile) is no error.
     fn try_remove(&self) -> io::Result<()> {
+        match self.remove_folder() {
+            Err(_) if self.is_removed() => Ok(()),
+            result => result,
+        }
+    }
+
+    fn remove_folder(&self) -> io::Result<()> {
         let Some(here) = self.here()? else { return Ok(()) };
         cgroup::remove_below(&here)?;
         if cgroup::inode_at(&self.dir)? != Some(self.ino) {

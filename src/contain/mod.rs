@@ -225,6 +225,12 @@ impl Scope {
         }
     }
 
+    /// Remove the cgroup leaf (cgroup mode), once the run is gone; the
+    /// path left behind if it cannot be removed (said in a warning).
+    pub fn remove_leaf(&self) -> Option<std::path::PathBuf> {
+        self.leaf.as_ref().and_then(cgroup::Leaf::remove)
+    }
+
     /// How many processes outside the group the stop reached.
     pub fn escaped(&self) -> usize {
         self.escaped.len()
