@@ -356,3 +356,52 @@ fn a_leaf_removal_refused_once_with_ebusy_is_tried_again() {
     assert!(!left, "the leaf was left after one EBUSY");
     assert!(report["cgroup_left"].is_null(), "{report}");
 }
+
+#[test]
+fn status_counts_what_is_in_the_runs_own_leaf_and_nothing_in_a_leaf_named_like_it() {
+    if !cgroup_here() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pidfile = scratch.path("job.pid");
+    let payload = format!(
+        "cat /proc/self/cgroup > {dir}/cg; sleep 300 & echo $! > {dir}/sleep.pid; echo ready > {dir}/ready; \
+         wait; exit 0"
+    );
+    let (index, _) = start_published(&mut guard, &pidfile, &["--contain", "cgroup"], &payload);
+    wait_line(&scratch.path("ready"));
+    let holder = guard.child(index).id();
+    let (mount, own) = cgroup2_folders().unwrap();
+    let run_leaf = mount.join(cgroup_line(&scratch.path("cg")).trim_start_matches('/'));
+    // A process of the test's moved into the run's leaf: part of the run
+    // (the stop will kill it), though neither in the group nor pgrun's
+    // descendant: only the leaf says it belongs.
+    let (joined, _) = guard.spawn_reaped(Command::new("sleep").arg("300"));
+    std::fs::write(run_leaf.join("cgroup.procs"), joined.to_string()).unwrap();
+    // A decoy with the name the leaf had before names were unique, holding
+    // two processes that are not the run's.
+    let decoy = own.join(format!("pgrun-{holder}"));
+    std::fs::create_dir(&decoy).unwrap();
+    let mut tenants = Vec::new();
+    for _ in 0..2 {
+        let (tenant, _) = guard.spawn_reaped(Command::new("sleep").arg("300"));
+        std::fs::write(decoy.join("cgroup.procs"), tenant.to_string()).unwrap();
+        tenants.push(tenant);
+    }
+    let out = run(&mut pgrun(["status", pidfile.to_str().unwrap()]));
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    for tenant in tenants {
+        send(tenant, libc::SIGKILL);
+        wait_dead(tenant);
+    }
+    eventually("the decoy to be empty", || std::fs::remove_dir(&decoy).is_ok());
+    // The run ends: its command exits, the joined process is stopped with
+    // the rest of the leaf, and the leaf is removed.
+    send(wait_pid(&scratch.path("sleep.pid"), &mut guard), libc::SIGKILL);
+    assert_eq!(guard.wait(index), 0);
+    assert!(is_dead(joined), "the process in the run's leaf outlived the run");
+    assert!(!run_leaf.exists(), "the run's leaf was left");
+    assert!(said.contains("3 processes"), "sh, sleep and the joined process expected: {said}");
+}
