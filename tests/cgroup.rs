@@ -405,3 +405,50 @@ fn status_counts_what_is_in_the_runs_own_leaf_and_nothing_in_a_leaf_named_like_i
     assert!(!run_leaf.exists(), "the run's leaf was left");
     assert!(said.contains("3 processes"), "sh, sleep and the joined process expected: {said}");
 }
+
+#[test]
+fn the_guard_acts_only_on_the_leaf_it_was_handed_not_on_a_new_cgroup_with_its_name() {
+    if !cgroup_here() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let (name, _) = fixed_leaf();
+    let (_, own) = cgroup2_folders().unwrap();
+    let leaf = own.join(&name);
+    // The command moves itself to the leaf's parent and removes the leaf,
+    // then waits (still the run's group, no longer in any leaf of pgrun's).
+    let payload = format!(
+        "echo $PPID > {dir}/pgrun.pid; echo $$ > {parent}/cgroup.procs && rmdir {leaf} && echo moved > {dir}/moved; \
+         exec sleep 300",
+        parent = own.display(),
+        leaf = leaf.display()
+    );
+    let mut cmd = pgrun(["--contain", "cgroup", "--", "sh", "-c", &payload]);
+    guard.spawn(cmd.env("PGRUN_TEST_LEAF_NAME", &name).stderr(Stdio::null()));
+    let pgrun_pid = wait_pid(&scratch.path("pgrun.pid"), &mut guard);
+    wait_line(&scratch.path("moved"));
+    // Somebody else's cgroup now has the leaf's name, with a process in it.
+    std::fs::create_dir(&leaf).unwrap();
+    let (tenant, _) = guard.spawn_reaped(Command::new("sleep").arg("300"));
+    std::fs::write(leaf.join("cgroup.procs"), tenant.to_string()).unwrap();
+    let named = |comm: &str| {
+        descendants(pgrun_pid)
+            .into_iter()
+            .find(|&p| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == comm))
+            .unwrap_or_else(|| panic!("no {comm} under pgrun"))
+    };
+    let (command, pgrun_guard) = (named("sleep"), named("pgrun-guard"));
+    send(pgrun_pid, libc::SIGKILL);
+    // The guard stops the run's group, and nothing in the new cgroup.
+    eventually("the guard to finish", || is_dead(pgrun_guard));
+    assert!(is_dead(command), "the guard left the command running");
+    let still_there = !is_dead(tenant) && leaf.is_dir();
+    if !is_dead(tenant) {
+        send(tenant, libc::SIGKILL);
+        wait_dead(tenant);
+    }
+    eventually("the test's cgroup to be gone", || std::fs::remove_dir(&leaf).is_ok() || !leaf.exists());
+    assert!(still_there, "the guard killed in or removed {}, a cgroup it was not handed", leaf.display());
+}
