@@ -21,7 +21,7 @@
 //! The guard never returns into the code it was forked from (destructors
 //! there would act on pgrun's files): it ends with `_exit`.
 
-use crate::contain::cgroup::LeafTarget;
+use crate::contain::cgroup::Leaf;
 use crate::say;
 use crate::stop_sequence::StopSequence;
 use crate::sys::{self, Pid, lifetime, process};
@@ -47,7 +47,7 @@ pub struct Plan {
     pub pidfile: Option<PathBuf>,
     pub marker: Option<PathBuf>,
     /// The cgroup leaf, in cgroup mode.
-    pub leaf: Option<LeafTarget>,
+    pub leaf: Option<Leaf>,
 }
 
 /// pgrun's handle on its guard.
@@ -195,7 +195,7 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, rx: RawFd) -> ! {
     lifetime::exit_now(0)
 }
 
-fn with_group(mut leaf: LeafTarget, pgid: Option<Pid>) -> LeafTarget {
+fn with_group(mut leaf: Leaf, pgid: Option<Pid>) -> Leaf {
     leaf.set_group(pgid);
     leaf
 }

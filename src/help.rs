@@ -67,8 +67,8 @@ Containment (--contain MODE):
              was still a descendant, so a reused pid is never hit. The run
              is gone when the group is gone and pgrun has no child left but
              its guard.
-    cgroup   everything in a new cgroup v2 leaf, pgrun-PID under pgrun's
-             own cgroup (the cgroup2 mount is found in
+    cgroup   everything in a new cgroup v2 leaf, pgrun-PID-RANDOM under
+             pgrun's own cgroup (the cgroup2 mount is found in
              /proc/self/mountinfo). COMMAND joins it before it execs. Each
              step signals every member, the last step is cgroup.kill, gone
              is cgroup.events saying populated 0 (watched with poll, not in

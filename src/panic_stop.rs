@@ -136,6 +136,7 @@ fn write_report(what: &str, pgid: Option<Pid>, status: Option<ChildStatus>) {
         contain: report.contain,
         escaped: 0,
         unreaped: 0,
+        cgroup_left: None,
         duration: report.started.elapsed(),
         error: Some(what),
     };

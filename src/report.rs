@@ -55,6 +55,8 @@ struct ReportJson<'a> {
     contain: &'a str,
     /// Processes outside the group the stop reached.
     escaped: usize,
+    /// The cgroup leaf pgrun could not remove (null if none is left).
+    cgroup_left: Option<String>,
     duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
@@ -87,6 +89,8 @@ pub struct Contents<'a> {
     pub output: Option<[StreamStats; 2]>,
     pub contain: &'a str,
     pub escaped: usize,
+    /// The cgroup leaf pgrun could not remove.
+    pub cgroup_left: Option<&'a Path>,
     pub duration: Duration,
     pub error: Option<&'a str>,
 }
@@ -137,6 +141,7 @@ impl ReportTarget {
             }),
             contain: contents.contain,
             escaped: contents.escaped,
+            cgroup_left: contents.cgroup_left.map(|p| p.display().to_string()),
             duration_ms: contents.duration.as_millis() as u64,
             error: contents.error,
         };

@@ -52,6 +52,8 @@ struct Outcome {
     /// before it was settled).
     contain: Option<Mode>,
     escaped: usize,
+    /// The cgroup leaf that could not be removed.
+    cgroup_left: Option<PathBuf>,
     /// The guard, released once the run is withdrawn; reaped when this is
     /// dropped, after the report is written.
     guard: Option<Guard>,
@@ -72,6 +74,7 @@ impl Outcome {
             output: None,
             contain: None,
             escaped: 0,
+            cgroup_left: None,
             guard: None,
         }
     }
@@ -127,6 +130,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             output: args.max_output.map(|_| outcome.output.unwrap_or_default()),
             contain: outcome.contain.unwrap_or_else(|| args.contain_mode()).name(),
             escaped: outcome.escaped,
+            cgroup_left: outcome.cgroup_left.as_deref(),
             unreaped: outcome.unreaped,
             duration: started.elapsed(),
             error: message.as_deref(),
@@ -455,6 +459,7 @@ fn clean_up(
     };
     outcome.output = output;
     outcome.contain = Some(run.scope.mode());
+    outcome.cgroup_left = run.scope.remove_leaf();
     outcome.guard = guard;
     outcome
 }
@@ -469,7 +474,7 @@ fn start_guard(args: &RunArgs, scope: &Scope, marker: Option<&std::path::Path>) 
         sequence: args.stop_sequence(),
         pidfile: args.pidfile.clone(),
         marker: marker.map(std::path::Path::to_path_buf),
-        leaf: scope.leaf().map(|leaf| leaf.target(None)),
+        leaf: scope.leaf().map(|leaf| leaf.handed()),
     };
     let guard = Guard::start(plan).map_err(|e| anyhow!("cannot start the guard: {e}"))?;
     verbose!("guard {} started", guard.pid());

@@ -19,6 +19,11 @@
 //! everything prepared, right before the spawn; [`KEEP_SIGCHLD_IGNORED`]
 //! leaves a SIGCHLD ignored by the caller ignored in pgrun itself. Also read
 //! by debug builds only.
+//!
+//! `PGRUN_TEST_LEAF_NAME=NAME`: the first name `--contain cgroup` tries
+//! for its leaf (then random ones, if it is taken), so that a test can name
+//! the leaf's files in advance or make two runs' names collide. Debug
+//! builds only.
 
 /// Pause here if the environment asks for `step`.
 #[inline]
@@ -66,5 +71,17 @@ pub fn active(name: &str) -> bool {
     {
         let _ = name;
         false
+    }
+}
+
+/// The first leaf name to try, from `PGRUN_TEST_LEAF_NAME` (debug builds).
+pub fn leaf_name() -> Option<String> {
+    #[cfg(debug_assertions)]
+    {
+        std::env::var("PGRUN_TEST_LEAF_NAME").ok().filter(|n| !n.is_empty())
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        None
     }
 }

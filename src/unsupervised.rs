@@ -192,8 +192,13 @@ pub fn wait_gone(target: &mut dyn Target, until: Instant) -> bool {
                 use std::os::fd::AsFd;
                 let mut set = [sys::PollFd::priority(fd.as_fd())];
                 let _ = sys::poll(&mut set, Some(left.min(Duration::from_millis(100))));
-                // Reading the file re-arms its notification.
-                let _ = sys::cgroup::populated(fd.as_fd());
+                // Reading the file re-arms its notification; one that
+                // cannot be read is not re-armed (poll would return at once
+                // again): back off instead.
+                if sys::cgroup::populated(fd.as_fd()).is_err() {
+                    std::thread::sleep(left.min(pause));
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                }
             }
             None => {
                 std::thread::sleep(left.min(pause));

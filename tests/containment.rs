@@ -242,7 +242,12 @@ fn cgroup_mode_runs_the_command_in_its_own_leaf_and_removes_it() {
     wait_line(&scratch.path("ready"));
     let cg = fs::read_to_string(scratch.path("cg")).unwrap();
     let leaf = cg.lines().find_map(|l| l.strip_prefix("0::")).expect("a cgroup v2 line").to_string();
-    assert!(leaf.ends_with(&format!("/pgrun-{pgrun_pid}")), "not born in pgrun's leaf: {leaf}");
+    let name = leaf.rsplit('/').next().unwrap();
+    let suffix = name.strip_prefix(&format!("pgrun-{pgrun_pid}-")).unwrap_or_default();
+    assert!(
+        suffix.len() == 16 && suffix.bytes().all(|b| b.is_ascii_hexdigit()),
+        "not born in a leaf pgrun-PID-RANDOM of pgrun's: {leaf}"
+    );
     let mount = cgroup2_mount();
     let folder = Path::new(&mount).join(leaf.trim_start_matches('/'));
     assert!(folder.is_dir(), "{} is missing during the run", folder.display());

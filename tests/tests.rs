@@ -3,6 +3,7 @@
 mod util;
 
 mod cancel;
+mod cgroup;
 mod containment;
 mod docs;
 mod exit_status;

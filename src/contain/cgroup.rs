@@ -1,64 +1,166 @@
-//! `--contain cgroup`: a cgroup v2 leaf the command is born in.
+//! `--contain cgroup`: a cgroup v2 leaf the command is born in, and the one
+//! type that stops and watches it, for the supervisor and the guard alike.
 //!
-//! The leaf is created under pgrun's own cgroup and named after pgrun's pid
-//! (`pgrun-PID`), before the command starts; the command's child process
-//! writes itself into `cgroup.procs` (through an fd opened before the fork)
-//! before it execs, so nothing of the command ever runs outside it. A step
-//! of the stop sequence signals every member (through a pidfd, checked to be
-//! in the leaf after it is opened), the last step is `cgroup.kill`, and the
+//! The leaf is created under pgrun's own cgroup, before the command starts,
+//! as `pgrun-PID-RANDOM`: the mkdir is the creation, and a name that is
+//! taken (another PID namespace sharing the cgroup has a pgrun with the same
+//! pid) is never adopted: another name is tried. The leaf's folder is held
+//! open from its creation and everything in it is reached through that fd,
+//! so another cgroup that later gets its name is never touched; the guard's
+//! copy, which cannot keep fds, checks the folder's inode number (a
+//! cgroup's identity) before it acts. The command's child process writes
+//! itself into `cgroup.procs` (through an fd opened before the fork) before
+//! it execs, so nothing of the command ever runs outside it. A step of the
+//! stop sequence signals every member (through a pidfd, checked to be in
+//! the leaf after it is opened), the last step is `cgroup.kill`, and the
 //! run is over when `cgroup.events` says `populated 0`: the supervisor
-//! polls that file's fd for the change, it does not poll in ticks. The leaf
-//! is removed when this value is dropped (pgrun's exit) or by the guard.
+//! polls that file's fd for the change, it does not poll in ticks.
+//!
+//! One rule says whether the leaf is empty: `cgroup.events`; where that
+//! cannot be read, the members listed in `cgroup.procs`; where those cannot
+//! be read either, "populated" unless the leaf was removed (a cgroup can
+//! only be removed once it is empty). A file that cannot be read is not
+//! polled again (its notification cannot be re-armed: poll would return at
+//! once, forever); the run is then checked on the caller's backoff.
+//!
+//! The leaf is removed once the run is gone (by pgrun, or by the guard), a
+//! refusal with EBUSY tried again for a while; a leaf that cannot be removed
+//! is named in a warning and in the report.
 
+use crate::backoff::Backoff;
 use crate::signame::Signal;
 use crate::sys::{self, Pid, cgroup, process};
 use crate::unsupervised::{Group, Target};
+use crate::{say, verbose};
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-/// A leaf created for this run.
-pub struct Leaf {
-    dir: PathBuf,
-    /// The leaf's path as `/proc/PID/cgroup` names it.
-    rel: String,
+/// How many names are tried before giving up (each a fresh random one).
+const NAME_TRIES: usize = 16;
+
+/// How long a removal refused with EBUSY (the last member being freed) is
+/// tried again.
+const REMOVE_PATIENCE: Duration = Duration::from_secs(1);
+
+/// The leaf's folder, as this copy of the leaf holds it.
+enum Folder {
+    /// Not opened yet: the guard's copy until it first acts.
+    Unopened,
+    Open(OwnedFd),
+    /// Removed (by pgrun, the guard, or someone else).
+    Removed,
+}
+
+/// The files pgrun's own leaf keeps open from its creation.
+struct Files {
     procs: OwnedFd,
     events: OwnedFd,
 }
 
+/// A leaf created for this run: pgrun's own (made by [`Leaf::create`]), or
+/// the guard's copy of it ([`Leaf::handed`]).
+pub struct Leaf {
+    dir: PathBuf,
+    /// The leaf's path as `/proc/PID/cgroup` names it.
+    rel: String,
+    /// The folder's inode number when it was created: its identity.
+    ino: u64,
+    folder: RefCell<Folder>,
+    /// pgrun's own leaf only (the guard's copy has none).
+    files: Option<Files>,
+    /// `cgroup.events` was read the last time it was tried: it may be
+    /// polled.
+    pollable: Cell<bool>,
+    /// Said already that the leaf was removed from outside.
+    removal_said: Cell<bool>,
+    /// Removed (or tried) already: dropping it does nothing more.
+    removal_done: Cell<bool>,
+    /// The command's group (the guard's copy): signalled through its
+    /// members' pidfds, so that a member moved out of the leaf is still
+    /// reached and a number reused after the group ended is not.
+    pgid: Option<Pid>,
+    group: Option<Group>,
+}
+
 impl Leaf {
-    /// Create `pgrun-PID` under pgrun's own cgroup and open its files.
+    /// Create a new leaf under pgrun's own cgroup and open its files.
     /// `Err` says why no leaf can be had here, in words for the user.
     pub fn create() -> Result<Leaf, String> {
-        let mount = cgroup::find_mount().ok_or("no cgroup2 file system is mounted (see /proc/self/mountinfo)")?;
-        let own =
-            sys::proc::cgroup_path(0).ok_or("pgrun's cgroup v2 is unknown (/proc/self/cgroup has no 0:: line)")?;
+        let mount = cgroup::find_mount()
+            .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?
+            .ok_or("no cgroup2 file system is mounted (see /proc/self/mountinfo)")?;
+        let own = sys::proc::read_cgroup_path(0)
+            .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?
+            .ok_or("pgrun's cgroup v2 is unknown (/proc/self/cgroup has no 0:: line)")?;
         let parent = cgroup::folder(&mount, &own).ok_or_else(|| {
             format!("pgrun's cgroup {own} is not visible under the cgroup2 mount {}", mount.point.display())
         })?;
-        let name = format!("pgrun-{}", sys::getpid());
-        let dir = parent.join(&name);
-        if let Err(e) = cgroup::create(&dir) {
-            // A leaf of an earlier pgrun with our pid that was SIGKILLed
-            // without a guard: take it over if it is empty.
-            if e.kind() != std::io::ErrorKind::AlreadyExists
-                || cgroup::remove(&dir).is_err()
-                || cgroup::create(&dir).is_err()
-            {
-                return Err(why_not(&mount.point, &parent, &dir, &e));
+        for attempt in 0..NAME_TRIES {
+            let name = leaf_name(attempt);
+            let dir = parent.join(&name);
+            match cgroup::create(&dir) {
+                Ok(()) => return Leaf::open_created(dir, format!("{}/{name}", own.trim_end_matches('/'))),
+                // Somebody else's: never adopted, another name is tried.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    verbose!("cgroup {} exists already; trying another name", dir.display())
+                }
+                Err(e) => return Err(why_not(&mount.point, &parent, &dir, &e)),
             }
         }
-        let opened =
-            cgroup::open_write(&dir, "cgroup.procs").and_then(|p| Ok((p, cgroup::open_read(&dir, "cgroup.events")?)));
-        let (procs, events) = match opened {
-            Ok(fds) => fds,
+        Err(format!("cannot create a cgroup under {}: {NAME_TRIES} new names were all taken", parent.display()))
+    }
+
+    /// Open the files of the leaf just created at `dir`; remove it again if
+    /// they cannot be had.
+    fn open_created(dir: PathBuf, rel: String) -> Result<Leaf, String> {
+        let opened = cgroup::open_folder(&dir).and_then(|folder| {
+            let ino = cgroup::inode_of(folder.as_fd())?;
+            let here = cgroup::through(folder.as_fd());
+            let procs = cgroup::open_write(&here, "cgroup.procs")?;
+            let events = cgroup::open_read(&here, "cgroup.events")?;
+            Ok((folder, ino, Files { procs, events }))
+        });
+        match opened {
+            Ok((folder, ino, files)) => Ok(Leaf {
+                dir,
+                rel,
+                ino,
+                folder: RefCell::new(Folder::Open(folder)),
+                files: Some(files),
+                pollable: Cell::new(true),
+                removal_said: Cell::new(false),
+                removal_done: Cell::new(false),
+                pgid: None,
+                group: None,
+            }),
             Err(e) => {
-                let _ = cgroup::remove(&dir);
-                return Err(format!("cannot open the files of cgroup {}: {e}", dir.display()));
+                // Just made by this run, with nobody in it.
+                let _ = cgroup::remove_one(&dir);
+                Err(format!("cannot open the files of cgroup {}: {e}", dir.display()))
             }
-        };
-        let rel = format!("{}/{name}", own.trim_end_matches('/'));
-        Ok(Leaf { dir, rel, procs, events })
+        }
+    }
+
+    /// The copy of this leaf the guard gets before the command starts: it
+    /// names the leaf by path and identity (the guard keeps no fd of
+    /// pgrun's), checked when it first acts.
+    pub fn handed(&self) -> Leaf {
+        Leaf {
+            dir: self.dir.clone(),
+            rel: self.rel.clone(),
+            ino: self.ino,
+            folder: RefCell::new(Folder::Unopened),
+            files: None,
+            pollable: Cell::new(true),
+            removal_said: Cell::new(false),
+            removal_done: Cell::new(false),
+            pgid: None,
+            group: None,
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -70,38 +172,223 @@ impl Leaf {
         &self.rel
     }
 
-    /// The fd of `cgroup.procs` the command's process writes itself to.
-    pub fn procs_fd(&self) -> RawFd {
-        self.procs.as_raw_fd()
+    /// The fd of `cgroup.procs` the command's process writes itself to
+    /// (pgrun's own leaf).
+    pub fn procs_fd(&self) -> Option<RawFd> {
+        self.files.as_ref().map(|f| f.procs.as_raw_fd())
     }
 
-    /// `cgroup.events`, to poll for a change (POLLPRI).
-    pub fn events(&self) -> BorrowedFd<'_> {
-        self.events.as_fd()
+    /// `cgroup.events`, to poll for a change (POLLPRI); `None` while it
+    /// cannot be read (its notification could not be re-armed).
+    pub fn events(&self) -> Option<BorrowedFd<'_>> {
+        self.files.as_ref().filter(|_| self.pollable.get()).map(|f| f.events.as_fd())
     }
 
-    /// Whether any process is left in the leaf (or below it). Also re-arms
-    /// the poll notification.
+    /// A path that reaches into this very leaf (through its open folder);
+    /// `Ok(None)` once it is known removed. The guard's copy opens the
+    /// folder here, the first time, and checks that it is the leaf it was
+    /// handed.
+    fn here(&self) -> io::Result<Option<PathBuf>> {
+        let mut folder = self.folder.borrow_mut();
+        if let Folder::Unopened = *folder {
+            *folder = match cgroup::open_folder(&self.dir) {
+                Ok(fd) if cgroup::inode_of(fd.as_fd())? == self.ino => Folder::Open(fd),
+                // Another cgroup has its name: this one was removed.
+                Ok(_) => Folder::Removed,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => Folder::Removed,
+                Err(e) => return Err(e),
+            };
+        }
+        Ok(match &*folder {
+            Folder::Open(fd) => Some(cgroup::through(fd.as_fd())),
+            _ => None,
+        })
+    }
+
+    /// Proof that the leaf is gone: its path names nothing, or another
+    /// cgroup (cgroup2 cannot rename one, so it was removed).
+    fn is_removed(&self) -> bool {
+        matches!(*self.folder.borrow(), Folder::Removed)
+            || cgroup::inode_at(&self.dir).is_ok_and(|ino| ino != Some(self.ino))
+    }
+
+    fn read_events(&self) -> io::Result<bool> {
+        if let Some(files) = &self.files {
+            return cgroup::populated(files.events.as_fd());
+        }
+        let here = self.here()?.ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+        cgroup::populated(cgroup::open_read(&here, "cgroup.events")?.as_fd())
+    }
+
+    /// Whether any process is left in the leaf (or below it). Never "empty"
+    /// without proof: `cgroup.events`, else `cgroup.procs`, else removed.
+    /// Reading `cgroup.events` also re-arms its poll notification.
     pub fn populated(&self) -> bool {
-        cgroup::populated(self.events.as_fd()).unwrap_or(true)
+        let why = match self.read_events() {
+            Ok(populated) => {
+                self.pollable.set(true);
+                return populated;
+            }
+            Err(e) => e,
+        };
+        let first = self.pollable.replace(false);
+        let members = match self.here() {
+            Ok(Some(here)) => cgroup::members(&here),
+            Ok(None) => Err(io::Error::from_raw_os_error(libc::ENOENT)),
+            Err(e) => Err(e),
+        };
+        match members {
+            Ok(members) => {
+                if first {
+                    verbose!("cannot read cgroup.events of {}: {why}; reading cgroup.procs instead", self.describe());
+                }
+                !members.is_empty()
+            }
+            Err(_) if self.is_removed() => {
+                if !self.removal_said.replace(true) {
+                    say::line(format_args!(
+                        "warning: cgroup {} was removed during the run (so nothing was left in it)",
+                        self.dir.display()
+                    ));
+                }
+                false
+            }
+            Err(e) => {
+                verbose!(
+                    "cannot tell whether {} is empty ({why}; cgroup.procs: {e}): taken as populated",
+                    self.describe()
+                );
+                true
+            }
+        }
     }
 
-    /// What the guard needs to stop this leaf once pgrun is gone.
-    pub fn target(&self, pgid: Option<Pid>) -> LeafTarget {
-        LeafTarget { dir: self.dir.clone(), rel: self.rel.clone(), pgid, group: pgid.map(Group::new) }
+    /// Signal every process in the leaf outside group `except` (which is
+    /// signalled with the group), through pidfds checked to be in the leaf
+    /// once opened; `reached` collects their pids.
+    pub fn signal_members(&self, except: Option<Pid>, signal: Signal, cont: bool, reached: &mut BTreeSet<Pid>) {
+        let members = match self.here() {
+            Ok(Some(here)) => cgroup::members(&here),
+            Ok(None) => return,
+            Err(e) => Err(e),
+        };
+        let members = members.unwrap_or_else(|e| {
+            verbose!("cannot list the members of {}: {e}", self.describe());
+            Vec::new()
+        });
+        for pid in members {
+            if except.is_some() && sys::proc::stat(pid).map(|s| s.pgrp) == except {
+                continue;
+            }
+            let Some(fd) = process::pidfd_open(pid) else { continue };
+            if !cgroup::process_in(pid, &self.rel) {
+                continue;
+            }
+            #[cfg(linux_strengths)]
+            if let Ok(true) = process::pidfd_signal(fd.as_fd(), signal) {
+                reached.insert(pid);
+                if cont {
+                    let _ = process::pidfd_signal(fd.as_fd(), Signal::CONT);
+                }
+            }
+            #[cfg(not(linux_strengths))]
+            let _ = (fd, signal, cont, &reached);
+        }
     }
-}
 
-impl Drop for Leaf {
-    /// Remove the leaf; it can only go once nothing lives in it.
-    fn drop(&mut self) {
-        if let Err(e) = cgroup::remove(&self.dir) {
-            crate::verbose!("cannot remove cgroup {}: {e}", self.dir.display());
+    /// `cgroup.kill`: SIGKILL everything in the leaf at once. Nothing to do
+    /// once the leaf is removed.
+    pub fn kill(&self) -> io::Result<()> {
+        match self.here()? {
+            Some(here) => cgroup::kill(&here),
+            None => Ok(()),
+        }
+    }
+
+    /// The command's group, once it is known (the guard's copy).
+    pub fn set_group(&mut self, pgid: Option<Pid>) {
+        self.pgid = pgid;
+        self.group = pgid.map(Group::new);
+    }
+
+    /// Remove the leaf (and any cgroup below it), once it is empty; EBUSY
+    /// is tried again for a while. Returns the path left behind, after one
+    /// warning line naming it and the error; `None` if nothing is left.
+    /// Only the leaf this value names is removed: if its path is gone or
+    /// names another cgroup, it was removed already.
+    pub fn remove(&self) -> Option<PathBuf> {
+        if self.removal_done.replace(true) {
+            return None;
+        }
+        let until = Instant::now() + REMOVE_PATIENCE;
+        let mut backoff = Backoff::default();
+        loop {
+            match self.try_remove() {
+                Ok(()) => return None,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && backoff.pause_until(Some(until)) => {}
+                Err(e) => {
+                    let errno = e.raw_os_error().map(|n| format!(" ({:?})", nix::errno::Errno::from_raw(n)));
+                    say::line(format_args!(
+                        "warning: cannot remove cgroup {}: {e}{}",
+                        self.dir.display(),
+                        errno.unwrap_or_default()
+                    ));
+                    return Some(self.dir.clone());
+                }
+            }
+        }
+    }
+
+    /// One try; an error once the leaf is gone anyway (removed by someone
+    /// else meanwhile) is no error.
+    fn try_remove(&self) -> io::Result<()> {
+        match self.remove_folder() {
+            Err(_) if self.is_removed() => Ok(()),
+            result => result,
+        }
+    }
+
+    fn remove_folder(&self) -> io::Result<()> {
+        let Some(here) = self.here()? else { return Ok(()) };
+        cgroup::remove_below(&here)?;
+        if cgroup::inode_at(&self.dir)? != Some(self.ino) {
+            return Ok(());
+        }
+        match cgroup::remove_one(&self.dir) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            Ok(()) => {
+                *self.folder.borrow_mut() = Folder::Removed;
+                Ok(())
+            }
+            Err(e) => Err(e),
         }
     }
 }
 
-fn why_not(mount: &Path, parent: &Path, dir: &Path, e: &std::io::Error) -> String {
+impl Drop for Leaf {
+    /// pgrun's own leaf is removed on every way out (the guard's copy is
+    /// removed by the guard, explicitly).
+    fn drop(&mut self) {
+        if self.files.is_some() {
+            self.remove();
+        }
+    }
+}
+
+/// The name of the `attempt`th try: pgrun's pid (for people reading the
+/// hierarchy) and 64 random bits (the pid alone is not unique across PID
+/// namespaces). Debug builds take the first name from the test hook, if
+/// set.
+fn leaf_name(attempt: usize) -> String {
+    if attempt == 0
+        && let Some(name) = crate::test_hook::leaf_name()
+    {
+        return name;
+    }
+    format!("pgrun-{}-{:016x}", sys::getpid(), cgroup::random_bits())
+}
+
+fn why_not(mount: &Path, parent: &Path, dir: &Path, e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EROFS) => format!("the cgroup2 hierarchy at {} is read-only", mount.display()),
         Some(libc::EACCES) | Some(libc::EPERM) => format!(
@@ -114,64 +401,9 @@ fn why_not(mount: &Path, parent: &Path, dir: &Path, e: &std::io::Error) -> Strin
     }
 }
 
-/// Signal every process in cgroup `dir` (`rel`) outside group `pgid` (the
-/// group itself is signalled with killpg), through pidfds checked to be in
-/// the cgroup once opened; `reached` collects their pids.
-pub fn signal_members(
-    dir: &Path,
-    rel: &str,
-    pgid: Option<Pid>,
-    signal: Signal,
-    cont: bool,
-    reached: &mut BTreeSet<Pid>,
-) {
-    for pid in cgroup::members(dir) {
-        if pgid.is_some() && sys::proc::stat(pid).map(|s| s.pgrp) == pgid {
-            continue;
-        }
-        let Some(fd) = process::pidfd_open(pid) else { continue };
-        if !cgroup::process_in(pid, rel) {
-            continue;
-        }
-        #[cfg(linux_strengths)]
-        if let Ok(true) = process::pidfd_signal(fd.as_fd(), signal) {
-            reached.insert(pid);
-            if cont {
-                let _ = process::pidfd_signal(fd.as_fd(), Signal::CONT);
-            }
-        }
-        #[cfg(not(linux_strengths))]
-        let _ = (fd, signal, cont, &reached);
-    }
-}
-
-/// A leaf stopped from outside the supervisor (by the guard, after pgrun
-/// died): every step signals the group and every member, the last is
-/// `cgroup.kill`, and gone is `populated 0` with the group gone.
-pub struct LeafTarget {
-    dir: PathBuf,
-    rel: String,
-    pgid: Option<Pid>,
-    /// The command's group, signalled through its members' pidfds (a
-    /// member moved out of the leaf is still reached; a number reused
-    /// after the group ended is not).
-    group: Option<Group>,
-}
-
-impl LeafTarget {
-    /// The command's group, once it is known.
-    pub fn set_group(&mut self, pgid: Option<Pid>) {
-        self.pgid = pgid;
-        self.group = pgid.map(Group::new);
-    }
-
-    /// Remove the leaf, once it is empty.
-    pub fn remove(&self) {
-        let _ = cgroup::remove(&self.dir);
-    }
-}
-
-impl Target for LeafTarget {
+/// The guard's view: every step signals the group and every member, the
+/// last is `cgroup.kill`, and gone is the leaf empty with the group gone.
+impl Target for Leaf {
     fn describe(&self) -> String {
         format!("cgroup {}", self.dir.display())
     }
@@ -180,20 +412,25 @@ impl Target for LeafTarget {
         if let Some(group) = &mut self.group {
             group.signal(signal, false);
         }
-        if signal == Signal::KILL && cgroup::kill(&self.dir).is_ok() {
+        if signal == Signal::KILL && self.kill().is_ok() {
             return;
         }
-        signal_members(&self.dir, &self.rel, self.pgid, signal, cont, &mut BTreeSet::new());
+        self.signal_members(self.pgid, signal, cont, &mut BTreeSet::new());
         if cont && let Some(group) = &mut self.group {
             group.signal(Signal::CONT, false);
         }
     }
 
+    /// `cgroup.events`, read once to arm it; `None` if it cannot be read
+    /// (the caller then checks on its backoff).
     fn events(&self) -> Option<OwnedFd> {
-        cgroup::open_read(&self.dir, "cgroup.events").ok()
+        let here = self.here().ok()??;
+        let fd = cgroup::open_read(&here, "cgroup.events").ok()?;
+        cgroup::populated(fd.as_fd()).ok()?;
+        Some(fd)
     }
 
     fn gone(&mut self) -> bool {
-        !cgroup::populated_at(&self.dir).unwrap_or(false) && self.group.as_mut().is_none_or(|g| g.gone())
+        !self.populated() && self.group.as_mut().is_none_or(|g| g.gone())
     }
 }

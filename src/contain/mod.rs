@@ -113,7 +113,7 @@ impl Scope {
     /// The fd of `cgroup.procs` the command joins before exec, in cgroup
     /// mode.
     pub fn join_fd(&self) -> Option<RawFd> {
-        self.leaf.as_ref().map(cgroup::Leaf::procs_fd)
+        self.leaf.as_ref().and_then(cgroup::Leaf::procs_fd)
     }
 
     /// The command has started as group `pgid`.
@@ -150,17 +150,15 @@ impl Scope {
             (Mode::Cgroup, Some(leaf)) => {
                 // Count the members outside the group before the kill, then
                 // kill them all at once.
-                cgroup::signal_members(
-                    leaf.dir(),
-                    leaf.rel(),
+                leaf.signal_members(
                     Some(self.pgid),
                     if last { Signal::PROBE } else { signal },
                     cont && !last,
                     &mut self.escaped,
                 );
-                if last && let Err(e) = crate::sys::cgroup::kill(leaf.dir()) {
+                if last && let Err(e) = leaf.kill() {
                     verbose!("cannot write cgroup.kill of {}: {e}", leaf.dir().display());
-                    cgroup::signal_members(leaf.dir(), leaf.rel(), None, signal, false, &mut self.escaped);
+                    leaf.signal_members(None, signal, false, &mut self.escaped);
                 }
             }
             _ => {}
@@ -213,9 +211,10 @@ impl Scope {
     }
 
     /// An fd whose POLLPRI says the run may have changed (cgroup mode's
-    /// `cgroup.events`).
+    /// `cgroup.events`); `None` while it cannot be read (the caller then
+    /// checks on its backoff: a poll that cannot be re-armed would spin).
     pub fn events(&self) -> Option<BorrowedFd<'_>> {
-        self.leaf.as_ref().map(cgroup::Leaf::events)
+        self.leaf.as_ref().and_then(cgroup::Leaf::events)
     }
 
     /// Read `cgroup.events` after poll reported a change: that re-arms
@@ -224,6 +223,12 @@ impl Scope {
         if let Some(leaf) = &self.leaf {
             let _ = leaf.populated();
         }
+    }
+
+    /// Remove the cgroup leaf (cgroup mode), once the run is gone; the
+    /// path left behind if it cannot be removed (said in a warning).
+    pub fn remove_leaf(&self) -> Option<std::path::PathBuf> {
+        self.leaf.as_ref().and_then(cgroup::Leaf::remove)
     }
 
     /// How many processes outside the group the stop reached.
@@ -248,21 +253,59 @@ pub fn count_run(holder: Pid, pgid: Pid) -> Option<usize> {
             |cli| if cli.action.is_none() { Some(cli.run.contain.unwrap_or_else(Mode::default_here)) } else { None },
         )
         .unwrap_or(Mode::Group);
-    let leaf = || {
-        let mount = crate::sys::cgroup::find_mount()?;
-        let own = crate::sys::proc::cgroup_path(holder)?;
-        let dir = crate::sys::cgroup::folder(&mount, &own)?.join(format!("pgrun-{holder}"));
-        dir.exists().then_some(dir)
-    };
     if mode == Mode::Group {
         return Some(group);
     }
     if matches!(mode, Mode::Cgroup | Mode::Auto)
-        && let Some(dir) = leaf()
+        && let Some(dir) = run_leaf(holder, pgid)
     {
-        let members = crate::sys::cgroup::members(&dir);
+        let members = crate::sys::cgroup::members(&dir).ok()?;
         let outside = members.iter().filter(|&&p| crate::sys::proc::stat(p).is_some_and(|s| s.pgrp != pgid)).count();
         return Some(group + outside);
     }
     Some(group + tree::count_outside(holder, pgid, crate::guard::NAME))
+}
+
+/// The folder of the leaf of the run published by the pgrun `holder`
+/// (group `pgid`), found where the run's own processes are: the cgroup of
+/// the group's leader (or of another member, once the leader is gone),
+/// which must be a leaf `pgrun-HOLDER-...` right under the holder's own
+/// cgroup. Never looked up by name alone: another run may have one like it.
+fn run_leaf(holder: Pid, pgid: Pid) -> Option<std::path::PathBuf> {
+    use crate::sys::{cgroup as cg, proc};
+    let mount = cg::find_mount().ok()??;
+    let own = proc::cgroup_path(holder)?;
+    let prefix = format!("{}/pgrun-{holder}-", own.trim_end_matches('/'));
+    let mut members: Vec<Pid> = proc::scan().into_iter().filter(|(_, s)| s.pgrp == pgid).map(|(p, _)| p).collect();
+    members.sort_by_key(|&p| p != pgid);
+    let rel = members.into_iter().find_map(|pid| {
+        let path = proc::cgroup_path(pid)?;
+        // Still a member once its cgroup was read.
+        proc::stat(pid).filter(|s| s.pgrp == pgid)?;
+        leaf_of(&path, &prefix)
+    })?;
+    cg::folder(&mount, &rel)
+}
+
+/// The run's leaf (`PREFIX` and the rest of that path component) if
+/// cgroup `path` is it or below it.
+fn leaf_of(path: &str, prefix: &str) -> Option<String> {
+    let rest = path.strip_prefix(prefix)?;
+    let name_end = rest.split('/').next().filter(|s| !s.is_empty())?;
+    Some(format!("{prefix}{name_end}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::leaf_of;
+
+    #[test]
+    fn the_runs_leaf_is_found_from_a_members_cgroup() {
+        let prefix = "/user.slice/pgrun-42-";
+        assert_eq!(leaf_of("/user.slice/pgrun-42-00ff", prefix).as_deref(), Some("/user.slice/pgrun-42-00ff"));
+        assert_eq!(leaf_of("/user.slice/pgrun-42-00ff/sub", prefix).as_deref(), Some("/user.slice/pgrun-42-00ff"));
+        assert_eq!(leaf_of("/user.slice/pgrun-42-", prefix), None);
+        assert_eq!(leaf_of("/user.slice/pgrun-421-00ff", prefix), None);
+        assert_eq!(leaf_of("/user.slice", prefix), None);
+    }
 }

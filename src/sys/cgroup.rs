@@ -9,7 +9,7 @@
 use super::Pid;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -21,23 +21,24 @@ pub struct Mount {
     pub root: String,
 }
 
-/// The cgroup2 mount, from `/proc/self/mountinfo`.
-pub fn find_mount() -> Option<Mount> {
-    parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo").ok()?)
+/// The cgroup2 mount, from `/proc/self/mountinfo`: `Ok(None)` if there is
+/// none, `Err` if the file cannot be read (too many open files, no /proc).
+pub fn find_mount() -> io::Result<Option<Mount>> {
+    Ok(parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo")?))
 }
 
-/// The first cgroup2 entry of a mountinfo text.
+/// The first cgroup2 entry of a mountinfo text. A malformed line (no
+/// ` - ` separator, too few fields) is skipped, not the whole file.
 pub fn parse_mountinfo(text: &str) -> Option<Mount> {
-    for line in text.lines() {
+    text.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
         if right.split(' ').next() != Some("cgroup2") {
-            continue;
+            return None;
         }
         let fields: Vec<&str> = left.split(' ').collect();
         let (root, point) = (fields.get(3)?, fields.get(4)?);
-        return Some(Mount { point: PathBuf::from(unescape(point)), root: unescape(root) });
-    }
-    None
+        Some(Mount { point: PathBuf::from(unescape(point)), root: unescape(root) })
+    })
 }
 
 /// mountinfo writes space, tab, newline and backslash as `\ooo`.
@@ -86,19 +87,32 @@ pub fn open_read(dir: &Path, name: &str) -> io::Result<OwnedFd> {
     Ok(OpenOptions::new().read(true).custom_flags(libc::O_CLOEXEC).open(dir.join(name))?.into())
 }
 
-/// The processes in cgroup `dir` and the cgroups below it.
-pub fn members(dir: &Path) -> Vec<Pid> {
+/// The processes in cgroup `dir` and the cgroups below it. `Err` if a
+/// `cgroup.procs` or a folder cannot be read, except a cgroup below `dir`
+/// that was removed meanwhile (it had no process left).
+pub fn members(dir: &Path) -> io::Result<Vec<Pid>> {
     let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        if let Ok(text) = fs::read_to_string(d.join("cgroup.procs")) {
-            out.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<Pid>().ok()));
+    let mut stack = vec![(dir.to_path_buf(), true)];
+    while let Some((d, top)) = stack.pop() {
+        let removed_below = |e: &io::Error| !top && matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENODEV));
+        match fs::read_to_string(d.join("cgroup.procs")) {
+            Ok(text) => out.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<Pid>().ok())),
+            Err(e) if removed_below(&e) => continue,
+            Err(e) => return Err(e),
         }
-        if let Ok(entries) = fs::read_dir(&d) {
-            stack.extend(entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()));
+        let entries = match fs::read_dir(&d) {
+            Ok(entries) => entries,
+            Err(e) if removed_below(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                stack.push((entry.path(), false));
+            }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Whether `cgroup.events` (an fd of it) says `populated 1`. Reading from
@@ -114,13 +128,6 @@ pub fn populated(events: BorrowedFd<'_>) -> io::Result<bool> {
     Ok(!text.lines().any(|l| l.trim() == "populated 0"))
 }
 
-/// Whether `populated` is 0, reading the file by path (for a process that
-/// holds no fd of it).
-pub fn populated_at(dir: &Path) -> io::Result<bool> {
-    let fd = open_read(dir, "cgroup.events")?;
-    populated(fd.as_fd())
-}
-
 /// Write `1` to `cgroup.kill`: SIGKILL every process in the cgroup and
 /// below, atomically with respect to forks.
 pub fn kill(dir: &Path) -> io::Result<()> {
@@ -128,17 +135,66 @@ pub fn kill(dir: &Path) -> io::Result<()> {
     file.write_all(b"1")
 }
 
-/// `rmdir(2)` the cgroup and every cgroup below it, deepest first. Only
-/// cgroups with no live process can be removed.
-pub fn remove(dir: &Path) -> io::Result<()> {
-    if let Ok(entries) = fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                let _ = remove(&entry.path());
-            }
+/// `rmdir(2)` every cgroup below `dir`, deepest first (not `dir` itself).
+/// Only cgroups with no live process can be removed.
+pub fn remove_below(dir: &Path) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            remove_below(&entry.path())?;
+            fs::remove_dir(entry.path())?;
         }
     }
+    Ok(())
+}
+
+/// `rmdir(2)` of one empty cgroup.
+pub fn remove_one(dir: &Path) -> io::Result<()> {
     fs::remove_dir(dir)
+}
+
+/// Open cgroup folder `dir` itself (`O_DIRECTORY`), close-on-exec: the fd
+/// names that cgroup whatever later happens to its path.
+pub fn open_folder(dir: &Path) -> io::Result<OwnedFd> {
+    Ok(OpenOptions::new().read(true).custom_flags(libc::O_CLOEXEC | libc::O_DIRECTORY).open(dir)?.into())
+}
+
+/// A path that names the folder open as `folder` (`/proc/self/fd/N`):
+/// files below it are reached in that very cgroup, even if another cgroup
+/// now has its name.
+pub fn through(folder: BorrowedFd<'_>) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", folder.as_raw_fd()))
+}
+
+/// The inode number of an open cgroup folder: a cgroup's identity (cgroup2
+/// does not reuse them while the system runs, and cannot rename a cgroup).
+pub fn inode_of(folder: BorrowedFd<'_>) -> io::Result<u64> {
+    Ok(nix::sys::stat::fstat(folder).map_err(io::Error::from)?.st_ino)
+}
+
+/// The inode number of what `path` names now; `Ok(None)` if nothing.
+pub fn inode_at(path: &Path) -> io::Result<Option<u64>> {
+    use std::os::unix::fs::MetadataExt;
+    match fs::symlink_metadata(path) {
+        Ok(meta) => Ok(Some(meta.ino())),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// 64 unpredictable bits from getrandom(2) (without blocking), for a name
+/// nobody else picks; a mix of the clock and a counter where it fails (a
+/// taken name is then simply tried again).
+pub fn random_bits() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), libc::GRND_NONBLOCK) };
+    if n == bytes.len() as isize {
+        return u64::from_ne_bytes(bytes);
+    }
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// Whether process `pid` is in cgroup `rel` (a `/proc/PID/cgroup` path) or
@@ -163,5 +219,16 @@ mod tests {
         assert_eq!(folder(&m, "/user.slicex"), None);
         assert_eq!(folder(&m, "/other"), None);
         assert_eq!(parse_mountinfo("1 2 0:1 / / rw - ext4 /dev/sda rw\n"), None);
+    }
+
+    #[test]
+    fn mountinfo_malformed_lines_are_skipped() {
+        // No " - " separator, too few fields before it, an empty line: each
+        // is skipped, and the cgroup2 line after them is still found.
+        let text = "garbage without a separator\n\
+                    7 8 - cgroup2 cgroup2 rw\n\
+                    \n\
+                    41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        assert_eq!(parse_mountinfo(text), Some(Mount { point: "/sys/fs/cgroup/unified".into(), root: "/".into() }));
     }
 }

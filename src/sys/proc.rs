@@ -173,9 +173,15 @@ pub fn cmdline(pid: Pid) -> Option<Vec<std::ffi::OsString>> {
 /// The cgroup v2 path of `pid` (the `0::PATH` line of `/proc/PID/cgroup`),
 /// `pid` 0 meaning pgrun itself.
 pub fn cgroup_path(pid: Pid) -> Option<String> {
+    read_cgroup_path(pid).ok().flatten()
+}
+
+/// [`cgroup_path`], telling a file that cannot be read (`Err`) from one
+/// without a `0::` line (`Ok(None)`).
+pub fn read_cgroup_path(pid: Pid) -> std::io::Result<Option<String>> {
     let file = if pid == 0 { "/proc/self/cgroup".to_string() } else { format!("/proc/{pid}/cgroup") };
-    let text = std::fs::read_to_string(file).ok()?;
-    text.lines().find_map(|l| l.strip_prefix("0::")).map(str::to_string)
+    let text = std::fs::read_to_string(file)?;
+    Ok(text.lines().find_map(|l| l.strip_prefix("0::")).map(str::to_string))
 }
 
 #[cfg(test)]
