@@ -304,13 +304,22 @@ fn a_failed_close_of_a_proc_folder_is_no_panic() {
     let args = ["--contain", "tree", "--report", report.to_str().unwrap(), "--", "sh", "-c", "sleep 30 & exit 0"];
     let n = proc_folder_close(&record(&scratch, &args, 0));
     for errno in ["EIO", "EBADF", "EINTR"] {
+        // How many folders the walk closes depends on when the member is
+        // seen: a run that made fewer closes than the recorded one is run
+        // again (the result of every run is checked all the same).
         let trace = scratch.path("trace");
-        let out = run(&mut under_strace(&trace, &[&format!("close:error={errno}:when={n}")], &args));
-        let injected = fs::read_to_string(&trace).unwrap_or_default();
-        assert!(injected.contains("(INJECTED)"), "{errno}: the fault was not injected");
-        assert_status(&out, 0, errno);
-        assert!(stderr_of(&out).is_empty(), "{errno}: {}", stderr_of(&out));
-        assert_eq!(json(&report)["reason"], "exited", "{errno}");
+        let mut injected = false;
+        for _ in 0..10 {
+            let out = run(&mut under_strace(&trace, &[&format!("close:error={errno}:when={n}")], &args));
+            assert_status(&out, 0, errno);
+            assert!(stderr_of(&out).is_empty(), "{errno}: {}", stderr_of(&out));
+            assert_eq!(json(&report)["reason"], "exited", "{errno}");
+            if fs::read_to_string(&trace).unwrap_or_default().contains("(INJECTED)") {
+                injected = true;
+                break;
+            }
+        }
+        assert!(injected, "{errno}: the fault was not injected in ten runs");
     }
 }
 
