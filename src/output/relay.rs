@@ -183,9 +183,11 @@ impl Relay {
     /// became of stdout and stderr. Signals that arrive meanwhile are read
     /// and change nothing: the run is over, and nothing read is lost.
     pub fn flush_rest(mut self, signals: &SignalSource) -> [Relayed; 2] {
+        let mut watch_signals = true;
         loop {
             let mut set = [PollFd::read(signals.as_fd()); 3];
-            let mut n = 1;
+            let mut n = usize::from(watch_signals);
+            let first = n;
             for s in &mut self.streams {
                 s.flush();
                 if !s.outbox.is_empty() {
@@ -193,19 +195,30 @@ impl Relay {
                     n += 1;
                 }
             }
-            if n == 1 {
+            if n == first {
                 break;
             }
             if let Err(e) = crate::sys::poll(&mut set[..n], None) {
-                say::line(format_args!("cannot wait for the readers of the command's output: {e}"));
+                say::line(format_args!("cannot wait for the readers of the command's output: {e}; it is lost"));
                 for s in &mut self.streams {
                     s.abandon();
                 }
                 break;
             }
-            if set[0].ready {
-                for signal in signals.drain().unwrap_or_default() {
-                    verbose!("received {}: the run is over, still writing its output", crate::signame::Signal(signal));
+            if watch_signals && set[0].ready {
+                match signals.drain() {
+                    Ok(received) => {
+                        for signal in received {
+                            let signal = crate::signame::Signal(signal);
+                            verbose!("received {signal}: the run is over, still writing its output");
+                        }
+                    }
+                    Err(e) => {
+                        // Signals change nothing now: stop reading them
+                        // rather than wake for them again and again.
+                        verbose!("cannot read signals: {e}; no longer watching them");
+                        watch_signals = false;
+                    }
                 }
             }
         }
