@@ -659,3 +659,44 @@ fn a_failed_read_of_the_commands_output_is_said_and_reported() {
     assert!(error.contains("Input/output error"), "{r}");
     assert!(r["output"]["stderr"].get("error").is_none(), "{r}");
 }
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path writes a terminal as a pipe: PIPE_BUF after POLLOUT, which a full terminal can hold"
+)]
+fn a_terminal_that_stops_taking_output_does_not_deafen_the_timeout() {
+    // pgrun's stdout is a terminal nobody reads (the test holds the pty's
+    // master and reads nothing). Lines expand on the way (ONLCR), so the
+    // terminal can have less room left than one PIPE_BUF write, and still
+    // poll writable: a write must then take what fits, not wait for the rest.
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let mut guard = Guard::new();
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let payload = format!("echo $$ > {dir}/pid; yes | head -c 1000000; exec sleep 300");
+    let index = guard.spawn(
+        pgrun(["--max-output", "4M", "-t", "2", "--", "sh", "-c", &payload])
+            .stdout(pty.slave)
+            .stderr(Stdio::null())
+            .stdin(Stdio::null()),
+    );
+    let pid = wait_pid(&scratch.path("pid"), &mut guard);
+    eventually("the command stopped while the terminal takes nothing", || is_dead(pid));
+    let mut master = fs::File::from(pty.master);
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        // Ends with EIO once every slave fd is closed.
+        let mut buf = [0u8; 65536];
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&buf[..n]);
+        }
+        all
+    });
+    assert_eq!(guard.wait(index), 124);
+    let all = reader.join().unwrap();
+    assert_eq!(all.len(), 1_500_000, "every line, with its newline made CR LF");
+}

@@ -13,15 +13,17 @@
 //!
 //! No write ever blocks, so a reader that stops reading never makes pgrun
 //! deaf to its timeout or to signals, and O_NONBLOCK is never set on a file
-//! description pgrun shares with its caller: a pipe or terminal is written
-//! `PIPE_BUF` bytes at a time, each only once `poll` says it is writable; a
-//! socket with `MSG_DONTWAIT`; a file at once. EAGAIN (the caller's own
-//! O_NONBLOCK) means "wait for POLLOUT", like a full pipe. Only a write
-//! error means the reader is gone: EPIPE (the reader left) quietly, any
-//! other error with one line. A stream whose reader is gone is closed at
-//! once, so the command gets EPIPE or SIGPIPE on its next write, as it would
-//! without pgrun; the run goes on. A read error on an inner pipe ends that
-//! stream with one line, and the report says so.
+//! description pgrun shares with its caller: a pipe is written `PIPE_BUF`
+//! bytes at a time, each only once `poll` says it is writable; a terminal,
+//! where even that can wait, through a non-blocking description of pgrun's
+//! own (on Linux; elsewhere as a pipe); a socket with `MSG_DONTWAIT`; a
+//! file at once. EAGAIN (the caller's own O_NONBLOCK) means "wait for
+//! POLLOUT", like a full pipe. Only a write error means the reader is gone:
+//! EPIPE (the reader left) quietly, any other error with one line. A stream
+//! whose reader is gone is closed at once, so the command gets EPIPE or
+//! SIGPIPE on its next write, as it would without pgrun; the run goes on. A
+//! read error on an inner pipe ends that stream with one line, and the
+//! report says so.
 //!
 //! When the run is over, [`Relay::close`] reads what the pipes hold at that
 //! moment and no more (a process outside the run that still holds a write
@@ -101,8 +103,9 @@ struct Stream {
     name: &'static str,
     /// The inner pipe's read end; `None` once the stream has ended.
     source: Option<OwnedFd>,
-    /// pgrun's own fd (1 or 2) this stream goes to.
-    dest: BorrowedFd<'static>,
+    /// pgrun's own fd (1 or 2) this stream goes to, or (a terminal) a
+    /// non-blocking description of it that pgrun opened.
+    dest: Dest,
     /// How `dest` is written without blocking.
     kind: WriteKind,
     cut: Option<Cut>,
@@ -111,6 +114,23 @@ struct Stream {
     written: usize,
     stats: Option<StreamStats>,
     error: Option<StreamError>,
+}
+
+/// Where a stream is written.
+enum Dest {
+    /// pgrun's own fd, shared with its caller: its flags are never changed.
+    Shared(BorrowedFd<'static>),
+    /// A description of that terminal of pgrun's own, non-blocking.
+    Own(OwnedFd),
+}
+
+impl Dest {
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Dest::Shared(fd) => *fd,
+            Dest::Own(fd) => fd.as_fd(),
+        }
+    }
 }
 
 impl Relay {
@@ -147,7 +167,7 @@ impl Relay {
                 n += 1;
             }
             if !s.outbox.is_empty() {
-                set[n] = PollFd::write(s.dest);
+                set[n] = PollFd::write(s.dest.fd());
                 n += 1;
             }
         }
@@ -158,7 +178,7 @@ impl Relay {
     pub fn on_ready(&mut self, set: &[PollFd]) {
         for entry in set.iter().filter(|e| e.ready) {
             for s in &mut self.streams {
-                if entry.write && entry.fd == s.dest.as_raw_fd() && !s.outbox.is_empty() {
+                if entry.write && entry.fd == s.dest.fd().as_raw_fd() && !s.outbox.is_empty() {
                     s.flush();
                 } else if !entry.write && s.source.as_ref().is_some_and(|fd| fd.as_raw_fd() == entry.fd) {
                     s.read_once(&mut self.scratch);
@@ -191,7 +211,7 @@ impl Relay {
             for s in &mut self.streams {
                 s.flush();
                 if !s.outbox.is_empty() {
-                    set[n] = PollFd::write(s.dest);
+                    set[n] = PollFd::write(s.dest.fd());
                     n += 1;
                 }
             }
@@ -228,11 +248,19 @@ impl Relay {
 
 impl Stream {
     fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, cut: Cut) -> Stream {
+        let mut kind = pipe::write_kind(dest);
+        let mut dest = Dest::Shared(dest);
+        if kind == WriteKind::Waits
+            && let Dest::Shared(fd) = dest
+            && let Some(own) = pipe::reopen_terminal_nonblocking(fd)
+        {
+            (dest, kind) = (Dest::Own(own), WriteKind::NonBlocking);
+        }
         Stream {
             name,
             source: Some(source),
             dest,
-            kind: pipe::write_kind(dest),
+            kind,
             cut: Some(cut),
             outbox: VecDeque::new(),
             written: 0,
@@ -322,11 +350,12 @@ impl Stream {
         for _ in 0..WRITES_PER_TURN {
             let Some(front) = self.outbox.front() else { return };
             let rest = &front[self.written..];
+            let dest = self.dest.fd();
             let result = match self.kind {
-                WriteKind::Immediate => pipe::write(self.dest, rest),
-                WriteKind::Socket => pipe::send_nowait(self.dest, rest),
-                WriteKind::Waits if crate::sys::writable_now(self.dest) => {
-                    pipe::write(self.dest, &rest[..rest.len().min(pipe::PIPE_BUF)])
+                WriteKind::Immediate | WriteKind::NonBlocking => pipe::write(dest, rest),
+                WriteKind::Socket => pipe::send_nowait(dest, rest),
+                WriteKind::Waits if crate::sys::writable_now(dest) => {
+                    pipe::write(dest, &rest[..rest.len().min(pipe::PIPE_BUF)])
                 }
                 WriteKind::Waits => return,
             };

@@ -76,6 +76,9 @@ pub enum WriteKind {
     /// `PIPE_BUF` bytes at a time, each only once `poll` says it is
     /// writable (then a pipe takes it without blocking).
     Waits,
+    /// A description of pgrun's own with O_NONBLOCK (a terminal, see
+    /// [`reopen_terminal_nonblocking`]): a write takes what fits.
+    NonBlocking,
 }
 
 /// What kind of destination `fd` is (an fd `fstat` fails on is taken to
@@ -87,6 +90,31 @@ pub fn write_kind(fd: BorrowedFd<'_>) -> WriteKind {
         libc::S_IFCHR if !nix::unistd::isatty(fd).unwrap_or(false) => WriteKind::Immediate,
         libc::S_IFSOCK => WriteKind::Socket,
         _ => WriteKind::Waits,
+    }
+}
+
+/// A file description of pgrun's own for the terminal `fd`, opened
+/// non-blocking (on Linux: `/proc/self/fd/N`, `O_NOCTTY`): written through
+/// it, a terminal that stops taking output makes a write take what fits
+/// and return (a `PIPE_BUF` write after POLLOUT may still wait: a terminal
+/// polls writable with any room left, and newlines grow on the way), while
+/// the caller's description keeps its flags. `None` if it cannot be had
+/// (another user's terminal, no /proc, not Linux) or is not the same
+/// terminal.
+pub fn reopen_terminal_nonblocking(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    #[cfg(linux_strengths)]
+    {
+        use nix::sys::stat::{Mode, fstat};
+        let flags = OFlag::O_WRONLY | OFlag::O_NOCTTY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+        let own = nix::fcntl::open(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_str(), flags, Mode::empty()).ok()?;
+        let (theirs, ours) = (fstat(fd).ok()?, fstat(&own).ok()?);
+        let same = theirs.st_rdev == ours.st_rdev && nix::unistd::isatty(&own).unwrap_or(false);
+        same.then_some(own)
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = fd;
+        None
     }
 }
 
