@@ -582,6 +582,10 @@ fn once_the_run_is_gone_a_stalled_reader_holds_only_pgrun() {
     eventually("the pid file to be withdrawn while pgrun holds output", || !pidfile.exists());
     let status = run(&mut pgrun(["status", p]));
     assert_status(&status, 3, "status once the run is gone");
+    // cancel finds no run to stop (nor a group number to trust).
+    let cancel = run(&mut pgrun(["cancel", "--wait-start", "0", p]));
+    assert_status(&cancel, 1, "cancel once the run is gone");
+    assert!(!scratch.path("run.pid.cancel").exists(), "cancel left its marker");
     eventually("the guard to be released", || is_dead(guard_pid));
     wait_unwritable(probe);
     assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun did not wait for its reader");
