@@ -237,12 +237,21 @@ Output limit:
 
   Nothing pgrun read is lost, however the run ends: once the run is over,
   pgrun reads what the pipes hold at that moment and no more (a process
-  outside the run that still holds a pipe cannot keep it waiting), writes
-  the rest, then exits. A stream also ends when COMMAND's side of it is
-  closed. If the reader of pgrun's stdout or stderr goes away (EPIPE), that
-  stream's relay stops and COMMAND gets EPIPE or SIGPIPE on its next write;
-  the run goes on. The report gains output: per stream, bytes (what COMMAND
-  wrote) and omitted; null without --max-output. pgrun's own error lines
+  outside the run that still holds a pipe cannot keep it waiting), removes
+  the pid file and the marker and releases the guard (status says
+  not-running from then on), then writes the rest, waiting for its readers
+  as long as they take, and exits. A signal to pgrun then changes nothing:
+  the run is over; SIGKILL ends a pgrun that holds only its output. No
+  write of pgrun's ever blocks: a reader that stops reading holds up
+  COMMAND, as a direct pipe would, never pgrun's timeout or signals, and a
+  non-blocking stdout that is full (EAGAIN) is waited for. A stream also
+  ends when COMMAND's side of it is closed. If the reader of pgrun's stdout
+  or stderr goes away (EPIPE), that stream's relay stops and COMMAND gets
+  EPIPE or SIGPIPE on its next write; the run goes on. Any other write
+  error, or a failed read of COMMAND's output, ends that stream the same
+  way, with one line on stderr. The report gains output: per stream, bytes
+  (what COMMAND wrote) and omitted, and error when the stream was cut short
+  by such a failure; null without --max-output. pgrun's own error lines
   still go straight to its stderr. If the head is empty (SIZE 1, or a first
   character longer than SIZE/2), the marker line is the first line.
 

@@ -6,7 +6,7 @@
 //! cannot be written to is found before the command starts.
 
 use crate::atomic_file::TempFile;
-use crate::output::StreamStats;
+use crate::output::Relayed;
 use crate::pidfile::check_target;
 use crate::supervisor::SentSignal;
 use crate::sys::Pid;
@@ -66,6 +66,16 @@ struct ReportJson<'a> {
 struct StreamEntry {
     bytes: u64,
     omitted: u64,
+    /// Why the stream was cut short (a failed read of the command's output
+    /// or write of it); absent when nothing failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+impl From<Relayed> for StreamEntry {
+    fn from(r: Relayed) -> Self {
+        StreamEntry { bytes: r.stats.bytes, omitted: r.stats.omitted, error: r.error.map(|e| e.to_string()) }
+    }
 }
 
 #[derive(Serialize)]
@@ -86,7 +96,7 @@ pub struct Contents<'a> {
     /// Zombies pgrun could not reap and stopped waiting for.
     pub unreaped: usize,
     /// stdout's and stderr's, with `--max-output`.
-    pub output: Option<[StreamStats; 2]>,
+    pub output: Option<[Relayed; 2]>,
     pub contain: &'a str,
     pub escaped: usize,
     /// The cgroup leaf pgrun could not remove.
@@ -135,10 +145,7 @@ impl ReportTarget {
                 .collect(),
             stragglers: contents.stragglers,
             unreaped: contents.unreaped,
-            output: contents.output.map(|[out, err]| Output {
-                stdout: StreamEntry { bytes: out.bytes, omitted: out.omitted },
-                stderr: StreamEntry { bytes: err.bytes, omitted: err.omitted },
-            }),
+            output: contents.output.map(|[out, err]| Output { stdout: out.into(), stderr: err.into() }),
             contain: contents.contain,
             escaped: contents.escaped,
             cgroup_left: contents.cgroup_left.map(|p| p.display().to_string()),

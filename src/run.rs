@@ -5,15 +5,15 @@
 //! settle what the run is (`--contain`, see [`crate::contain`]), arm
 //! `--die-with-parent`, fork the guard, spawn the command into its new
 //! group, publish the group id, check the marker again, supervise until the
-//! run is gone, then remove the pid file and the marker, release the guard
-//! and write the report. Every refusal comes before the spawn,
+//! run is gone, then remove the pid file and the marker, release the guard,
+//! write the output still held (`--max-output`) and the report. Every refusal comes before the spawn,
 //! so bad input never half-runs a command.
 
 use crate::cli::RunArgs;
 use crate::contain::{Mode, Scope};
 use crate::exit::RunExit;
 use crate::guard::{self, Guard};
-use crate::output::StreamStats;
+use crate::output::Relayed;
 use crate::output::relay::{ChildEnds, Relay};
 use crate::parent_death::ParentWatch;
 use crate::pidfile::{self, Claimed, Marker};
@@ -47,7 +47,7 @@ struct Outcome {
     unreaped: usize,
     error: Option<anyhow::Error>,
     /// `--max-output`: what became of stdout and stderr, once relayed.
-    output: Option<[StreamStats; 2]>,
+    output: Option<[Relayed; 2]>,
     /// The `--contain` mode in force (the one asked for, if the run ended
     /// before it was settled).
     contain: Option<Mode>,
@@ -382,15 +382,17 @@ fn publish(run: &mut Prepared, pgid: Pid) -> anyhow::Result<Option<pidfile::Publ
 /// unsupervised) and report pgrun's failure.
 fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: Pid, err: anyhow::Error) -> Outcome {
     let stopped = supervise(args, run, started, Some(StopReason::Cancel));
-    if let Some(marker) = &run.marker {
-        pidfile::consume_marker(marker, crate::sys::geteuid());
-    }
     let mut outcome = Outcome::failed(RunExit::Failed, err, Some(pgid));
-    outcome.output = run.relay.take().map(Relay::finish);
+    let guard_reaped = stopped.as_ref().is_ok_and(|e| e.guard_reaped);
     if let Ok(ended) = stopped {
         outcome.status = ended.status;
         outcome.signals = ended.signals;
     }
+    if let Some(relay) = &mut run.relay {
+        relay.close();
+    }
+    outcome.guard = withdraw(run, guard_reaped);
+    outcome.output = run.relay.take().map(|relay| relay.flush_rest(&run.signals));
     outcome
 }
 
@@ -426,28 +428,20 @@ fn supervise(
     supervisor::supervise(supervised, stop_now)
 }
 
-/// The run is gone (or pgrun cannot watch it any more): write what is left
-/// of its output, withdraw the record, then the marker, release the guard.
+/// The run is gone (or pgrun cannot watch it any more). Its record goes
+/// first: read what the output pipes still hold, withdraw the pid file,
+/// consume the marker, release the guard. Only then is the held output
+/// written, which waits for its readers as long as they take (see
+/// [`Relay::flush_rest`]): meanwhile nothing advertises a run that is over,
+/// `cancel` finds nothing to stop, and a SIGKILL of pgrun leaves the guard
+/// nothing to act on (the group's number may be another group's by then).
 fn clean_up(
     mut run: Prepared,
     published: Option<pidfile::Published>,
     ended: std::io::Result<GroupEnd>,
     pgid: Pid,
 ) -> Outcome {
-    let output = run.relay.take().map(Relay::finish);
-    if let Some(published) = published {
-        published.remove();
-    }
-    if let Some(marker) = &run.marker {
-        pidfile::consume_marker(marker, crate::sys::geteuid());
-    }
-    let mut guard = run.guard.take();
-    if let Some(guard) = &mut guard {
-        if ended.as_ref().is_ok_and(|e| e.guard_reaped) {
-            guard.reaped();
-        }
-        guard.release();
-    }
+    let guard_reaped = ended.as_ref().is_ok_and(|e| e.guard_reaped);
     let mut outcome = match ended {
         Ok(ended) => outcome_of(ended, pgid),
         Err(e) => {
@@ -457,11 +451,35 @@ fn clean_up(
             Outcome::failed(RunExit::Failed, anyhow!("cannot supervise process group {pgid}: {e}"), Some(pgid))
         }
     };
-    outcome.output = output;
-    outcome.contain = Some(run.scope.mode());
+    if let Some(relay) = &mut run.relay {
+        relay.close();
+    }
+    if let Some(published) = published {
+        published.remove();
+    }
+    outcome.guard = withdraw(&mut run, guard_reaped);
+    // The leaf is empty: removed before a flush that may wait on a reader.
     outcome.cgroup_left = run.scope.remove_leaf();
-    outcome.guard = guard;
+    outcome.output = run.relay.take().map(|relay| relay.flush_rest(&run.signals));
+    outcome.contain = Some(run.scope.mode());
     outcome
+}
+
+/// The run is over: consume the marker and release the guard (unless it
+/// died during the run and was reaped: its pid may be another process's).
+/// The guard is reaped when the outcome is dropped, after the report.
+fn withdraw(run: &mut Prepared, guard_reaped: bool) -> Option<Guard> {
+    if let Some(marker) = &run.marker {
+        pidfile::consume_marker(marker, crate::sys::geteuid());
+    }
+    let mut guard = run.guard.take();
+    if let Some(guard) = &mut guard {
+        if guard_reaped {
+            guard.reaped();
+        }
+        guard.release();
+    }
+    guard
 }
 
 /// Fork the guard (unless `--no-guard`), with what it needs to stop the

@@ -426,3 +426,281 @@ fn peak_memory_at_exit(scratch: &Scratch, guard: &mut Guard, args: &[&str], take
     take(reader.join().unwrap());
     hwm_kib * 1024
 }
+
+/// How many bytes the pipe behind `fd` holds, and how many it can hold.
+fn pipe_fill(fd: &impl std::os::fd::AsRawFd) -> (usize, usize) {
+    let mut held: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int; F_GETPIPE_SZ reads nothing.
+    let (r, capacity) = unsafe {
+        (libc::ioctl(fd.as_raw_fd(), libc::FIONREAD as _, &mut held), libc::fcntl(fd.as_raw_fd(), libc::F_GETPIPE_SZ))
+    };
+    assert!(r == 0 && capacity > 0, "FIONREAD/F_GETPIPE_SZ: {}", std::io::Error::last_os_error());
+    (held as usize, capacity as usize)
+}
+
+/// Wait until the pipe behind `reader` (pgrun's stdout, which the test
+/// does not read) is full: pgrun's next write to it would wait for a reader.
+fn wait_full(reader: &std::io::PipeReader) {
+    eventually("pgrun's stdout pipe to fill", || {
+        let (held, capacity) = pipe_fill(reader);
+        held == capacity
+    });
+}
+
+/// Wait until the pipe that `probe` (a copy of the write end pgrun was
+/// given) writes to takes no more: pgrun has filled it.
+fn wait_unwritable(probe: std::io::PipeWriter) {
+    use std::os::fd::AsRawFd;
+    eventually("pgrun's stdout pipe to fill", || {
+        let mut p = libc::pollfd { fd: probe.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+        // SAFETY: one valid pollfd, no waiting.
+        unsafe { libc::poll(&mut p, 1, 0) == 0 }
+    });
+}
+
+#[test]
+fn a_stalled_reader_neither_deafens_the_timeout_nor_sigterm() {
+    // The command fills pgrun's stdout (a pipe the test holds and does not
+    // read) exactly, then writes one byte more: pgrun has that byte to
+    // write and nowhere to put it. It must still hear its timeout, and
+    // SIGTERM, and stop the command; then it writes the byte once the
+    // reader reads, and exits as the run ended.
+    for how in ["sigterm", "timeout"] {
+        let scratch = Scratch::new();
+        let dir = scratch.sh();
+        let mut guard = Guard::new();
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let (_, capacity) = pipe_fill(&reader);
+        let payload = format!(
+            "echo $$ > {dir}/pid; head -c {capacity} /dev/zero; while [ ! -e {dir}/go ]; do sleep 0.01; done; \
+             printf x; echo > {dir}/wrote; exec sleep 300"
+        );
+        let mut a = vec!["--max-output", "4M"];
+        if how == "timeout" {
+            a.extend(["-t", "3"]);
+        }
+        a.extend(["--", "sh", "-c", &payload]);
+        let index = guard.spawn(pgrun(&a).stdout(writer).stderr(Stdio::null()));
+        let pid = wait_pid(&scratch.path("pid"), &mut guard);
+        wait_full(&reader);
+        fs::write(scratch.path("go"), "").unwrap();
+        if how == "sigterm" {
+            wait_line(&scratch.path("wrote"));
+            send(guard.child(index).id() as i32, libc::SIGTERM);
+        }
+        eventually(&format!("{how}: the command stopped while pgrun's reader stalls"), || is_dead(pid));
+        assert!(guard.child(index).try_wait().unwrap().is_none(), "{how}: pgrun exited with output still owed");
+        let mut all = Vec::new();
+        reader.read_to_end(&mut all).unwrap();
+        assert_eq!(guard.wait(index), if how == "timeout" { 124 } else { 143 }, "{how}");
+        assert!(all[..capacity].iter().all(|&b| b == 0), "{how}");
+        if scratch.path("wrote").exists() {
+            assert_eq!(&all[capacity..], b"x", "{how}");
+        }
+    }
+}
+
+#[test]
+fn a_non_blocking_stdout_that_is_full_loses_nothing() {
+    // The caller (as Node or asyncio harnesses do) hands pgrun a pipe with
+    // O_NONBLOCK set, and reads only after the command is done: pgrun's
+    // writes meet EAGAIN, which means "wait", not "the reader left".
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let data = lines(50_000); // 600 KB
+    let file = scratch.path("data");
+    fs::write(&file, &data).unwrap();
+    for size in ["1M", "100K"] {
+        let mut guard = Guard::new();
+        let report = scratch.path("report.json");
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let probe = writer.try_clone().unwrap();
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: plain fcntl on the write end this test owns.
+            let set = unsafe {
+                let flags = libc::fcntl(writer.as_raw_fd(), libc::F_GETFL);
+                libc::fcntl(writer.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK)
+            };
+            assert_eq!(set, 0, "O_NONBLOCK: {}", std::io::Error::last_os_error());
+        }
+        let payload = format!("echo $$ > {dir}/pid; cat {}", file.display());
+        let index = guard.spawn(
+            pgrun(["--max-output", size, "--report", report.to_str().unwrap(), "--", "sh", "-c", &payload])
+                .stdout(writer)
+                .stderr(Stdio::piped()),
+        );
+        let pid = wait_pid(&scratch.path("pid"), &mut guard);
+        wait_unwritable(probe);
+        // On Linux the whole stream fits in the inner pipe and pgrun's
+        // ring, so the command ends while the test reads nothing; the
+        // portable path's 64 KiB inner pipe holds it up until the test reads.
+        if !cfg!(feature = "posix-fallback") {
+            eventually("the command to end", || is_dead(pid));
+        }
+        // Read slowly: pgrun meets a full pipe again and again.
+        let mut all = Vec::new();
+        let mut piece = vec![0u8; 16 * 1024];
+        loop {
+            let n = reader.read(&mut piece).unwrap();
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&piece[..n]);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut stderr = String::new();
+        guard.child(index).stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        assert_eq!(guard.wait(index), 0, "{size}: {stderr}");
+        let want = expected_text(&data, if size == "1M" { 1 << 20 } else { 100 << 10 });
+        assert!(all == want, "{size}: {} bytes out, {} expected; stderr: {stderr}", all.len(), want.len());
+        assert_eq!(json(&report)["output"]["stdout"]["bytes"], data.len(), "{size}");
+    }
+}
+
+#[test]
+fn once_the_run_is_gone_a_stalled_reader_holds_only_pgrun() {
+    // The reader of pgrun's stdout stops reading; the command has written
+    // more than that pipe holds and ended. The run is over: the pid file is
+    // withdrawn, status says so, and the guard is released, while pgrun
+    // still holds output for the reader (and gives it all once it reads).
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let p = pidfile.to_str().unwrap();
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let probe = writer.try_clone().unwrap();
+    let payload =
+        format!("echo $$ > {dir}/pid; while [ ! -e {dir}/go ]; do sleep 0.01; done; head -c 1048576 /dev/zero");
+    let index = guard.spawn(pgrun(["-p", p, "--max-output", "100K", "--", "sh", "-c", &payload]).stdout(writer));
+    let pgrun_pid = guard.child(index).id() as i32;
+    let pid = wait_pid(&scratch.path("pid"), &mut guard);
+    let guard_pid = guard_of(pgrun_pid);
+    fs::write(scratch.path("go"), "").unwrap();
+    eventually("the command to end", || is_dead(pid));
+    eventually("the pid file to be withdrawn while pgrun holds output", || !pidfile.exists());
+    let status = run(&mut pgrun(["status", p]));
+    assert_status(&status, 3, "status once the run is gone");
+    // cancel finds no run to stop (nor a group number to trust).
+    let cancel = run(&mut pgrun(["cancel", "--wait-start", "0", p]));
+    assert_status(&cancel, 1, "cancel once the run is gone");
+    assert!(!scratch.path("run.pid.cancel").exists(), "cancel left its marker");
+    eventually("the guard to be released", || is_dead(guard_pid));
+    wait_unwritable(probe);
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun did not wait for its reader");
+    let mut all = Vec::new();
+    reader.read_to_end(&mut all).unwrap();
+    assert_eq!(guard.wait(index), 0);
+    let data = vec![0u8; 1 << 20];
+    assert!(all == with_marker(&data[..51200], (1 << 20) - 102400, &data[..51200]), "{} bytes", all.len());
+}
+
+/// pgrun's guard: its child named `pgrun-guard`.
+fn guard_of(pgrun: i32) -> i32 {
+    let mut found = None;
+    eventually("pgrun's guard to appear", || {
+        found = descendants(pgrun)
+            .into_iter()
+            .find(|&p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == "pgrun-guard"));
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+/// strace, for the tests that inject syscall failures; a clear failure if
+/// the machine lacks it.
+fn require_strace() {
+    let ok = Command::new("strace").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    assert!(ok.is_ok_and(|s| s.success()), "this test needs strace (6.1 or later) to inject a syscall failure");
+}
+
+#[test]
+fn a_failed_read_of_the_commands_output_is_said_and_reported() {
+    // EIO on the relay's read of the command's stdout: the output is cut
+    // short, which pgrun must say (one line, naming the stream and the
+    // error) and report, not pass off as the whole stream.
+    require_strace();
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    let trace = scratch.path("trace");
+    // The command writes "hello" and waits until pgrun has read it or
+    // closed the pipe: nothing else (its exit, a SIGCHLD) comes first.
+    let command = "import os, select, fcntl, termios, array\n\
+                   os.write(1, b'hello')\n\
+                   p = select.poll()\n\
+                   p.register(1, 0)\n\
+                   held = array.array('i', [1])\n\
+                   while held[0] > 0 and not p.poll(10):\n    fcntl.ioctl(1, termios.FIONREAD, held)\n";
+    let pgrun_args = ["--max-output", "1K", "--report", report.to_str().unwrap(), "--", "python3", "-c", command];
+    // Which of pgrun's reads (its own, not its children's) is the relay's
+    // first: count them in a traced run.
+    let dry = run(Command::new("strace")
+        .args(["-qq", "-e", "trace=read", "-o", trace.to_str().unwrap(), pgrun_path()])
+        .args(pgrun_args)
+        .stdin(Stdio::null()));
+    assert_status(&dry, 0, "traced run");
+    assert_eq!(dry.stdout, b"hello");
+    let reads = fs::read_to_string(&trace).unwrap();
+    let nth = 1 + reads
+        .lines()
+        .position(|l| l.contains(", \"hello\", "))
+        .unwrap_or_else(|| panic!("no read of the command's output in:\n{reads}"));
+    let inject = format!("inject=read:error=EIO:when={nth}");
+    let out = run(Command::new("strace")
+        .args(["-qq", "-o", "/dev/null", "-e", "trace=read", "-e", &inject, pgrun_path()])
+        .args(pgrun_args)
+        .stdin(Stdio::null()));
+    let stderr = stderr_of(&out);
+    assert_status(&out, 0, "the command's status stands");
+    assert_eq!(out.stdout, b"", "{stderr}");
+    let said: Vec<&str> = stderr.lines().collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].starts_with("pgrun: cannot read the command's stdout: "), "{stderr}");
+    assert!(said[0].contains("Input/output error") && said[0].contains("EIO"), "{stderr}");
+    let r = json(&report);
+    let error = r["output"]["stdout"]["error"].as_str().unwrap_or_else(|| panic!("no error in the report: {r}"));
+    assert!(error.contains("Input/output error"), "{r}");
+    assert!(r["output"]["stderr"].get("error").is_none(), "{r}");
+}
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path writes a terminal as a pipe: PIPE_BUF after POLLOUT, which a full terminal can hold"
+)]
+fn a_terminal_that_stops_taking_output_does_not_deafen_the_timeout() {
+    // pgrun's stdout is a terminal nobody reads (the test holds the pty's
+    // master and reads nothing). Lines expand on the way (ONLCR), so the
+    // terminal can have less room left than one PIPE_BUF write, and still
+    // poll writable: a write must then take what fits, not wait for the rest.
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let mut guard = Guard::new();
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let payload = format!("echo $$ > {dir}/pid; yes | head -c 1000000; exec sleep 300");
+    let index = guard.spawn(
+        pgrun(["--max-output", "4M", "-t", "2", "--", "sh", "-c", &payload])
+            .stdout(pty.slave)
+            .stderr(Stdio::null())
+            .stdin(Stdio::null()),
+    );
+    let pid = wait_pid(&scratch.path("pid"), &mut guard);
+    eventually("the command stopped while the terminal takes nothing", || is_dead(pid));
+    let mut master = fs::File::from(pty.master);
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        // Ends with EIO once every slave fd is closed.
+        let mut buf = [0u8; 65536];
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&buf[..n]);
+        }
+        all
+    });
+    assert_eq!(guard.wait(index), 124);
+    let all = reader.join().unwrap();
+    assert_eq!(all.len(), 1_500_000, "every line, with its newline made CR LF");
+}

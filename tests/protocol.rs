@@ -717,6 +717,40 @@ until grep -q "process group $G is empty" run.log; do sleep 0.01; done
     assert_number_handed_over_untouched(&scratch, &script, "run=124", "run.log");
 }
 
+#[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the guard's ground truth is Linux's (PR_SET_PDEATHSIG)")]
+fn pgrun_killed_while_it_flushes_held_output_leaves_the_guard_nothing_to_stop() {
+    // --max-output and a reader that never reads: the run is gone but pgrun
+    // still holds output for the reader. By then the record is withdrawn
+    // and the guard released, so when the group's number has gone to an
+    // unrelated process and pgrun is SIGKILLed, the guard stops nothing.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"mkfifo out
+sleep 300 < out &
+{pg} -v -p run.pid --max-output 100K -- sh -c 'echo $$ > g.pid; head -c 1048576 /dev/zero' > out 2> run.log &
+R=$!
+while [ ! -s g.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+while [ -e /proc/$G ]; do sleep 0.01; done
+while [ -e run.pid ]; do sleep 0.01; done
+[ -e /proc/$R ] || echo "pgrun-ended-early"
+KIDS=$(cat /proc/$R/task/$R/children)
+"#,
+        pg = pgrun_path()
+    );
+    let after = r#"kill -KILL "$R"; wait "$R"; echo "run=$?"
+for k in $KIDS; do
+  while [ -e /proc/$k ] && ! grep -q '^State:.*Z' /proc/$k/status 2>/dev/null; do sleep 0.01; done
+done
+"#;
+    let script = format!("{before}{HAND_OVER}{after}");
+    assert_number_handed_over_untouched(&scratch, &script, "run=137", "run.log");
+}
+
 /// Shell lines that hand the number of the group `$G` (ended and reaped)
 /// to the canary: the next pid in the namespace is `$G`, and the canary
 /// takes it with a new session, so a new group with that number appears.

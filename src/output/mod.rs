@@ -13,3 +13,4 @@ pub mod size;
 pub mod utf8;
 
 pub use limit::StreamStats;
+pub use relay::{Relayed, StreamError};

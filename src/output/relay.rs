@@ -6,21 +6,39 @@
 //! blocks and never wakes on its own: the supervisor's event loop polls the
 //! fds the relay names ([`Relay::interest`]) together with the signal fd and
 //! calls [`Relay::on_ready`]. Head bytes are written as they arrive; while
-//! pgrun's own stdout cannot take them, the relay stops reading that
-//! stream's head, so the command waits, as it would on a direct pipe. Past
-//! the head, bytes go into the ring and reading never stops.
+//! pgrun's own stdout cannot take them, they wait in the stream's outbox
+//! (at most one read's worth) and the relay stops reading that stream's
+//! head, so the command waits, as it would on a direct pipe. Past the head,
+//! bytes go into the ring and reading never stops.
 //!
-//! When the run is over, [`Relay::finish`] reads what the pipes hold at that
+//! No write ever blocks, so a reader that stops reading never makes pgrun
+//! deaf to its timeout or to signals, and O_NONBLOCK is never set on a file
+//! description pgrun shares with its caller: a pipe is written `PIPE_BUF`
+//! bytes at a time, each only once `poll` says it is writable; a terminal,
+//! where even that can wait, through a non-blocking description of pgrun's
+//! own (on Linux; elsewhere as a pipe); a socket with `MSG_DONTWAIT`; a
+//! file at once. EAGAIN (the caller's own O_NONBLOCK) means "wait for
+//! POLLOUT", like a full pipe. Only a write error means the reader is gone:
+//! EPIPE (the reader left) quietly, any other error with one line. A stream
+//! whose reader is gone is closed at once, so the command gets EPIPE or
+//! SIGPIPE on its next write, as it would without pgrun; the run goes on. A
+//! read error on an inner pipe ends that stream with one line, and the
+//! report says so.
+//!
+//! When the run is over, [`Relay::close`] reads what the pipes hold at that
 //! moment and no more (a process outside the run that still holds a write
-//! end cannot keep pgrun), then writes the held bytes, the marker and the
-//! tail. A stream whose reader went away (EPIPE) is closed at once, so the
-//! command gets EPIPE or SIGPIPE on its next write, as it would without
-//! pgrun; the run goes on.
+//! end cannot keep pgrun), and queues the held bytes, the marker and the
+//! tail; [`Relay::flush_rest`] then writes them, after pgrun has withdrawn
+//! the run's record (see `run::clean_up`), polling for the readers as long
+//! as they take. A signal to pgrun then changes nothing: the run is already
+//! over, and everything pgrun read is written (SIGKILL ends pgrun, which
+//! holds nothing but its output by then).
 
 use super::limit::{Cut, StreamStats};
 use crate::sys::PollFd;
-use crate::sys::pipe;
-use crate::verbose;
+use crate::sys::pipe::{self, WriteKind};
+use crate::sys::wakeup::SignalSource;
+use crate::{say, verbose};
 use anyhow::{Context, Result};
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -33,6 +51,33 @@ const READ_SIZE: usize = 256 * 1024;
 const WRITES_PER_TURN: usize = 256;
 /// The inner pipes' buffer on Linux (best effort).
 const PIPE_CAPACITY: usize = 1024 * 1024;
+
+/// What became of one stream: the cut's numbers, and the error that cut it
+/// short, if any.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Relayed {
+    pub stats: StreamStats,
+    pub error: Option<StreamError>,
+}
+
+/// A read of the command's output, or a write of it to pgrun's own fd,
+/// failed (other than EPIPE: a reader that left is no error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamError {
+    /// The read failed (else the write).
+    pub reading: bool,
+    pub errno: i32,
+}
+
+impl std::fmt::Display for StreamError {
+    /// `cannot read: Input/output error (EIO)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = if self.reading { "read" } else { "write" };
+        let text = std::io::Error::from_raw_os_error(self.errno).to_string();
+        let text = text.split(" (os error").next().unwrap_or(&text);
+        write!(f, "cannot {what}: {text} ({:?})", nix::errno::Errno::from_raw(self.errno))
+    }
+}
 
 /// The write ends of the inner pipes, for the command's fds 1 and 2; pgrun
 /// closes its copies once the command has started.
@@ -58,15 +103,34 @@ struct Stream {
     name: &'static str,
     /// The inner pipe's read end; `None` once the stream has ended.
     source: Option<OwnedFd>,
-    /// pgrun's own fd (1 or 2) this stream goes to.
-    dest: BorrowedFd<'static>,
-    /// A write to `dest` never waits for a reader (file, /dev/null).
-    dest_never_waits: bool,
+    /// pgrun's own fd (1 or 2) this stream goes to, or (a terminal) a
+    /// non-blocking description of it that pgrun opened.
+    dest: Dest,
+    /// How `dest` is written without blocking.
+    kind: WriteKind,
     cut: Option<Cut>,
     /// Bytes to write to `dest`, in order; the front one from `written` on.
     outbox: VecDeque<Vec<u8>>,
     written: usize,
     stats: Option<StreamStats>,
+    error: Option<StreamError>,
+}
+
+/// Where a stream is written.
+enum Dest {
+    /// pgrun's own fd, shared with its caller: its flags are never changed.
+    Shared(BorrowedFd<'static>),
+    /// A description of that terminal of pgrun's own, non-blocking.
+    Own(OwnedFd),
+}
+
+impl Dest {
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Dest::Shared(fd) => *fd,
+            Dest::Own(fd) => fd.as_fd(),
+        }
+    }
 }
 
 impl Relay {
@@ -102,8 +166,8 @@ impl Relay {
                 set[n] = PollFd::read(source.as_fd());
                 n += 1;
             }
-            if !s.outbox.is_empty() && !s.dest_never_waits {
-                set[n] = PollFd::write(s.dest);
+            if !s.outbox.is_empty() {
+                set[n] = PollFd::write(s.dest.fd());
                 n += 1;
             }
         }
@@ -114,8 +178,8 @@ impl Relay {
     pub fn on_ready(&mut self, set: &[PollFd]) {
         for entry in set.iter().filter(|e| e.ready) {
             for s in &mut self.streams {
-                if entry.write && entry.fd == s.dest.as_raw_fd() && !s.outbox.is_empty() {
-                    s.flush(false);
+                if entry.write && entry.fd == s.dest.fd().as_raw_fd() && !s.outbox.is_empty() {
+                    s.flush();
                 } else if !entry.write && s.source.as_ref().is_some_and(|fd| fd.as_raw_fd() == entry.fd) {
                     s.read_once(&mut self.scratch);
                 }
@@ -123,30 +187,85 @@ impl Relay {
         }
     }
 
-    /// The run is over: read what the pipes hold now, write everything
-    /// still owed (waiting for the readers as long as it takes), and return
-    /// the stats of stdout and stderr.
-    pub fn finish(mut self) -> [StreamStats; 2] {
+    /// The run is over: read what the pipes hold now (and no more), close
+    /// them, and queue everything still owed. Writes only what the readers
+    /// take at once; the rest is for [`Relay::flush_rest`].
+    pub fn close(&mut self) {
         for s in &mut self.streams {
             s.drain(&mut self.scratch);
             s.end();
-            s.flush(true);
+            s.flush();
         }
-        self.streams.map(|s| s.stats.unwrap_or_default())
+    }
+
+    /// After [`Relay::close`]: write everything still owed, waiting for the
+    /// readers as long as they take (or until they leave), and return what
+    /// became of stdout and stderr. Signals that arrive meanwhile are read
+    /// and change nothing: the run is over, and nothing read is lost.
+    pub fn flush_rest(mut self, signals: &SignalSource) -> [Relayed; 2] {
+        let mut watch_signals = true;
+        loop {
+            let mut set = [PollFd::read(signals.as_fd()); 3];
+            let mut n = usize::from(watch_signals);
+            let first = n;
+            for s in &mut self.streams {
+                s.flush();
+                if !s.outbox.is_empty() {
+                    set[n] = PollFd::write(s.dest.fd());
+                    n += 1;
+                }
+            }
+            if n == first {
+                break;
+            }
+            if let Err(e) = crate::sys::poll(&mut set[..n], None) {
+                say::line(format_args!("cannot wait for the readers of the command's output: {e}; it is lost"));
+                for s in &mut self.streams {
+                    s.abandon();
+                }
+                break;
+            }
+            if watch_signals && set[0].ready {
+                match signals.drain() {
+                    Ok(received) => {
+                        for signal in received {
+                            let signal = crate::signame::Signal(signal);
+                            verbose!("received {signal}: the run is over, still writing its output");
+                        }
+                    }
+                    Err(e) => {
+                        // Signals change nothing now: stop reading them
+                        // rather than wake for them again and again.
+                        verbose!("cannot read signals: {e}; no longer watching them");
+                        watch_signals = false;
+                    }
+                }
+            }
+        }
+        self.streams.map(|s| Relayed { stats: s.stats.unwrap_or_default(), error: s.error })
     }
 }
 
 impl Stream {
     fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, cut: Cut) -> Stream {
+        let mut kind = pipe::write_kind(dest);
+        let mut dest = Dest::Shared(dest);
+        if kind == WriteKind::Waits
+            && let Dest::Shared(fd) = dest
+            && let Some(own) = pipe::reopen_terminal_nonblocking(fd)
+        {
+            (dest, kind) = (Dest::Own(own), WriteKind::NonBlocking);
+        }
         Stream {
             name,
             source: Some(source),
             dest,
-            dest_never_waits: pipe::writes_never_wait(dest),
+            kind,
             cut: Some(cut),
             outbox: VecDeque::new(),
             written: 0,
             stats: None,
+            error: None,
         }
     }
 
@@ -157,7 +276,7 @@ impl Stream {
         match pipe::read(source.as_fd(), scratch) {
             Ok(0) => {
                 self.end();
-                self.flush(false);
+                self.flush();
                 false
             }
             Ok(n) => {
@@ -166,9 +285,15 @@ impl Stream {
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
             Err(e) => {
-                verbose!("cannot read the command's {}: {e}", self.name);
+                let error = StreamError { reading: true, errno: e.raw_os_error().unwrap_or(libc::EIO) };
+                say::line(format_args!(
+                    "cannot read the command's {}: {}; the rest of it is lost",
+                    self.name,
+                    error.to_string().trim_start_matches("cannot read: ")
+                ));
+                self.error.get_or_insert(error);
                 self.end();
-                self.flush(false);
+                self.flush();
                 false
             }
         }
@@ -180,12 +305,13 @@ impl Stream {
         cut.feed(bytes, &mut head);
         if !head.is_empty() {
             self.outbox.push_back(head);
-            self.flush(false);
+            self.flush();
         }
     }
 
     /// Read what the pipe holds right now, and no more: a writer outside
-    /// the run must not keep pgrun here.
+    /// the run must not keep pgrun here. What the head gains is queued (at
+    /// most SIZE/2 in all), never waited for.
     fn drain(&mut self, scratch: &mut [u8]) {
         let Some(source) = &self.source else { return };
         let mut left = pipe::bytes_readable(source.as_fd()).unwrap_or(PIPE_CAPACITY);
@@ -194,8 +320,6 @@ impl Stream {
             if !self.read_once(&mut scratch[..want]) {
                 break;
             }
-            // The head may have queued bytes: write them before reading on.
-            self.flush(true);
             left = left.saturating_sub(want);
         }
     }
@@ -216,42 +340,61 @@ impl Stream {
         }
     }
 
-    /// Write queued bytes. `wait`: all of them, however long the reader
-    /// takes (the fd is blocking). Otherwise only what `dest` takes without
-    /// waiting: everything for a file; for a pipe, socket or terminal one
-    /// `PIPE_BUF` at a time while a zero-timeout poll says it is writable
-    /// (a writable pipe takes `PIPE_BUF` without blocking), up to
-    /// [`WRITES_PER_TURN`] writes, so the loop stays responsive.
-    fn flush(&mut self, wait: bool) {
-        let mut writes = 0;
-        while let Some(front) = self.outbox.front() {
+    /// Write what `dest` takes without waiting: everything for a file; for
+    /// a pipe or terminal one `PIPE_BUF` at a time while a zero-timeout poll
+    /// says it is writable (a writable pipe takes `PIPE_BUF` without
+    /// blocking); for a socket what `MSG_DONTWAIT` takes. At most
+    /// [`WRITES_PER_TURN`] writes, so the loop stays responsive; what is
+    /// left waits for POLLOUT.
+    fn flush(&mut self) {
+        for _ in 0..WRITES_PER_TURN {
+            let Some(front) = self.outbox.front() else { return };
             let rest = &front[self.written..];
-            let chunk = if wait || self.dest_never_waits { rest } else { &rest[..rest.len().min(pipe::PIPE_BUF)] };
-            match pipe::write(self.dest, chunk) {
+            let dest = self.dest.fd();
+            let result = match self.kind {
+                WriteKind::Immediate | WriteKind::NonBlocking => pipe::write(dest, rest),
+                WriteKind::Socket => pipe::send_nowait(dest, rest),
+                WriteKind::Waits if crate::sys::writable_now(dest) => {
+                    pipe::write(dest, &rest[..rest.len().min(pipe::PIPE_BUF)])
+                }
+                WriteKind::Waits => return,
+            };
+            match result {
                 Ok(n) => {
                     self.written += n;
                     if self.written == front.len() {
                         self.outbox.pop_front();
                         self.written = 0;
                     }
-                    writes += 1;
-                    if !wait
-                        && !self.dest_never_waits
-                        && (writes >= WRITES_PER_TURN || !crate::sys::writable_now(self.dest))
-                    {
-                        return;
-                    }
                 }
+                // The caller's own O_NONBLOCK, or a full socket: wait.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(e) => return self.reader_gone(&e),
             }
         }
     }
 
-    /// pgrun's own stdout or stderr failed (EPIPE: the reader left): stop
-    /// this stream's relay, not the run. Closing the pipe gives the command
-    /// EPIPE or SIGPIPE on its next write, as without pgrun.
+    /// pgrun's own stdout or stderr failed (EPIPE: the reader left; any
+    /// other error is said and reported): stop this stream's relay, not the
+    /// run. Closing the pipe gives the command EPIPE or SIGPIPE on its next
+    /// write, as without pgrun.
     fn reader_gone(&mut self, err: &std::io::Error) {
-        verbose!("cannot write the command's {}: {err}; no longer relaying it", self.name);
+        if err.raw_os_error() == Some(libc::EPIPE) {
+            verbose!("cannot write the command's {}: {err}; no longer relaying it", self.name);
+        } else {
+            let error = StreamError { reading: false, errno: err.raw_os_error().unwrap_or(libc::EIO) };
+            say::line(format_args!(
+                "cannot write the command's {}: {}; no longer relaying it",
+                self.name,
+                error.to_string().trim_start_matches("cannot write: ")
+            ));
+            self.error.get_or_insert(error);
+        }
+        self.abandon();
+    }
+
+    /// Stop relaying this stream: drop what is owed and close the pipe.
+    fn abandon(&mut self) {
         self.outbox.clear();
         self.written = 0;
         self.source = None;

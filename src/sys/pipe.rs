@@ -63,16 +63,76 @@ pub fn bytes_readable(fd: BorrowedFd<'_>) -> io::Result<usize> {
     Ok(n.max(0) as usize)
 }
 
-/// Whether a write to `fd` can take its time (`fstat(2)`, `isatty(3)`): a
-/// regular file, a block device or a character device that is not a
-/// terminal (`/dev/null`) accepts a write at once, whereas a pipe, a socket or
-/// a terminal can make it wait for a reader.
-pub fn writes_never_wait(fd: BorrowedFd<'_>) -> bool {
-    let Ok(st) = nix::sys::stat::fstat(fd) else { return false };
+/// How a write to an fd can wait for its reader, which says how the relay
+/// writes to it without ever blocking (`fstat(2)`, `isatty(3)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteKind {
+    /// A regular file, a block device or a character device that is not a
+    /// terminal (`/dev/null`): a write is taken at once.
+    Immediate,
+    /// A socket: [`send_nowait`] never blocks, whatever the socket's flags.
+    Socket,
+    /// A pipe, a FIFO or a terminal: a write can wait for a reader. Written
+    /// `PIPE_BUF` bytes at a time, each only once `poll` says it is
+    /// writable (then a pipe takes it without blocking).
+    Waits,
+    /// A description of pgrun's own with O_NONBLOCK (a terminal, see
+    /// [`reopen_terminal_nonblocking`]): a write takes what fits.
+    NonBlocking,
+}
+
+/// What kind of destination `fd` is (an fd `fstat` fails on is taken to
+/// be one that waits).
+pub fn write_kind(fd: BorrowedFd<'_>) -> WriteKind {
+    let Ok(st) = nix::sys::stat::fstat(fd) else { return WriteKind::Waits };
     match st.st_mode & libc::S_IFMT {
-        libc::S_IFREG | libc::S_IFBLK => true,
-        libc::S_IFCHR => !nix::unistd::isatty(fd).unwrap_or(false),
-        _ => false,
+        libc::S_IFREG | libc::S_IFBLK => WriteKind::Immediate,
+        libc::S_IFCHR if !nix::unistd::isatty(fd).unwrap_or(false) => WriteKind::Immediate,
+        libc::S_IFSOCK => WriteKind::Socket,
+        _ => WriteKind::Waits,
+    }
+}
+
+/// A file description of pgrun's own for the terminal `fd`, opened
+/// non-blocking (on Linux: `/proc/self/fd/N`, `O_NOCTTY`): written through
+/// it, a terminal that stops taking output makes a write take what fits
+/// and return (a `PIPE_BUF` write after POLLOUT may still wait: a terminal
+/// polls writable with any room left, and newlines grow on the way), while
+/// the caller's description keeps its flags. `None` if it cannot be had
+/// (another user's terminal, no /proc, not Linux) or is not the same
+/// terminal.
+pub fn reopen_terminal_nonblocking(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    #[cfg(linux_strengths)]
+    {
+        use nix::sys::stat::{Mode, fstat};
+        let flags = OFlag::O_WRONLY | OFlag::O_NOCTTY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+        let own = nix::fcntl::open(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_str(), flags, Mode::empty()).ok()?;
+        let (theirs, ours) = (fstat(fd).ok()?, fstat(&own).ok()?);
+        let same = theirs.st_rdev == ours.st_rdev && nix::unistd::isatty(&own).unwrap_or(false);
+        same.then_some(own)
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = fd;
+        None
+    }
+}
+
+/// `send(2)` with `MSG_DONTWAIT`, retried on EINTR: a write to a socket
+/// that never blocks, without setting O_NONBLOCK on a file description
+/// pgrun shares with its caller. A full socket gives
+/// `ErrorKind::WouldBlock`.
+pub fn send_nowait(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is valid for `buf.len()` bytes for the call.
+        let n = unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
     }
 }
 
