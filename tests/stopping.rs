@@ -329,8 +329,11 @@ fn a_broken_stderr_does_not_change_the_status() {
     }
 }
 
-/// `strace` with `args`, tracing only `kill` (its trace thrown away), then
-/// pgrun with `pgrun_args`. Fails with a clear message if strace is missing.
+/// pgrun with `pgrun_args` under `strace` with `inject`, tracing only
+/// `kill` (its trace thrown away) and only in pgrun and its guard: strace
+/// lets go of the command at its exec, so it neither fails the command's
+/// own kills nor waits for it. Fails with a clear message if strace is
+/// missing.
 fn pgrun_under_strace(inject: &str, pgrun_args: &[&str]) -> std::process::Command {
     let probe = std::process::Command::new("strace").arg("-V").output();
     assert!(
@@ -338,7 +341,7 @@ fn pgrun_under_strace(inject: &str, pgrun_args: &[&str]) -> std::process::Comman
         "this test injects syscall failures with strace, which is not installed"
     );
     let mut cmd = std::process::Command::new("strace");
-    cmd.args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=kill", "-e", inject, pgrun_path()])
+    cmd.args(["-f", "-b", "execve", "-qq", "-o", "/dev/null", "-e", "trace=kill", "-e", inject, pgrun_path()])
         .args(pgrun_args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -379,7 +382,8 @@ fn a_group_that_refuses_every_kill_is_given_up_on_with_one_line() {
     let mut guard = Guard::new();
     let dir = scratch.sh();
     let report = scratch.path("report.json");
-    let payload = format!("echo $$ > {dir}/leader; exec sleep 100");
+    // It lets go of stdout and stderr, pipes the test reads to their end.
+    let payload = format!("echo $$ > {dir}/leader; exec sleep 100 >/dev/null 2>&1");
     let mut cmd = pgrun_under_strace(
         "inject=kill:error=EPERM",
         &["--report", report.to_str().unwrap(), "-t", "0.2", "-k", "0.2", "--", "sh", "-c", &payload],
