@@ -1,10 +1,15 @@
 //! Waiting for a condition that no event announces: a process pgrun is not
-//! the parent of, a lock another process holds, a file another process
-//! creates, a run that ends without a SIGCHLD to pgrun. One backoff serves
-//! every such wait, so each costs little and none sleeps past its
-//! deadline: pauses start at 1 ms and double up to a ceiling, 20 ms unless
-//! the wait says otherwise (the supervisor's fallback check, which events
-//! make redundant most of the time, goes up to 100 ms).
+//! the parent of (`cancel`, the guard: [`crate::unsupervised`]), a lock
+//! another process holds or a file it creates ([`crate::pidfile`],
+//! [`crate::cancel`]), a run that ends without a SIGCHLD to pgrun (the
+//! [`crate::supervisor`]'s fallback check), a group killed on a panic
+//! ([`crate::panic_stop`]). One backoff serves every such wait, so each
+//! costs little and none sleeps past its deadline: pauses start at 1 ms and
+//! double up to a ceiling, 20 ms unless the wait says otherwise (the
+//! supervisor's check, which events make redundant most of the time, goes
+//! up to 100 ms). The one look on a fixed period is the terminal's, for a
+//! job brought to the foreground ([`crate::terminal::WAITING_POLL`]): it
+//! waits for a person, not for a process to end.
 
 use std::thread;
 use std::time::{Duration, Instant};

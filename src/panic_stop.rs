@@ -7,6 +7,7 @@
 //! SIGKILL to the group the run mode recorded here, reaps until the group is
 //! gone (bounded: a panic path must end), and `_exit`s with 125.
 
+use crate::backoff::Backoff;
 use crate::signame::Signal;
 use crate::sys::process::{self, Reaped};
 use crate::sys::{self, Pid};
@@ -53,13 +54,13 @@ pub fn unwatch() {
 }
 
 fn kill_and_reap(pgid: Pid) {
-    let start = Instant::now();
+    let until = Instant::now().checked_add(KILL_WAIT);
+    let mut backoff = Backoff::default();
     loop {
         let _ = process::signal_group(pgid, Signal::KILL);
         while let Ok(Reaped::Child(..) | Reaped::Stopped(..)) = process::reap_one() {}
-        if !process::group_exists(pgid) || start.elapsed() > KILL_WAIT {
+        if !process::group_exists(pgid) || !backoff.pause_until(until) {
             return;
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
