@@ -1,7 +1,15 @@
 //! Waiting for a condition that no event announces: a process pgrun is not
-//! the parent of, a lock another process holds, a file another process
-//! creates. One backoff serves every such wait, so each costs little (1 ms
-//! doubling to 20 ms) and none sleeps past its deadline.
+//! the parent of (`cancel`, the guard: [`crate::unsupervised`]), a lock
+//! another process holds or a file it creates ([`crate::pidfile`],
+//! [`crate::cancel`]), a run that ends without a SIGCHLD to pgrun (the
+//! [`crate::supervisor`]'s fallback check), a group killed on a panic
+//! ([`crate::panic_stop`]). One backoff serves every such wait, so each
+//! costs little and none sleeps past its deadline: pauses start at 1 ms and
+//! double up to a ceiling, 20 ms unless the wait says otherwise (the
+//! supervisor's check, which events make redundant most of the time, goes
+//! up to 100 ms). The one look on a fixed period is the terminal's, for a
+//! job brought to the foreground ([`crate::terminal::WAITING_POLL`]): it
+//! waits for a person, not for a process to end.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -9,18 +17,33 @@ use std::time::{Duration, Instant};
 const FIRST: Duration = Duration::from_millis(1);
 const LONGEST: Duration = Duration::from_millis(20);
 
-/// Pauses that double from 1 ms up to 20 ms.
+/// Pauses that double from 1 ms up to a ceiling (20 ms by default).
+#[derive(Clone, Copy, Debug)]
 pub struct Backoff {
     pause: Duration,
+    longest: Duration,
 }
 
 impl Default for Backoff {
     fn default() -> Self {
-        Backoff { pause: FIRST }
+        Backoff::up_to(LONGEST)
     }
 }
 
 impl Backoff {
+    /// Pauses that double from 1 ms up to `longest`.
+    pub fn up_to(longest: Duration) -> Self {
+        Backoff { pause: FIRST.min(longest), longest }
+    }
+
+    /// The next pause, for a caller that waits by itself (in poll):
+    /// 1 ms, 2 ms, 4 ms, ... up to the ceiling.
+    pub fn next_pause(&mut self) -> Duration {
+        let pause = self.pause;
+        self.pause = (self.pause * 2).min(self.longest);
+        pause
+    }
+
     /// Sleep for the next pause, cut short at `until` (`None`: no limit).
     /// Returns false, without sleeping, once `until` has passed.
     pub fn pause_until(&mut self, until: Option<Instant>) -> bool {
@@ -31,7 +54,7 @@ impl Backoff {
             None => self.pause,
         };
         thread::sleep(pause);
-        self.pause = (self.pause * 2).min(LONGEST);
+        self.next_pause();
         true
     }
 }
@@ -47,5 +70,27 @@ pub fn poll_until(until: Option<Instant>, mut done: impl FnMut() -> bool) -> boo
         if !backoff.pause_until(until) {
             return false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_double_up_to_the_ceiling() {
+        let ms = Duration::from_millis;
+        let mut default = Backoff::default();
+        let pauses: Vec<_> = (0..7).map(|_| default.next_pause()).collect();
+        assert_eq!(pauses, [ms(1), ms(2), ms(4), ms(8), ms(16), ms(20), ms(20)]);
+        let mut long = Backoff::up_to(ms(100));
+        let pauses: Vec<_> = (0..9).map(|_| long.next_pause()).collect();
+        assert_eq!(pauses, [ms(1), ms(2), ms(4), ms(8), ms(16), ms(32), ms(64), ms(100), ms(100)]);
+    }
+
+    #[test]
+    fn no_pause_past_the_deadline() {
+        let mut backoff = Backoff::default();
+        assert!(!backoff.pause_until(Some(Instant::now())));
     }
 }

@@ -200,7 +200,7 @@ Report:
      \"status\": {\"code\": null, \"signal\": \"KILL\"}, \"pgid\": 4242,
      \"signals\": [{\"signal\": \"TERM\", \"at_ms\": 1001},
                  {\"signal\": \"KILL\", \"at_ms\": 11002}],
-     \"stragglers\": 2, \"unreaped\": 0, \"contain\": \"tree\",
+     \"stragglers\": 2, \"unreaped\": 0, \"unstopped\": 0, \"contain\": \"tree\",
      \"escaped\": 0, \"duration_ms\": 11010}
   reason is exited, signaled, timeout, cancelled, cancelled-before-start or
   error (then with an error message); status holds COMMAND's exit code or the
@@ -208,7 +208,8 @@ Report:
   sent, in milliseconds since pgrun started; stragglers counts the members
   still alive when COMMAND exited (0 when it never ran; off Linux, where
   pgrun cannot count them, 1 means some); unreaped counts zombies pgrun
-  stopped waiting for (see below and Containment); contain is the
+  stopped waiting for (see below and Containment), unstopped the processes
+  pgrun gave up on because it may not signal them (see below); contain is the
   --contain mode in force, escaped the processes outside the group the stop
   reached; output (--max-output) gives bytes and
   omitted per stream. The path is checked before anything else,
@@ -301,11 +302,15 @@ Details the contract leaves open:
   Once a stop sequence is under way, the timeout and further SIGTERMs change
   nothing; it runs to its end. When COMMAND has exited and its stragglers
   are being stopped, the exit status stays COMMAND's own.
-  If the run survives the final KILL (a member pgrun may not signal, a
-  process in uninterruptible sleep), pgrun sends KILL again every second and
-  keeps waiting: it never exits while a live member exists. Zombies are the
-  one exception: a member whose parent is outside the run (it left the
-  group and does not reap) cannot be reaped by pgrun. When only such
+  If the run survives the final KILL (a process in uninterruptible sleep,
+  one that forked meanwhile), pgrun sends KILL again every second and keeps
+  waiting: it never exits while a live member it can signal exists. A group
+  pgrun may not signal (kill fails, e.g. with EPERM for members that changed
+  their user id) cannot be ended by it: after three refused KILLs in a row,
+  a second apart, pgrun gives up with one error line, reports the processes
+  left as unstopped and exits 125. Zombies are the other exception: a
+  member whose parent is outside the run (it left the group and does not
+  reap) cannot be reaped by pgrun. When only such
   zombies are left after the final KILL and one more second, pgrun prints
   one warning line, reports them as unreaped and exits as usual. Where
   pgrun cannot tell zombies from live members (off Linux), whatever

@@ -10,9 +10,11 @@
 //! Where each policy lives, by file:
 //! - which signal does what: [`signal_policy`];
 //! - which exit status, and its documentation: [`exit`];
-//! - how a run is stopped: [`stop_sequence`] (the steps), [`supervisor`]
-//!   (a run pgrun supervises), [`unsupervised`] (one it does not: `pgrun
-//!   cancel`'s fallback and the [`guard`]);
+//! - how a run is stopped: [`stop_sequence`] (the steps), [`stop_plan`]
+//!   (when to send which, the KILL grace and repeats, when to give up),
+//!   driven by [`supervisor`] (a run pgrun supervises) and by
+//!   [`unsupervised`] (one it does not: `pgrun cancel`'s fallback and the
+//!   [`guard`]);
 //! - what "the run" is (`--contain`): [`contain`];
 //! - the pid file protocol and the cancel marker: [`pidfile`], and its
 //!   readers [`cancel`] and [`status`];
@@ -43,6 +45,7 @@ pub mod say;
 pub mod signal_policy;
 pub mod signame;
 pub mod status;
+pub mod stop_plan;
 pub mod stop_sequence;
 pub mod supervisor;
 pub mod sys;

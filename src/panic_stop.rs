@@ -12,6 +12,7 @@
 //! The report and the temporary files are pgrun's own: a forked guard
 //! inherits this module's state, and its panics must not touch them.
 
+use crate::backoff::Backoff;
 use crate::report::{Contents, Reason, ReportTarget};
 use crate::signame::Signal;
 use crate::sys::process::{self, ChildStatus, Reaped};
@@ -136,6 +137,7 @@ fn write_report(what: &str, pgid: Option<Pid>, status: Option<ChildStatus>) {
         contain: report.contain,
         escaped: 0,
         unreaped: 0,
+        unstopped: 0,
         cgroup_left: None,
         duration: report.started.elapsed(),
         error: Some(what),
@@ -159,7 +161,8 @@ fn remove_temporary_files() {
 /// SIGKILL the group and reap until it is gone (bounded); the leader's
 /// status, if it was reaped here.
 fn kill_and_reap(pgid: Pid) -> Option<ChildStatus> {
-    let start = Instant::now();
+    let until = Instant::now().checked_add(KILL_WAIT);
+    let mut backoff = Backoff::default();
     let mut status = None;
     loop {
         // Best effort on a path that must end: an error here leaves only
@@ -173,9 +176,8 @@ fn kill_and_reap(pgid: Pid) -> Option<ChildStatus> {
                 _ => break,
             }
         }
-        if !process::group_exists(pgid) || start.elapsed() > KILL_WAIT {
+        if !process::group_exists(pgid) || !backoff.pause_until(until) {
             return status;
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }

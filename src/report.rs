@@ -8,7 +8,7 @@
 use crate::atomic_file::TempFile;
 use crate::output::Relayed;
 use crate::pidfile::check_target;
-use crate::supervisor::SentSignal;
+use crate::stop_plan::SentSignal;
 use crate::sys::Pid;
 use crate::sys::process::ChildStatus;
 use anyhow::{Context, Result};
@@ -49,6 +49,8 @@ struct ReportJson<'a> {
     signals: Vec<SignalEntry>,
     stragglers: usize,
     unreaped: usize,
+    /// Processes pgrun could not stop (every KILL refused) and left.
+    unstopped: usize,
     /// `--max-output` only (null without it): bytes and omitted per stream.
     output: Option<Output>,
     /// The `--contain` mode in force.
@@ -95,6 +97,8 @@ pub struct Contents<'a> {
     pub stragglers: usize,
     /// Zombies pgrun could not reap and stopped waiting for.
     pub unreaped: usize,
+    /// Processes pgrun could not stop (every KILL refused) and left.
+    pub unstopped: usize,
     /// stdout's and stderr's, with `--max-output`.
     pub output: Option<[Relayed; 2]>,
     pub contain: &'a str,
@@ -145,6 +149,7 @@ impl ReportTarget {
                 .collect(),
             stragglers: contents.stragglers,
             unreaped: contents.unreaped,
+            unstopped: contents.unstopped,
             output: contents.output.map(|[out, err]| Output { stdout: out.into(), stderr: err.into() }),
             contain: contents.contain,
             escaped: contents.escaped,

@@ -20,7 +20,8 @@ use crate::pidfile::{self, Claimed, Marker};
 use crate::report::{Contents, Reason, ReportTarget};
 use crate::signal_policy;
 use crate::signame::Signal;
-use crate::supervisor::{self, GroupEnd, SentSignal, StopReason, Supervised};
+use crate::stop_plan::SentSignal;
+use crate::supervisor::{self, GroupEnd, StopReason, Supervised};
 use crate::sys::Pid;
 use crate::sys::process::{self, ChildStatus, Detach, SpawnError, SpawnOptions};
 use crate::sys::sigmask::{self, SigSet};
@@ -45,6 +46,8 @@ struct Outcome {
     stragglers: usize,
     /// Zombies pgrun could not reap and stopped waiting for.
     unreaped: usize,
+    /// Processes pgrun could not stop (every KILL refused) and left.
+    unstopped: usize,
     error: Option<anyhow::Error>,
     /// `--max-output`: what became of stdout and stderr, once relayed.
     output: Option<[Relayed; 2]>,
@@ -70,6 +73,7 @@ impl Outcome {
             signals: Vec::new(),
             stragglers: 0,
             unreaped: 0,
+            unstopped: 0,
             error: None,
             output: None,
             contain: None,
@@ -132,6 +136,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             escaped: outcome.escaped,
             cgroup_left: outcome.cgroup_left.as_deref(),
             unreaped: outcome.unreaped,
+            unstopped: outcome.unstopped,
             duration: started.elapsed(),
             error: message.as_deref(),
         };
@@ -516,9 +521,21 @@ fn outcome_of(ended: GroupEnd, pgid: Pid) -> Outcome {
         signals: ended.signals.clone(),
         stragglers: ended.stragglers,
         unreaped: ended.unreaped,
+        unstopped: ended.unstopped.as_ref().map_or(0, |u| u.left),
         escaped: ended.escaped,
         ..outcome
     };
+    if let Some(unstopped) = &ended.unstopped {
+        // pgrun could not end the run: its own failure, whatever the
+        // command did.
+        let err = anyhow!(
+            "cannot send KILL to process group {pgid}: {}; gave up after {} tries, leaving {} process(es) running",
+            unstopped.error,
+            crate::stop_plan::REFUSED_KILLS,
+            unstopped.left
+        );
+        return known(Outcome { status: ended.status, ..Outcome::failed(RunExit::Failed, err, Some(pgid)) });
+    }
     let Some(status) = ended.status else {
         // The command's status was lost (see the supervisor): pgrun cannot
         // say how the command ended, which is its own failure.

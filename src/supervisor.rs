@@ -7,7 +7,7 @@
 //!    │                          │
 //!    │ timeout, SIGTERM,        │ timeout, SIGTERM
 //!    │ stragglers, marker       ▼
-//!    └────────────────────▶ Stopping { step, deadline } ──group gone──▶ done
+//!    └────────────────────▶ Stopping (StopPlan) ──group gone──▶ done
 //! ```
 //!
 //! Every wake-up comes from a signal read from the [`SignalSource`] (SIGCHLD,
@@ -28,11 +28,13 @@
 //! as `unreaped`; while draining, a group left with nothing but such zombies
 //! is over at once (where /proc can tell).
 
+use crate::backoff::Backoff;
 use crate::contain::Scope;
 use crate::output::relay::Relay;
 use crate::parent_death::ParentWatch;
 use crate::signal_policy::{self, Handling};
 use crate::signame::Signal;
+use crate::stop_plan::{Action, AfterKill, SentSignal, StopPlan};
 use crate::stop_sequence::StopSequence;
 use crate::sys::process::{self, ChildStatus, Reaped};
 use crate::sys::wakeup::SignalSource;
@@ -49,13 +51,6 @@ pub enum StopReason {
     Cancel,
     /// The command exited and left members behind.
     Stragglers,
-}
-
-/// A stop-sequence signal pgrun sent, and when.
-#[derive(Clone, Copy, Debug)]
-pub struct SentSignal {
-    pub signal: Signal,
-    pub at: Duration,
 }
 
 /// What happened to the group, once it is gone.
@@ -77,13 +72,25 @@ pub struct GroupEnd {
     pub escaped: usize,
     /// The guard died during the run and was reaped here.
     pub guard_reaped: bool,
+    /// Set when pgrun gave up on a run that refused every KILL.
+    pub unstopped: Option<Unstopped>,
 }
 
-#[derive(Clone, Copy, Debug)]
+/// A run pgrun gave up stopping: [`crate::stop_plan::REFUSED_KILLS`] KILLs
+/// in a row could not be sent (a member pgrun may not signal).
+#[derive(Debug)]
+pub struct Unstopped {
+    /// Processes left in the group (off Linux, 1 stands for "some").
+    pub left: usize,
+    /// Why the last KILL could not be sent.
+    pub error: std::io::Error,
+}
+
+#[derive(Debug)]
 enum Phase {
     Running,
     Draining,
-    Stopping { step: usize, deadline: Option<Instant> },
+    Stopping(StopPlan),
 }
 
 /// The running run, handed to the supervisor: what it watches, how it
@@ -118,10 +125,6 @@ pub struct Supervised<'a> {
 /// Longest pause between group checks when no event can announce the end.
 const MAX_POLL: Duration = Duration::from_millis(100);
 
-/// How long each KILL step waits before KILL is sent again, and the one
-/// more grace given to zombies pgrun cannot reap before it stops waiting.
-const KILL_GRACE: Duration = Duration::from_secs(1);
-
 /// What the leader is known to be.
 #[derive(Clone, Copy, Debug)]
 enum Leader {
@@ -139,18 +142,20 @@ struct Supervisor<'a> {
     stop_reason: Option<StopReason>,
     sent: Vec<SentSignal>,
     stragglers: usize,
-    /// KILLs sent again after the final step, each after a grace.
-    kill_repeats: u32,
     /// Set when pgrun stops waiting for zombies it cannot reap: their count.
     unreaped: Option<usize>,
+    /// Set when pgrun gives up on a run that refuses every KILL.
+    unstopped: Option<Unstopped>,
+    /// Why the last signal of the stop sequence could not be sent.
+    send_error: Option<std::io::Error>,
     /// Test-only: panic on SIGUSR1 (see `test_hook`).
     panic_on_usr1: bool,
     guard_reaped: bool,
     pgid: Pid,
     /// A SIGCHLD arrived (or the loop just started): reap on the next turn.
     reap_due: bool,
-    /// Current pause of the fallback group check, doubled each time.
-    poll_backoff: Duration,
+    /// Pauses of the fallback check of the run, restarted at each step.
+    poll_backoff: Backoff,
     /// When to look at the parent next, where no signal says it died.
     parent_check_at: Option<Instant>,
 }
@@ -169,12 +174,13 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
         stop_reason: None,
         sent: Vec::new(),
         stragglers: 0,
-        kill_repeats: 0,
         unreaped: None,
+        unstopped: None,
+        send_error: None,
         panic_on_usr1: crate::test_hook::active(crate::test_hook::PANIC_ON_USR1),
         guard_reaped: false,
         pgid,
-        poll_backoff: Duration::from_millis(1),
+        poll_backoff: Backoff::up_to(MAX_POLL),
         reap_due: true,
         parent_check_at,
     };
@@ -195,6 +201,9 @@ impl Supervisor<'_> {
             } else {
                 false
             };
+            if self.unstopped.is_some() {
+                return Ok(self.end());
+            }
             if !matches!(self.leader, Leader::Running) {
                 let gone = self.w.scope.is_gone();
                 if gone || self.unreaped.is_some() {
@@ -205,18 +214,7 @@ impl Supervisor<'_> {
                     if leader_exited_now && gone {
                         self.stragglers = 0;
                     }
-                    return Ok(GroupEnd {
-                        status: match self.leader {
-                            Leader::GroupEnd(status) => Some(status),
-                            _ => None,
-                        },
-                        stop_reason: self.stop_reason,
-                        signals: self.sent,
-                        stragglers: self.stragglers,
-                        unreaped: self.unreaped.unwrap_or(0),
-                        escaped: self.w.scope.escaped(),
-                        guard_reaped: self.guard_reaped,
-                    });
+                    return Ok(self.end());
                 }
                 if leader_exited_now {
                     self.on_stragglers();
@@ -231,7 +229,7 @@ impl Supervisor<'_> {
                 }
             }
             self.on_deadlines();
-            if self.unreaped.is_some() {
+            if self.unreaped.is_some() || self.unstopped.is_some() {
                 continue;
             }
             if let Some(terminal) = self.w.terminal {
@@ -239,6 +237,22 @@ impl Supervisor<'_> {
             }
             let wait = self.next_wake().map(|at| at.saturating_duration_since(Instant::now()));
             self.wait_for_events(wait)?;
+        }
+    }
+
+    fn end(self) -> GroupEnd {
+        GroupEnd {
+            status: match self.leader {
+                Leader::GroupEnd(status) => Some(status),
+                _ => None,
+            },
+            stop_reason: self.stop_reason,
+            signals: self.sent,
+            stragglers: self.stragglers,
+            unreaped: self.unreaped.unwrap_or(0),
+            escaped: self.w.scope.escaped(),
+            guard_reaped: self.guard_reaped,
+            unstopped: self.unstopped,
         }
     }
 
@@ -364,7 +378,7 @@ impl Supervisor<'_> {
     /// clock.
     fn on_stopped(&mut self, pid: Pid, signal: i32) {
         if let Some(terminal) = self.w.terminal {
-            let stopping = matches!(self.phase, Phase::Stopping { .. });
+            let stopping = matches!(self.phase, Phase::Stopping(_));
             terminal.on_stopped(pid, signal, RunState { stopping, timed: self.timeout_at.is_some() });
         }
     }
@@ -433,7 +447,7 @@ impl Supervisor<'_> {
             && self.parent_check_at.is_some_and(|at| now >= at)
         {
             self.parent_check_at = now.checked_add(every);
-            if !matches!(self.phase, Phase::Stopping { .. }) && self.w.parent.is_some_and(|p| p.parent_gone()) {
+            if !matches!(self.phase, Phase::Stopping(_)) && self.w.parent.is_some_and(|p| p.parent_gone()) {
                 self.check_parent();
             }
         }
@@ -443,27 +457,20 @@ impl Supervisor<'_> {
             verbose!("timeout: stopping process group {}", self.pgid);
             self.start_stop(StopReason::Timeout);
         }
-        if let Phase::Stopping { step, deadline: Some(at) } = self.phase
-            && now >= at
-        {
-            let last = self.w.sequence.steps().len() - 1;
-            if step < last {
-                self.enter_step(step + 1);
-            } else if let Some(zombies) = self.unreapable_zombies() {
-                // One more grace has passed and only zombies are left that
-                // pgrun cannot reap: report them instead of waiting forever.
-                self.give_up_on(zombies);
-            } else {
-                // After the final KILL something is still there (a member
-                // we may not signal, one that forked in the meantime, or a
-                // zombie whose parent may yet reap it): send KILL again,
-                // each grace, until the group is gone.
-                verbose!("process group {} survived KILL; sending it again", self.pgid);
-                self.w.scope.signal(Signal::KILL, false, true);
-                self.kill_repeats += 1;
-                self.phase = Phase::Stopping { step, deadline: now.checked_add(KILL_GRACE) };
-            }
+        let Phase::Stopping(plan) = &self.phase else { return };
+        if plan.deadline().is_none_or(|at| now < at) {
+            return;
         }
+        if plan.final_grace_over(now)
+            && plan.kill_repeats() > 0
+            && let Some(zombies) = self.unreapable_zombies()
+        {
+            // One more grace has passed and only zombies are left that
+            // pgrun cannot reap: report them instead of waiting forever.
+            self.give_up_on(zombies);
+            return;
+        }
+        self.advance_stop(now);
     }
 
     /// A stop sequence starts: create the marker (so a marker next to a live
@@ -480,27 +487,49 @@ impl Supervisor<'_> {
 
     /// Start the stop sequence; the first reason is the one reported.
     fn start_stop(&mut self, reason: StopReason) {
-        if let Phase::Stopping { .. } = self.phase {
+        if let Phase::Stopping(_) = self.phase {
             return;
         }
         self.stop_reason.get_or_insert(reason);
         verbose!("stop sequence {} for process group {}", self.w.sequence.describe(), self.pgid);
         self.mark_stopping();
-        self.enter_step(0);
+        self.phase = Phase::Stopping(StopPlan::new(self.w.sequence, AfterKill::Repeat, None));
+        self.advance_stop(Instant::now());
     }
 
-    fn enter_step(&mut self, step: usize) {
-        let Some(&current) = self.w.sequence.steps().get(step) else { return };
-        let at = self.w.started.elapsed();
-        self.sent.push(SentSignal { signal: current.signal, at });
-        verbose!("sending {} to process group {}", current.signal, self.pgid);
-        // A stopped member cannot act on the signal until it is continued.
-        let cont = current.signal != Signal::KILL && current.signal != Signal::CONT;
-        let last = step + 1 == self.w.sequence.steps().len();
-        self.w.scope.signal(current.signal, cont, last);
-        let grace = if current.signal == Signal::KILL { KILL_GRACE } else { current.grace };
-        self.phase = Phase::Stopping { step, deadline: Instant::now().checked_add(grace) };
-        self.poll_backoff = Duration::from_millis(1);
+    /// Do what the stop plan says at `now`: send the next step, or KILL
+    /// again (after the final KILL something is still there: a member we
+    /// may not signal, one that forked in the meantime, or a zombie whose
+    /// parent may yet reap it), or give up on a run that refuses KILL.
+    fn advance_stop(&mut self, now: Instant) {
+        let Phase::Stopping(plan) = &mut self.phase else { return };
+        let send = match plan.next(now) {
+            Action::Send(send) => send,
+            Action::WaitUntil(_) => return,
+            Action::GiveUp(_) => return self.give_up_refused(),
+        };
+        if send.repeat {
+            verbose!("process group {} survived KILL; sending it again", self.pgid);
+        } else {
+            self.sent.push(SentSignal { signal: send.signal, at: now.saturating_duration_since(self.w.started) });
+            verbose!("sending {} to process group {}", send.signal, self.pgid);
+            self.poll_backoff = Backoff::up_to(MAX_POLL);
+        }
+        let result = self.w.scope.signal(send.signal, send.cont, send.last);
+        plan.sent(result.is_ok());
+        if let Err(err) = result {
+            self.send_error = Some(err);
+        }
+    }
+
+    /// Every KILL in a row was refused: pgrun cannot end the run, and must
+    /// not wait for it forever. What is left is reported (see
+    /// [`Unstopped`]).
+    fn give_up_refused(&mut self) {
+        let left = process::count_group_members_at_least(self.pgid);
+        verbose!("process group {} refuses KILL; giving up with {left} process(es) left", self.pgid);
+        let error = self.send_error.take().unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EPERM));
+        self.unstopped = Some(Unstopped { left, error });
     }
 
     /// After the final KILL and one more grace: if what holds the group
@@ -510,7 +539,7 @@ impl Supervisor<'_> {
     /// KILLs and a grace is taken for such zombies. Never before the
     /// leader is reaped (or lost): pgrun can always reap its own child.
     fn unreapable_zombies(&self) -> Option<usize> {
-        if self.kill_repeats == 0 || matches!(self.leader, Leader::Running) || !self.w.scope.is_gone_except_group() {
+        if matches!(self.leader, Leader::Running) || !self.w.scope.is_gone_except_group() {
             return None;
         }
         match process::group_census(self.pgid) {
@@ -528,9 +557,9 @@ impl Supervisor<'_> {
 
     /// The next moment the loop must wake without an event, if any.
     fn next_wake(&mut self) -> Option<Instant> {
-        let deadline = match self.phase {
+        let deadline = match &self.phase {
             Phase::Running | Phase::Draining => self.timeout_at,
-            Phase::Stopping { deadline, .. } => deadline,
+            Phase::Stopping(plan) => plan.deadline(),
         };
         let deadline = match (deadline, self.parent_check_at) {
             (Some(d), Some(p)) => Some(d.min(p)),
@@ -552,8 +581,7 @@ impl Supervisor<'_> {
         if let Phase::Running = self.phase {
             return deadline;
         }
-        let check = Instant::now() + self.poll_backoff;
-        self.poll_backoff = (self.poll_backoff * 2).min(MAX_POLL);
+        let check = Instant::now() + self.poll_backoff.next_pause();
         Some(deadline.map_or(check, |d| d.min(check)))
     }
 }

@@ -3,19 +3,21 @@
 //! the guard once its pgrun was killed. One loop for both.
 //!
 //! Whoever runs it is not the parent of what it stops, so no SIGCHLD says
-//! when the run is gone: it checks with a backoff (1 ms doubling to 20 ms),
-//! or waits on the target's own event fd where it has one (a cgroup's
-//! `cgroup.events`).
+//! when the run is gone: it checks with the [`Backoff`], or waits on the
+//! target's own event fd where it has one (a cgroup's `cgroup.events`).
+//! What to send and when is the [`StopPlan`]'s to say.
 
+use crate::backoff::Backoff;
 use crate::signame::Signal;
+use crate::stop_plan::{Action, AfterKill, StopPlan};
 use crate::stop_sequence::StopSequence;
 use crate::sys::{self, Pid, process};
 use crate::verbose;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
-/// How long a run gets to vanish after the final SIGKILL.
-pub const AFTER_KILL: Duration = Duration::from_secs(1);
+/// Longest wait on a target's event fd before it is checked anyway.
+const EVENTS_CHECK: Duration = Duration::from_millis(100);
 
 /// What is stopped: a process group, or a cgroup leaf.
 pub trait Target {
@@ -141,68 +143,59 @@ impl Target for Group {
     }
 }
 
-/// Run `sequence` on `target`: each step signals it (then SIGCONT, unless
-/// the signal is KILL or CONT) and waits up to its grace for it to be gone;
-/// once `until` has passed, the remaining steps are skipped for the final
-/// KILL. After the KILL it waits [`AFTER_KILL`]. True if the target is gone.
+/// Run `sequence` on `target` as a [`StopPlan`] says: each step signals
+/// it (then SIGCONT, see [`crate::stop_plan::needs_cont`]) and waits up to
+/// its grace for it to be gone; once `until` has passed, the remaining
+/// steps are skipped for the final KILL, which waits
+/// [`crate::stop_plan::KILL_GRACE`] and is not repeated. True if the
+/// target is gone.
 pub fn stop(target: &mut dyn Target, sequence: &StopSequence, until: Option<Instant>) -> bool {
-    let steps = sequence.steps();
-    let mut i = 0;
-    while i < steps.len() {
-        let step = steps[i];
-        let last = i + 1 == steps.len();
-        verbose!("sending {} to {}", step.signal, target.describe());
-        target.signal(step.signal, step.signal != Signal::KILL && step.signal != Signal::CONT);
-        let wait_until = if last {
-            Instant::now() + AFTER_KILL
-        } else {
-            let step_end = Instant::now().checked_add(step.grace);
-            match (step_end, until) {
-                (Some(e), Some(u)) => Some(e.min(u)),
-                (e, u) => e.or(u),
+    let mut plan = StopPlan::new(sequence, AfterKill::GiveUp, until);
+    loop {
+        match plan.next(Instant::now()) {
+            Action::Send(send) => {
+                verbose!("sending {} to {}", send.signal, target.describe());
+                target.signal(send.signal, send.cont);
             }
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(u32::MAX as u64))
-        };
-        if wait_gone(target, wait_until) {
-            return true;
-        }
-        i = if until.is_some_and(|u| Instant::now() >= u) { steps.len() - 1 } else { i + 1 };
-        if last {
-            break;
+            Action::WaitUntil(until) => {
+                if wait_gone(target, until) {
+                    return true;
+                }
+            }
+            Action::GiveUp(_) => return false,
         }
     }
-    false
 }
 
-/// Wait until `target` is gone or `until` passes.
-pub fn wait_gone(target: &mut dyn Target, until: Instant) -> bool {
+/// Wait until `target` is gone or `until` passes (`None`: until it is
+/// gone): on the target's event fd where it has one, else with a
+/// [`Backoff`].
+fn wait_gone(target: &mut dyn Target, until: Option<Instant>) -> bool {
     let events = target.events();
-    let mut pause = Duration::from_millis(1);
+    let mut backoff = Backoff::default();
     loop {
         if target.gone() {
             return true;
         }
         let now = Instant::now();
-        if now >= until {
+        if until.is_some_and(|u| now >= u) {
             return false;
         }
-        let left = until - now;
         match &events {
             Some(fd) => {
                 use std::os::fd::AsFd;
+                let left = until.map_or(EVENTS_CHECK, |u| (u - now).min(EVENTS_CHECK));
                 let mut set = [sys::PollFd::priority(fd.as_fd())];
-                let _ = sys::poll(&mut set, Some(left.min(Duration::from_millis(100))));
+                let _ = sys::poll(&mut set, Some(left));
                 // Reading the file re-arms its notification; one that
                 // cannot be read is not re-armed (poll would return at once
                 // again): back off instead.
                 if sys::cgroup::populated(fd.as_fd()).is_err() {
-                    std::thread::sleep(left.min(pause));
-                    pause = (pause * 2).min(Duration::from_millis(20));
+                    backoff.pause_until(until);
                 }
             }
             None => {
-                std::thread::sleep(left.min(pause));
-                pause = (pause * 2).min(Duration::from_millis(20));
+                backoff.pause_until(until);
             }
         }
     }

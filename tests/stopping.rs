@@ -328,3 +328,76 @@ fn a_broken_stderr_does_not_change_the_status() {
         fs::remove_file(&st).unwrap();
     }
 }
+
+/// pgrun with `pgrun_args` under `strace` with `inject`, tracing only
+/// `kill` (its trace thrown away) and only in pgrun and its guard: strace
+/// lets go of the command at its exec, so it neither fails the command's
+/// own kills nor waits for it. Fails with a clear message if strace is
+/// missing.
+fn pgrun_under_strace(inject: &str, pgrun_args: &[&str]) -> std::process::Command {
+    let probe = std::process::Command::new("strace").arg("-V").output();
+    assert!(
+        probe.is_ok_and(|o| o.status.success()),
+        "this test injects syscall failures with strace, which is not installed"
+    );
+    let mut cmd = std::process::Command::new("strace");
+    cmd.args(["-f", "-b", "execve", "-qq", "-o", "/dev/null", "-e", "trace=kill", "-e", inject, pgrun_path()])
+        .args(pgrun_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+#[test]
+fn a_kill_that_fails_once_with_esrch_is_sent_again() {
+    // The first kill pgrun makes is the stop sequence's KILL to the group
+    // (`-s KILL`): it fails with ESRCH while the group lives. pgrun must
+    // not take that for "gone": it sends KILL again and ends the run.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("report.json");
+    let payload = format!("echo $$ > {dir}/leader; exec sleep 100");
+    let mut cmd = pgrun_under_strace(
+        "inject=kill:error=ESRCH:when=1",
+        &["--report", report.to_str().unwrap(), "-t", "0.2", "-s", "KILL", "--", "sh", "-c", &payload],
+    );
+    let out = run(&mut cmd);
+    let leader = wait_pid(&scratch.path("leader"), &mut guard);
+    assert_status(&out, 124, "a KILL refused once with ESRCH");
+    assert!(is_dead(leader), "the command outlived pgrun");
+    let r = json(&report);
+    assert_eq!(r["reason"], "timeout", "{r}");
+    assert_eq!(r["unstopped"], 0, "{r}");
+}
+
+#[test]
+fn a_group_that_refuses_every_kill_is_given_up_on_with_one_line() {
+    // Every kill fails with EPERM, as for a non-root pgrun whose members
+    // changed uid: pgrun cannot end the run. It must not wait forever:
+    // after a few KILLs it gives up, says so in one line and in the report,
+    // and leaves the (still live) command behind.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("report.json");
+    // It lets go of stdout and stderr, pipes the test reads to their end.
+    let payload = format!("echo $$ > {dir}/leader; exec sleep 100 >/dev/null 2>&1");
+    let mut cmd = pgrun_under_strace(
+        "inject=kill:error=EPERM",
+        &["--report", report.to_str().unwrap(), "-t", "0.2", "-k", "0.2", "--", "sh", "-c", &payload],
+    );
+    let started = std::time::Instant::now();
+    let out = run(&mut cmd);
+    let leader = wait_pid(&scratch.path("leader"), &mut guard);
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "gave up only after {:?}", started.elapsed());
+    assert_status(&out, 125, "every kill refused");
+    let stderr = stderr_of(&out);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("pgrun: ") && stderr.contains(&format!("process group {leader}")), "{stderr}");
+    assert!(!is_dead(leader), "the fake was meant to survive every kill");
+    let r = json(&report);
+    assert_eq!((r["reason"].as_str(), r["unstopped"].as_u64()), (Some("error"), Some(1)), "{r}");
+    assert!(r["error"].as_str().is_some_and(|e| e.contains("KILL")), "{r}");
+}

@@ -137,9 +137,11 @@ impl Scope {
 
     /// One step of the stop sequence: `signal` to the group, then to what
     /// the mode adds (SIGCONT after each if `cont`); `last` is the final
-    /// KILL, which in cgroup mode is `cgroup.kill`.
-    pub fn signal(&mut self, signal: Signal, cont: bool, last: bool) {
-        if let Err(err) = self.signal_group(signal) {
+    /// KILL, which in cgroup mode is `cgroup.kill`. An error says the
+    /// signal could not be sent to the group.
+    pub fn signal(&mut self, signal: Signal, cont: bool, last: bool) -> std::io::Result<()> {
+        let sent = self.signal_group(signal);
+        if let Err(err) = &sent {
             verbose!("cannot send {} to process group {}: {err}", signal, self.pgid);
         }
         if cont {
@@ -163,6 +165,7 @@ impl Scope {
             }
             _ => {}
         }
+        sent.map(|_| ())
     }
 
     /// Whether the run is over: the group is gone (`kill(-pgid, 0)` is
@@ -190,12 +193,18 @@ impl Scope {
     }
 
     /// `kill(-pgid, signal)` while the group exists (see
-    /// [`Scope::group_exists`]); `Ok(false)` once it is gone.
+    /// [`Scope::group_exists`]); `Ok(false)` once it is gone. An ESRCH
+    /// while the leader is still pgrun's unreaped child cannot be true
+    /// (the leader, even as a zombie, holds the group): it is an error,
+    /// and the group is not taken for gone.
     pub fn signal_group(&self, signal: Signal) -> std::io::Result<bool> {
         if self.group_ended.get() {
             return Ok(false);
         }
         let delivered = process::signal_group(self.pgid, signal)?;
+        if !delivered && process::is_child(self.pgid) {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
         self.group_ended.set(!delivered);
         Ok(delivered)
     }
