@@ -422,13 +422,13 @@ impl Supervisor<'_> {
     /// in the group that pgrun cannot reap, how many (only where /proc can
     /// tell a zombie from a live member).
     fn only_zombies_left(&self) -> Option<usize> {
+        crate::test_hook::pause("draining-census");
         if !self.w.scope.is_gone_except_group() {
             return None;
         }
-        match process::group_census(self.pgid) {
-            Some(census) if census.members > 0 && census.zombies == census.members => Some(census.zombies),
-            _ => None,
-        }
+        // A zombie whose parent is pgrun (one just handed over, say) is
+        // reaped on the next turn, not given up on.
+        process::group_census(self.pgid)?.only_foreign_zombies()
     }
 
     fn give_up_on(&mut self, zombies: usize) {
@@ -543,8 +543,7 @@ impl Supervisor<'_> {
             return None;
         }
         match process::group_census(self.pgid) {
-            Some(census) if census.members > 0 && census.zombies == census.members => Some(census.zombies),
-            Some(_) => None,
+            Some(census) => census.only_foreign_zombies(),
             None => Some(process::count_group_members_at_least(self.pgid)),
         }
     }

@@ -199,6 +199,56 @@ fn wait_group_ends_when_only_an_unreapable_zombie_is_left() {
     }
 }
 
+// A zombie member whose parent left the group is handed to pgrun (the
+// subreaper) when that parent dies. If that happens between pgrun's reaping
+// and its "only unreapable zombies left?" census, the zombie is pgrun's own
+// child: it must be reaped on the next turn, not given up on as unreapable.
+// In cgroup mode the leaf already reads empty then (zombies are not
+// members), so the census alone decided. The window is held open at the
+// `draining-census` step.
+#[test]
+fn a_zombie_handed_to_pgrun_during_the_census_is_reaped_not_given_up_on() {
+    if !require(Capability::Cgroup2) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("r.json");
+    let py = format!(
+        "import os, time\n\
+         child = os.fork()\n\
+         if child == 0:\n    \
+             while not os.path.exists(\"{dir}/go\"): time.sleep(0.01)\n    \
+             os._exit(0)\n\
+         open(\"{dir}/child.pid\", \"w\").write(\"%d\\n\" % child)\n\
+         os.setsid()\n\
+         open(\"{dir}/holder.pid\", \"w\").write(\"%d\\n\" % os.getpid())\n\
+         time.sleep(300)\n"
+    );
+    fs::write(format!("{dir}/holder.py"), py).unwrap();
+    let payload = format!("python3 {dir}/holder.py & while [ ! -s {dir}/holder.pid ]; do sleep 0.01; done");
+    let pause = Pause::new(&scratch, "draining-census");
+    let mut cmd = pgrun(["--contain", "cgroup", "--wait-group", "--report", report.to_str().unwrap()]);
+    pause.arm(&mut cmd).args(["--", "sh", "-c", &payload]);
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let holder = wait_pid(&scratch.path("holder.pid"), &mut guard);
+    let child = wait_pid(&scratch.path("child.pid"), &mut guard);
+    pause.wait_reached();
+    // The member ends as the holder's zombie, then the holder dies: the
+    // zombie is now pgrun's child, and the leaf is empty.
+    fs::write(scratch.path("go"), "").unwrap();
+    eventually("the member to be a zombie", || state(child).as_deref() == Some("Z"));
+    send(holder, libc::SIGKILL);
+    eventually("the zombie to be handed to pgrun", || ppid(child) == Some(pgrun_pid));
+    pause.release();
+    assert_eq!(guard.wait(index), 0);
+    let r = json(&report);
+    assert_eq!(r["unreaped"], 0, "{r}");
+    assert!(is_dead(child) && is_dead(holder));
+}
+
 #[test]
 fn status_counts_the_run_as_the_mode_defines_it() {
     if cfg!(feature = "posix-fallback") {

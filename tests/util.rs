@@ -285,6 +285,11 @@ pub fn state(pid: i32) -> Option<String> {
     stat_fields(pid).map(|f| f[0].clone())
 }
 
+/// The parent of `pid`, if it exists.
+pub fn ppid(pid: i32) -> Option<i32> {
+    stat_fields(pid).and_then(|f| f[1].parse().ok())
+}
+
 /// The process group of `pid`, if it exists.
 pub fn pgrp(pid: i32) -> Option<i32> {
     stat_fields(pid).and_then(|f| f[2].parse().ok())

@@ -635,6 +635,16 @@ pub fn count_group_members_at_least(pgid: Pid) -> usize {
 pub struct Census {
     pub members: usize,
     pub zombies: usize,
+    /// Zombies whose parent is the caller: it can reap them itself.
+    pub own_zombies: usize,
+}
+
+impl Census {
+    /// Whether the group holds nothing but zombies that the caller cannot
+    /// reap (their parent is someone else): how many, if so.
+    pub fn only_foreign_zombies(&self) -> Option<usize> {
+        (self.members > 0 && self.zombies == self.members && self.own_zombies == 0).then_some(self.zombies)
+    }
 }
 
 /// Count group `pgid`'s members from `/proc` (Linux only; `None` elsewhere
@@ -643,14 +653,14 @@ pub fn group_census(pgid: Pid) -> Option<Census> {
     #[cfg(linux_strengths)]
     {
         let pids = super::proc::pids().ok()?;
+        let me = super::getpid();
         let mut census = Census::default();
         for pid in pids {
-            let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else { continue };
-            if let Some((state, pgrp)) = stat_state_and_pgrp(&stat)
-                && pgrp == pgid
-            {
+            let Some(stat) = super::proc::stat(pid) else { continue };
+            if stat.pgrp == pgid {
                 census.members += 1;
-                census.zombies += usize::from(state == "Z");
+                census.zombies += usize::from(stat.state == b'Z');
+                census.own_zombies += usize::from(stat.state == b'Z' && stat.ppid == me);
             }
         }
         Some(census)
@@ -660,18 +670,6 @@ pub fn group_census(pgid: Pid) -> Option<Census> {
         let _ = pgid;
         None
     }
-}
-
-/// The state and process-group fields of a `/proc/PID/stat` line: the first
-/// and third fields after the command name, which is parenthesised and may
-/// itself hold spaces.
-#[cfg(linux_strengths)]
-fn stat_state_and_pgrp(stat: &[u8]) -> Option<(&str, Pid)> {
-    let close = stat.iter().rposition(|&b| b == b')')?;
-    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?;
-    Some((state, fields.nth(1)?.parse().ok()?))
 }
 
 /// A handle that becomes readable when a process exits: a pidfd on Linux
