@@ -250,10 +250,7 @@ impl Canceller<'_> {
         let own_namespace = process::in_own_pid_namespace(holder);
         if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
             verbose!("the run ended while cancel looked at it");
-            if own_namespace && process::group_exists(pgid) {
-                return Ok(self.stop_group(pgid));
-            }
-            return Ok(CancelExit::Gone);
+            return Ok(self.after_holder_exit(record, holder, own_namespace));
         }
         if !own_namespace {
             verbose!("pgrun {holder} runs in another PID namespace: acting only through it, not on group {pgid}");
@@ -289,12 +286,29 @@ impl Canceller<'_> {
             return Ok(CancelExit::Survived);
         }
         verbose!("pgrun {holder} has exited");
-        if own_namespace && process::group_exists(pgid) {
-            // pgrun died without cleaning up (SIGKILL): finish its job.
-            verbose!("process group {pgid} outlived its pgrun; stopping it");
-            return Ok(self.stop_group(pgid));
+        Ok(self.after_holder_exit(record, holder, own_namespace))
+    }
+
+    /// The pgrun that held the record has exited: what is left to do.
+    ///
+    /// pgrun withdraws its record (removes the pid file) only once its group
+    /// is gone. So if the path no longer names the file that was locked, the
+    /// run ended (or its guard finished it): the group is over, and a group
+    /// now holding the number is somebody else's, never adopted. Only a
+    /// record left in place means pgrun died without cleaning up (SIGKILL);
+    /// then cancel finishes its job on the group, and only in its own PID
+    /// namespace (in another one the number names a different group here).
+    fn after_holder_exit(&self, record: &Record, holder: Pid, own_namespace: bool) -> CancelExit {
+        let pgid = record.pgid;
+        if !pidfile::still_names(&self.args.pidfile, record) {
+            verbose!("pgrun {holder} withdrew its record: process group {pgid} is over");
+            return CancelExit::Gone;
         }
-        Ok(CancelExit::Gone)
+        if own_namespace && process::group_exists(pgid) {
+            verbose!("pgrun {holder} died without withdrawing its record; stopping process group {pgid}");
+            return self.stop_group(pgid);
+        }
+        CancelExit::Gone
     }
 
     /// Wait for the pgrun holding the lock to exit; false if the deadline

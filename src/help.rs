@@ -171,6 +171,10 @@ Cancel and status:
   published. It sends SIGTERM to the pgrun holding the lock (through a pidfd
   on Linux) and waits until that pgrun has exited and the group is gone.
   --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself.
+  Once that pgrun has exited, cancel stops the group itself only if the pid
+  file it found is still in place (pgrun died without withdrawing it, e.g.
+  SIGKILL): a run that withdrew its record is over, and a group that took
+  its number since is never signalled.
   A stale pid file is removed (its group signalled only with --force) and
   the wait goes on: a run may be starting. A file a starting run has
   claimed is not published yet: cancel waits for it and never signals the

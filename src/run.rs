@@ -192,6 +192,7 @@ fn execute(args: &RunArgs, started: Instant, parent: Pid) -> Outcome {
     };
     let stop_now = marker_after_publishing(run.marker.as_deref());
     let ended = supervise(args, &mut run, started, stop_now);
+    test_hook::pause("run-gone");
     clean_up(run, published, ended, pgid)
 }
 

@@ -11,7 +11,8 @@
 //! Steps: `claim-opened` (a stale pid file is open, not yet claimed),
 //! `claimed` (the claim is held, nothing prepared yet), `marker-checked`
 //! (no marker was found before the start), `spawned` (the command runs, its
-//! group is not published yet), `exit` (all is done and written, pgrun is
+//! group is not published yet), `run-gone` (the run is gone, its record
+//! not withdrawn yet), `exit` (all is done and written, pgrun is
 //! about to exit: its peak memory can be read).
 //!
 //! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise

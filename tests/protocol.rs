@@ -694,6 +694,42 @@ kill -KILL "$G"; wait "$G" 2>/dev/null
 }
 
 #[test]
+fn cancel_never_signals_a_group_that_took_over_the_number_after_the_run_ended() {
+    // A run whose group is gone but whose pgrun still holds the lock (here
+    // held at the step `run-gone`; in life, a long final flush of
+    // --max-output) is found live by cancel, which TERMs that pgrun and waits
+    // for it. Meanwhile the group's number is handed to an unrelated process.
+    // pgrun then ends normally and withdraws its record: the run is over,
+    // and cancel must not adopt the group that now has the number.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"PGRUN_TEST_PAUSE=run-gone=gate {pg} -p job.pid -- sh -c 'echo $$ > g.pid; until [ -e go ]; do sleep 0.01; done' &
+R=$!
+while [ ! -s g.pid ] || [ ! -s job.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+touch go
+until [ -e gate.reached ]; do sleep 0.01; done
+"#,
+        pg = pgrun_path()
+    );
+    let after = format!(
+        r#"{pg} cancel -v job.pid 2> cancel.log &
+C=$!
+until grep -q "sending TERM to pgrun" cancel.log; do sleep 0.01; done
+touch gate
+wait "$R"
+wait "$C"; echo "cancel=$?"
+"#,
+        pg = pgrun_path()
+    );
+    let script = format!("{before}{HAND_OVER}{after}");
+    assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
+}
+
+#[test]
 #[cfg_attr(feature = "posix-fallback", ignore = "tree mode needs Linux")]
 fn pgrun_never_signals_a_group_that_took_over_the_number_of_its_own() {
     // Tree mode: the command's group ends while an escaped descendant that
