@@ -256,20 +256,11 @@ impl Canceller<'_> {
             verbose!("pgrun {holder} runs in another PID namespace: acting only through it, not on group {pgid}");
         }
         verbose!("sending TERM to pgrun {holder} (process group {pgid})");
-        let delivered = match &handle {
-            #[cfg(linux_strengths)]
-            Some(fd) => process::pidfd_signal(fd.as_fd(), Signal::TERM),
-            _ => process::signal_process(holder, Signal::TERM),
-        }
-        .map_err(|e| anyhow!("cannot signal pgrun {holder}: {e}"))?;
+        let delivered = self.signal_holder(record, holder, handle.as_ref(), Signal::TERM)?;
         if delivered {
             // A pgrun stopped as a job (Ctrl-Z, or waiting in the background
             // for the terminal) acts on the TERM only once continued.
-            let _ = match &handle {
-                #[cfg(linux_strengths)]
-                Some(fd) => process::pidfd_signal(fd.as_fd(), Signal::CONT),
-                _ => process::signal_process(holder, Signal::CONT),
-            };
+            let _ = self.signal_holder(record, holder, handle.as_ref(), Signal::CONT);
         } else {
             verbose!("pgrun {holder} had already exited");
         }
@@ -287,6 +278,35 @@ impl Canceller<'_> {
         }
         verbose!("pgrun {holder} has exited");
         Ok(self.after_holder_exit(record, holder, own_namespace))
+    }
+
+    /// Send `signal` to the pgrun holding the lock, through its pidfd where
+    /// there is one. False only if that pgrun is gone: an ESRCH is believed
+    /// only once the lock agrees. A lock is released when its holder exits,
+    /// so while `holder` still holds it, that pid is still that pgrun, and
+    /// the signal goes by pid instead (the lock checked right before).
+    fn signal_holder(
+        &self,
+        record: &Record,
+        holder: Pid,
+        handle: Option<&std::os::fd::OwnedFd>,
+        signal: Signal,
+    ) -> Result<bool> {
+        let cannot = |e: std::io::Error| anyhow!("cannot send {signal} to pgrun {holder}: {e}");
+        let Some(fd) = handle else {
+            return process::signal_process(holder, signal).map_err(cannot);
+        };
+        #[cfg(linux_strengths)]
+        if process::pidfd_signal(fd.as_fd(), signal).map_err(cannot)? {
+            return Ok(true);
+        }
+        #[cfg(not(linux_strengths))]
+        let _ = fd;
+        if record.liveness().map_err(|e| lock_error(&self.args.pidfile, e))? != Liveness::Live(holder) {
+            return Ok(false);
+        }
+        verbose!("pgrun {holder} holds the lock but its pidfd said it had exited; sending {signal} by pid");
+        process::signal_process(holder, signal).map_err(cannot)
     }
 
     /// The pgrun that held the record has exited: what is left to do.

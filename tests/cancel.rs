@@ -327,3 +327,22 @@ wait "$C"; echo "cancel=$?"
     assert!(said.contains("cancel=0") && !said.contains("member-alive"), "{said}\nlog: {log}");
     assert!(log.contains("died without withdrawing its record"), "{log}");
 }
+
+#[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the portable path has no pidfds")]
+fn a_pidfd_signal_failing_with_esrch_falls_back_to_the_lock_holders_pid() {
+    // pidfd_send_signal says ESRCH although the pgrun holding the lock
+    // lives: cancel must still deliver its TERM (by pid, the lock proving
+    // who holds that pid), not wait until the run ends by itself.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let (index, pgid) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    let out = run(&mut pgrun_injected(
+        "pidfd_send_signal:error=ESRCH:when=1",
+        &["cancel", "-v", "--timeout", "10", pidfile.to_str().unwrap()],
+    ));
+    assert_status(&out, 0, "cancel");
+    assert_eq!(guard.wait(index), 143, "the run was cancelled by its own stop sequence: {}", stderr_of(&out));
+    assert!(is_dead(pgid));
+}
