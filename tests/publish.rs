@@ -266,3 +266,31 @@ fn the_report_of_a_cancelled_run_is_written_after_the_group_is_gone() {
     assert_eq!(r["reason"], "cancelled");
     assert_eq!(r["status"]["signal"], "TERM");
 }
+
+#[test]
+fn a_pid_file_and_a_report_named_with_255_bytes_are_published() {
+    // The longest name a Linux file system takes: the temporary names they
+    // are written under must fit too.
+    let scratch = Scratch::new();
+    let pidfile = scratch.path(&"p".repeat(255));
+    let report = scratch.path(&"r".repeat(255));
+    let seen = scratch.path("seen");
+    let out = run(&mut pgrun([
+        "-p",
+        pidfile.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "until [ -s \"$0\" ]; do sleep 0.01; done; cat \"$0\" > \"$1\"",
+        pidfile.to_str().unwrap(),
+        seen.to_str().unwrap(),
+    ]));
+    assert_status(&out, 0, "255-byte names");
+    assert!(fs::read_to_string(&seen).unwrap().ends_with('\n'), "the pid file was published");
+    assert_eq!(json(&report)["reason"], "exited");
+    assert!(!pidfile.exists());
+    let left: Vec<_> = fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 2, "only the report and seen are left: {left:?}");
+}
