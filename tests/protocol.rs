@@ -338,11 +338,12 @@ fn failures_are_found_before_the_command_starts() {
     let witness = scratch.path("ran");
     let w = witness.to_str().unwrap();
 
-    // A pid file name so long that the temporary name is too long.
-    let long = scratch.path(&"a".repeat(250)); // fits NAME_MAX; its temporary name does not
+    // A pid file name longer than NAME_MAX (a name that fits, and so its
+    // temporary name, is published: see publish.rs).
+    let long = scratch.path(&"a".repeat(256));
     let out = run_cmd(&mut pgrun(["-v", "-p", long.to_str().unwrap(), "--", "touch", w]));
     assert_never_started(&out, "name too long");
-    assert!(stderr_of(&out).contains("pgrun: cannot prepare pid file"), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("File name too long"), "{}", stderr_of(&out));
 
     // No fd left for the pid file.
     let out = run_cmd(
