@@ -163,7 +163,16 @@ Cancel marker:
   at that moment is either consumed or found right after publishing.
   Present right after publishing: the run is stopped as if cancelled. pgrun
   creates it whenever it starts a stop sequence, so a marker next to a live
-  pid file means \"stopping\", and removes it when it exits.
+  pid file means \"stopping\", and removes it when it exits. The marker
+  pgrun creates itself is not empty: it holds one line, `pgrun-stopping
+  pgrun=PID pgid=PGID`, and a file that starts so is never a cancel
+  request, only a note that its run is stopping. So a marker the ending run
+  cannot remove (a failing disk, a read-only remount, a folder whose
+  permissions changed) cancels no later run: pgrun says so in one
+  `pgrun: warning:` line naming the path and the error (and overwrites a
+  request it cannot remove with its note), a starting run ignores the
+  note, status reports it only next to a live run, and cancel turns it into
+  a request when it drops its marker.
 
 Cancel and status:
   `pgrun cancel PIDFILE` drops the marker, then waits up to --wait-start
@@ -316,7 +325,8 @@ Details the contract leaves open:
   instant between this run's checks and its publication, this run stops its
   command and exits 125.
   A file or folder of any kind at the cancel marker's path counts as a
-  marker, if its owner is the user running pgrun or root.
+  marker, if its owner is the user running pgrun or root, except a regular
+  file that starts with `pgrun-stopping ` (a stopping run's note).
 
 Examples:
   In a script, with a deadline and a longer grace:

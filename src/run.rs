@@ -365,7 +365,7 @@ fn publish(run: &mut Prepared, pgid: Pid) -> anyhow::Result<Option<pidfile::Publ
 fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: Pid, err: anyhow::Error) -> Outcome {
     let stopped = supervise(args, run, started, Some(StopReason::Cancel));
     if let Some(marker) = &run.marker {
-        pidfile::consume_marker(marker, crate::sys::geteuid());
+        pidfile::remove_marker_at_exit(marker, crate::sys::geteuid(), pgid);
     }
     let mut outcome = Outcome::failed(RunExit::Failed, err, Some(pgid));
     outcome.output = run.relay.take().map(Relay::finish);
@@ -378,7 +378,7 @@ fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: 
 
 /// A marker present right after publishing: stop the run as if cancelled.
 fn marker_after_publishing(marker: Option<&Path>) -> Option<StopReason> {
-    let marker = marker.filter(|m| pidfile::marker(m, crate::sys::geteuid()) == Marker::Present)?;
+    let marker = marker.filter(|m| pidfile::marker(m, crate::sys::geteuid()) == Marker::Request)?;
     verbose!("cancel marker {} found right after publishing", marker.display());
     Some(StopReason::Cancel)
 }
@@ -421,7 +421,7 @@ fn clean_up(
         published.remove();
     }
     if let Some(marker) = &run.marker {
-        pidfile::consume_marker(marker, crate::sys::geteuid());
+        pidfile::remove_marker_at_exit(marker, crate::sys::geteuid(), pgid);
     }
     let mut guard = run.guard.take();
     if let Some(guard) = &mut guard {

@@ -81,7 +81,7 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
         processes: None,
         uptime_ms: None,
         pidfile: path.display().to_string(),
-        cancel_pending: found == Marker::Present,
+        cancel_pending: found == Marker::Request,
         starting: false,
         other_pid_namespace: false,
         ignored_marker_uid: match found {
@@ -105,7 +105,9 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
                     report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning };
                 }
                 Liveness::Live(holder) => {
-                    report.state = if report.cancel_pending { State::Stopping } else { State::Running };
+                    // A request, or the run's own note: it is stopping.
+                    let stopping = matches!(found, Marker::Request | Marker::Stopping);
+                    report.state = if stopping { State::Stopping } else { State::Running };
                     // 0: the holder is in a PID namespace we cannot see.
                     report.pid = (holder > 0).then_some(holder);
                     report.other_pid_namespace = holder <= 0 || !process::in_own_pid_namespace(holder);

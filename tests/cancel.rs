@@ -340,6 +340,7 @@ fn a_pidfd_signal_failing_with_esrch_falls_back_to_the_lock_holders_pid() {
     let (index, pgid) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
     let out = run(&mut pgrun_injected(
         "pidfd_send_signal:error=ESRCH:when=1",
+        None,
         &["cancel", "-v", "--timeout", "10", pidfile.to_str().unwrap()],
     ));
     assert_status(&out, 0, "cancel");

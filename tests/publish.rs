@@ -294,3 +294,46 @@ fn a_pid_file_and_a_report_named_with_255_bytes_are_published() {
     let left: Vec<_> = fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left.len(), 2, "only the report and seen are left: {left:?}");
 }
+
+#[test]
+fn a_stopping_marker_that_cannot_be_removed_is_reported_and_cancels_no_later_run() {
+    // The marker a run creates when it starts stopping cannot be removed at
+    // its exit: one warning, and the next run on that pid file still runs.
+    // A real cancel request left pending afterwards still counts.
+    for errno in ["EIO", "EROFS", "EACCES", "EPERM", "EBUSY"] {
+        let scratch = Scratch::new();
+        let pidfile = scratch.path("job.pid");
+        let marker = scratch.path("job.pid.cancel");
+        let p = pidfile.to_str().unwrap();
+        let out = run(&mut pgrun_injected(
+            &format!("unlink:error={errno}"),
+            Some(&marker),
+            &["-p", p, "-t", "0.1", "--", "sleep", "300"],
+        ));
+        assert_status(&out, 124, errno);
+        let err = stderr_of(&out);
+        assert_eq!(err.lines().count(), 1, "{errno}: {err}");
+        assert!(
+            err.starts_with("pgrun: warning: cannot remove cancel marker ")
+                && err.contains(marker.to_str().unwrap())
+                && err.contains(errno),
+            "{errno}: {err}"
+        );
+        assert!(marker.exists(), "{errno}: the injection left the marker");
+
+        let status = run(&mut pgrun(["status", "--json", p]));
+        let state: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+        assert_eq!(state["state"], "not-running", "{errno}: a leftover is no pending cancel: {state}");
+
+        let witness = scratch.path("ran");
+        let out = run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
+        assert_status(&out, 0, &format!("{errno}: the next run"));
+        assert!(witness.exists(), "{errno}: the next run did not run its command");
+
+        let out = run(&mut pgrun(["cancel", "--keep-pending", "--wait-start", "0", p]));
+        assert_status(&out, 1, &format!("{errno}: cancel left pending"));
+        let out = run(&mut pgrun(["-p", p, "--", "true"]));
+        assert_status(&out, 143, &format!("{errno}: a pending cancel still cancels"));
+        assert!(!marker.exists(), "{errno}: the pending cancel was consumed");
+    }
+}
