@@ -269,6 +269,13 @@ impl Canceller<'_> {
         }
         if !self.wait_run_exit(record, holder, handle) {
             if own_namespace {
+                if !Self::group_holds_run_of(holder, pgid) {
+                    // The group ended while its pgrun finishes (a final
+                    // flush of held output, say): the number may be
+                    // somebody else's by now.
+                    verbose!("process group {pgid} holds no process of pgrun {holder}'s run any more; not signalled");
+                    return Ok(CancelExit::Gone);
+                }
                 return Ok(self.kill_group(pgid));
             }
             say::line(format_args!(
@@ -349,6 +356,32 @@ impl Canceller<'_> {
             }
             let _ = sys::wait_readable(fd.as_fd(), self.deadline.map(|d| d - now));
         }
+    }
+
+    /// Whether process group `pgid` still holds a process of the run of the
+    /// live pgrun `holder`. That pgrun is a child subreaper, so every
+    /// process of its run (zombies included) descends from it; a group that
+    /// took the number after the run's group ended does not. Where pgrun is
+    /// no subreaper, the number is all there is to go by.
+    fn group_holds_run_of(holder: Pid, pgid: Pid) -> bool {
+        if !process::RUN_PGRUN_IS_SUBREAPER {
+            return process::group_exists(pgid);
+        }
+        let table = sys::proc::scan();
+        let parent_of = |pid: Pid| table.iter().find(|(p, _)| *p == pid).map(|(_, s)| s.ppid);
+        table.iter().filter(|(_, stat)| stat.pgrp == pgid).any(|&(pid, _)| {
+            let mut at = pid;
+            // A parent chain is no longer than the table (bounded even if
+            // it changes between two reads).
+            for _ in 0..=table.len() {
+                match parent_of(at) {
+                    Some(parent) if parent == holder => return true,
+                    Some(parent) if parent > 1 => at = parent,
+                    _ => return false,
+                }
+            }
+            false
+        })
     }
 
     /// Run the default stop sequence on a group pgrun no longer watches

@@ -179,7 +179,11 @@ Cancel and status:
   (5s; a value too large to represent waits forever) for a live run to be
   published. It sends SIGTERM to the pgrun holding the lock (through a pidfd
   on Linux) and waits until that pgrun has exited and the group is gone.
-  --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself.
+  --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself,
+  if it still holds a process of that pgrun's run (on Linux, one of its
+  descendants: pgrun is a child subreaper); a group that took the number
+  after the run's group ended, while pgrun was still finishing, is left
+  alone and cancel exits 0.
   Once that pgrun has exited, cancel stops the group itself only if the pid
   file it found is still in place (pgrun died without withdrawing it, e.g.
   SIGKILL): a run that withdrew its record is over, and a group that took

@@ -731,6 +731,40 @@ wait "$C"; echo "cancel=$?"
 }
 
 #[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path has no subreaper: it signals by number, as the man page says"
+)]
+fn cancel_timeout_never_kills_a_group_that_took_over_the_number_while_pgrun_finishes() {
+    // As above, but cancel's --timeout passes while that pgrun still holds
+    // the lock: the group it would SIGKILL "itself" is no longer the run's.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"PGRUN_TEST_PAUSE=run-gone=gate {pg} -p job.pid -- sh -c 'echo $$ > g.pid; until [ -e go ]; do sleep 0.01; done' &
+R=$!
+while [ ! -s g.pid ] || [ ! -s job.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+touch go
+until [ -e gate.reached ]; do sleep 0.01; done
+"#,
+        pg = pgrun_path()
+    );
+    let after = format!(
+        r#"{pg} cancel -v --timeout 0.3 job.pid 2> cancel.log
+echo "cancel=$?"
+touch gate
+wait "$R"
+"#,
+        pg = pgrun_path()
+    );
+    let script = format!("{before}{HAND_OVER}{after}");
+    assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
+}
+
+#[test]
 #[cfg_attr(feature = "posix-fallback", ignore = "tree mode needs Linux")]
 fn pgrun_never_signals_a_group_that_took_over_the_number_of_its_own() {
     // Tree mode: the command's group ends while an escaped descendant that
