@@ -368,7 +368,8 @@ impl Canceller<'_> {
             return process::group_exists(pgid);
         }
         let table = sys::proc::scan();
-        let parent_of = |pid: Pid| table.iter().find(|(p, _)| *p == pid).map(|(_, s)| s.ppid);
+        let parents: std::collections::HashMap<Pid, Pid> = table.iter().map(|(pid, s)| (*pid, s.ppid)).collect();
+        let parent_of = |pid: Pid| parents.get(&pid).copied();
         table.iter().filter(|(_, stat)| stat.pgrp == pgid).any(|&(pid, _)| {
             let mut at = pid;
             // A parent chain is no longer than the table (bounded even if
