@@ -320,6 +320,8 @@ fn a_stopping_marker_that_cannot_be_removed_is_reported_and_cancels_no_later_run
             "{errno}: {err}"
         );
         assert!(marker.exists(), "{errno}: the injection left the marker");
+        let note = fs::read_to_string(&marker).unwrap();
+        assert!(note.starts_with("pgrun-stopping pgrun="), "{errno}: the run's own marker is a note: {note:?}");
 
         let status = run(&mut pgrun(["status", "--json", p]));
         let state: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
@@ -336,4 +338,54 @@ fn a_stopping_marker_that_cannot_be_removed_is_reported_and_cancels_no_later_run
         assert_status(&out, 143, &format!("{errno}: a pending cancel still cancels"));
         assert!(!marker.exists(), "{errno}: the pending cancel was consumed");
     }
+}
+
+#[test]
+fn a_cancel_request_that_cannot_be_removed_at_exit_cancels_no_later_run() {
+    // cancel's (empty) marker stopped the run, which cannot remove it at
+    // exit: it is reported and overwritten with the run's note, so the next
+    // run on that pid file still runs.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let p = pidfile.to_str().unwrap();
+    let mut traced = pgrun_injected("unlink:error=EIO", Some(&marker), &["-p", p, "--", "sleep", "300"]);
+    let run_index = guard.spawn(traced.stderr(std::process::Stdio::piped()));
+    let pgid: i32 = wait_line(&pidfile).parse().unwrap();
+    guard.record_group(pgid);
+    let out = run(&mut pgrun(["cancel", p]));
+    assert_status(&out, 0, "cancel");
+    assert_eq!(guard.wait(run_index), 143, "cancelled");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut guard.child(run_index).stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.starts_with("pgrun: warning: cannot remove cancel marker ") && err.contains("EIO"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(fs::read_to_string(&marker).unwrap().starts_with("pgrun-stopping "), "the request was turned into a note");
+    let witness = scratch.path("ran");
+    let out = run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 0, "the next run");
+    assert!(witness.exists());
+}
+
+#[test]
+fn a_stopping_run_marks_its_marker_with_a_note_naming_it() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["-t", "0.1", "-k", "2"], "trap '' TERM; sleep 300");
+    let pgrun_pid = guard.child(index).id();
+    let mut note = String::new();
+    eventually("the stopping note", || {
+        note = fs::read_to_string(&marker).unwrap_or_default();
+        note.ends_with('\n')
+    });
+    assert_eq!(note, format!("pgrun-stopping pgrun={pgrun_pid} pgid={pgid}\n"));
+    let status = run(&mut pgrun(["status", "--json", pidfile.to_str().unwrap()]));
+    let state: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(state["state"], "stopping", "{state}");
+    assert_eq!(state["cancel_pending"], false, "a note is no cancel request: {state}");
+    assert_eq!(guard.wait(index), 124);
+    assert!(!marker.exists(), "the note is removed at exit");
 }
