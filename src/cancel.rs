@@ -269,7 +269,7 @@ impl Canceller<'_> {
         }
         if !self.wait_run_exit(record, holder, handle) {
             if own_namespace {
-                if !Self::group_holds_run_of(holder, pgid) {
+                if !pidfile::group_holds_run_of(holder, pgid) {
                     // The group ended while its pgrun finishes (a final
                     // flush of held output, say): the number may be
                     // somebody else's by now.
@@ -356,33 +356,6 @@ impl Canceller<'_> {
             }
             let _ = sys::wait_readable(fd.as_fd(), self.deadline.map(|d| d - now));
         }
-    }
-
-    /// Whether process group `pgid` still holds a process of the run of the
-    /// live pgrun `holder`. That pgrun is a child subreaper, so every
-    /// process of its run (zombies included) descends from it; a group that
-    /// took the number after the run's group ended does not. Where pgrun is
-    /// no subreaper, the number is all there is to go by.
-    fn group_holds_run_of(holder: Pid, pgid: Pid) -> bool {
-        if !process::RUN_PGRUN_IS_SUBREAPER {
-            return process::group_exists(pgid);
-        }
-        let table = sys::proc::scan();
-        let parents: std::collections::HashMap<Pid, Pid> = table.iter().map(|(pid, s)| (*pid, s.ppid)).collect();
-        let parent_of = |pid: Pid| parents.get(&pid).copied();
-        table.iter().filter(|(_, stat)| stat.pgrp == pgid).any(|&(pid, _)| {
-            let mut at = pid;
-            // A parent chain is no longer than the table (bounded even if
-            // it changes between two reads).
-            for _ in 0..=table.len() {
-                match parent_of(at) {
-                    Some(parent) if parent == holder => return true,
-                    Some(parent) if parent > 1 => at = parent,
-                    _ => return false,
-                }
-            }
-            false
-        })
     }
 
     /// Run the default stop sequence on a group pgrun no longer watches

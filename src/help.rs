@@ -208,7 +208,9 @@ Cancel and status:
   processes, up 12.4s` (--json: one object with state, pgid, pid,
   processes, uptime_ms, starting, other_pid_namespace). States: running,
   stopping, stale, not-running (also while a starting run replaces a stale
-  file: starting is true), cancel-pending.
+  file: starting is true), cancel-pending. On Linux only descendants of the
+  pgrun holding the lock are counted: a group that took the number while
+  that pgrun finishes is not the run's.
 {STATUS_EXIT}
 
 Report:

@@ -115,7 +115,13 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
                         // The run as its --contain mode defines it.
                         report.processes = match holder {
                             0 => process::count_group_members(record.pgid),
-                            holder => crate::contain::count_run(holder, record.pgid),
+                            holder if pidfile::group_holds_run_of(holder, record.pgid) => {
+                                crate::contain::count_run(holder, record.pgid)
+                            }
+                            // The group ended while its pgrun finishes: what
+                            // has its number now is not the run's.
+                            holder => crate::contain::count_run(holder, record.pgid)
+                                .map(|run| run.saturating_sub(process::count_group_members(record.pgid).unwrap_or(0))),
                         };
                     }
                     report.uptime_ms = record

@@ -765,6 +765,41 @@ wait "$R"
 }
 
 #[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path has no subreaper: it counts by number, as the man page says"
+)]
+fn status_never_counts_a_group_that_took_over_the_number_while_pgrun_finishes() {
+    // While a pgrun finishes after its group ended, status says "running"
+    // (the lock is held) but must not count the newcomer that took the
+    // group's number as a process of the run.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"PGRUN_TEST_PAUSE=run-gone=gate {pg} -p job.pid -- sh -c 'echo $$ > g.pid; until [ -e go ]; do sleep 0.01; done' &
+R=$!
+while [ ! -s g.pid ] || [ ! -s job.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+touch go
+until [ -e gate.reached ]; do sleep 0.01; done
+"#,
+        pg = pgrun_path()
+    );
+    let after = format!(
+        r#"{pg} status --json job.pid > status.json 2> status.log
+grep -o '"processes":[^,}}]*' status.json
+touch gate
+wait "$R"
+"#,
+        pg = pgrun_path()
+    );
+    let script = format!("{before}{HAND_OVER}{after}");
+    assert_number_handed_over_untouched(&scratch, &script, "\"processes\":0", "status.log");
+}
+
+#[test]
 #[cfg_attr(feature = "posix-fallback", ignore = "tree mode needs Linux")]
 fn pgrun_never_signals_a_group_that_took_over_the_number_of_its_own() {
     // Tree mode: the command's group ends while an escaped descendant that

@@ -3,7 +3,9 @@
 //! locks say (a live run, a starting run's claim, or stale). A stale record
 //! is removed only under its claim byte, and whether the path still names
 //! the file a reader found tells a run that withdrew its record (it ended)
-//! from one whose pgrun died without doing so.
+//! from one whose pgrun died without doing so. While the lock is held, the
+//! group number in it names the run only as long as that group holds one
+//! of the lock holder's descendants (see [`group_holds_run_of`]).
 
 use super::names;
 use crate::sys::lock::{self, Kind, Range};
@@ -152,6 +154,35 @@ pub fn still_names(path: &Path, record: &Record) -> bool {
     names(path, &record.meta)
 }
 
+/// Whether process group `pgid` (a record's content) still holds a process
+/// of the run of the live pgrun `holder` (the record's lock holder), as
+/// `cancel` and `status` need to know before they act on or count it: the
+/// group may have ended while its pgrun finishes, and its number been
+/// taken by somebody else. That pgrun is a child subreaper, so every
+/// process of its run (zombies included) descends from it; a group that
+/// took the number after the run's group ended does not. Where pgrun is
+/// no subreaper, the number is all there is to go by.
+pub fn group_holds_run_of(holder: Pid, pgid: Pid) -> bool {
+    if !process::RUN_PGRUN_IS_SUBREAPER {
+        return process::group_exists(pgid);
+    }
+    let table = crate::sys::proc::scan();
+    let parents: std::collections::HashMap<Pid, Pid> = table.iter().map(|(pid, s)| (*pid, s.ppid)).collect();
+    let parent_of = |pid: Pid| parents.get(&pid).copied();
+    table.iter().filter(|(_, stat)| stat.pgrp == pgid).any(|&(pid, _)| {
+        let mut at = pid;
+        // A parent chain is no longer than the table (bounded even if
+        // it changes between two reads).
+        for _ in 0..=table.len() {
+            match parent_of(at) {
+                Some(parent) if parent == holder => return true,
+                Some(parent) if parent > 1 => at = parent,
+                _ => return false,
+            }
+        }
+        false
+    })
+}
 #[cfg(test)]
 mod tests {
     use super::*;
