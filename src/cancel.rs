@@ -255,6 +255,14 @@ impl Canceller<'_> {
         if !own_namespace {
             verbose!("pgrun {holder} runs in another PID namespace: acting only through it, not on group {pgid}");
         }
+        // Whether the group is still the run's, asked while its pgrun lives
+        // (and so can tell): a pgrun may be finishing after its group ended,
+        // and the number be somebody else's already. If that pgrun exited
+        // while we looked, the answer proves nothing: the number is trusted,
+        // as before.
+        let group_was_the_runs = own_namespace
+            && (pidfile::group_holds_run_of(holder, pgid)
+                || record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder));
         verbose!("sending TERM to pgrun {holder} (process group {pgid})");
         let delivered = self.signal_holder(record, holder, handle.as_ref(), Signal::TERM)?;
         if delivered {
@@ -284,7 +292,7 @@ impl Canceller<'_> {
             return Ok(CancelExit::Survived);
         }
         verbose!("pgrun {holder} has exited");
-        Ok(self.after_holder_exit(record, holder, own_namespace))
+        Ok(self.after_holder_exit(record, holder, group_was_the_runs))
     }
 
     /// Send `signal` to the pgrun holding the lock, through its pidfd where
@@ -323,19 +331,27 @@ impl Canceller<'_> {
     /// run ended (or its guard finished it): the group is over, and a group
     /// now holding the number is somebody else's, never adopted. Only a
     /// record left in place means pgrun died without cleaning up (SIGKILL);
-    /// then cancel finishes its job on the group, and only in its own PID
-    /// namespace (in another one the number names a different group here).
-    fn after_holder_exit(&self, record: &Record, holder: Pid, own_namespace: bool) -> CancelExit {
+    /// then cancel finishes its job on the group, if `group_may_be_the_runs`:
+    /// only in its own PID namespace (in another one the number names a
+    /// different group here), and not if the group was seen to be over
+    /// while that pgrun still lived.
+    fn after_holder_exit(&self, record: &Record, holder: Pid, group_may_be_the_runs: bool) -> CancelExit {
         let pgid = record.pgid;
         if !pidfile::still_names(&self.args.pidfile, record) {
             verbose!("pgrun {holder} withdrew its record: process group {pgid} is over");
             return CancelExit::Gone;
         }
-        if own_namespace && process::group_exists(pgid) {
-            verbose!("pgrun {holder} died without withdrawing its record; stopping process group {pgid}");
-            return self.stop_group(pgid);
+        if !process::group_exists(pgid) {
+            return CancelExit::Gone;
         }
-        CancelExit::Gone
+        if !group_may_be_the_runs {
+            verbose!(
+                "pgrun {holder} died without withdrawing its record; process group {pgid} is not its run's: not signalled"
+            );
+            return CancelExit::Gone;
+        }
+        verbose!("pgrun {holder} died without withdrawing its record; stopping process group {pgid}");
+        self.stop_group(pgid)
     }
 
     /// Wait for the pgrun holding the lock to exit; false if the deadline

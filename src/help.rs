@@ -186,8 +186,9 @@ Cancel and status:
   alone and cancel exits 0.
   Once that pgrun has exited, cancel stops the group itself only if the pid
   file it found is still in place (pgrun died without withdrawing it, e.g.
-  SIGKILL): a run that withdrew its record is over, and a group that took
-  its number since is never signalled.
+  SIGKILL) and, on Linux, the group still held a descendant of that pgrun
+  when cancel found it: a run that withdrew its record is over, and a group
+  that took its number since is never signalled.
   A stale pid file is removed (its group signalled only with --force) and
   the wait goes on: a run may be starting. A file a starting run has
   claimed is not published yet: cancel waits for it and never signals the

@@ -735,6 +735,43 @@ wait "$C"; echo "cancel=$?"
     feature = "posix-fallback",
     ignore = "the portable path has no subreaper: it signals by number, as the man page says"
 )]
+fn cancel_never_adopts_a_group_that_took_over_the_number_before_pgrun_died() {
+    // cancel finds a pgrun finishing after its group ended (the number
+    // already handed to a newcomer); that pgrun (no guard) is then SIGKILLed
+    // before it withdraws its record. The record is left in place, but the
+    // group cancel would "finish" was not the run's when cancel found it.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"PGRUN_TEST_PAUSE=run-gone=gate {pg} --no-guard -p job.pid -- sh -c 'echo $$ > g.pid; until [ -e go ]; do sleep 0.01; done' &
+R=$!
+while [ ! -s g.pid ] || [ ! -s job.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+touch go
+until [ -e gate.reached ]; do sleep 0.01; done
+"#,
+        pg = pgrun_path()
+    );
+    let after = format!(
+        r#"{pg} cancel -v job.pid 2> cancel.log &
+C=$!
+until grep -q "sending TERM to pgrun" cancel.log; do sleep 0.01; done
+kill -KILL "$R"
+wait "$C"; echo "cancel=$?"
+"#,
+        pg = pgrun_path()
+    );
+    let script = format!("{before}{HAND_OVER}{after}");
+    assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
+}
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path has no subreaper: it signals by number, as the man page says"
+)]
 fn cancel_timeout_never_kills_a_group_that_took_over_the_number_while_pgrun_finishes() {
     // As above, but cancel's --timeout passes while that pgrun still holds
     // the lock: the group it would SIGKILL "itself" is no longer the run's.
