@@ -165,14 +165,16 @@ Cancel marker:
   creates it whenever it starts a stop sequence, so a marker next to a live
   pid file means \"stopping\", and removes it when it exits. The marker
   pgrun creates itself is not empty: it holds one line, `pgrun-stopping
-  pgrun=PID pgid=PGID`, and a file that starts so is never a cancel
-  request, only a note that its run is stopping. So a marker the ending run
-  cannot remove (a failing disk, a read-only remount, a folder whose
-  permissions changed) cancels no later run: pgrun says so in one
-  `pgrun: warning:` line naming the path and the error (and overwrites a
-  request it cannot remove with its note), a starting run ignores the
-  note, status reports it only next to a live run, and cancel turns it into
-  a request when it drops its marker.
+  pgrun=PID pgid=PGID`. A regular file that starts with `pgrun-stopping `
+  or `pgrun-consumed ` is a note pgrun wrote, never a cancel request. So a
+  marker pgrun cannot remove (a failing disk, a read-only remount, a folder
+  whose permissions changed) cancels no later run: pgrun says so in one
+  `pgrun: warning:` line naming the path and the error, and overwrites a
+  request it consumed but cannot remove with `pgrun-consumed pgrun=PID`. A
+  starting run ignores a note; status says stopping only for the note of
+  the pgrun holding the pid file; the next run that stops or ends there
+  replaces or removes it; cancel turns a note into a request when it drops
+  its marker.
 
 Cancel and status:
   `pgrun cancel PIDFILE` drops the marker, then waits up to --wait-start
@@ -332,8 +334,9 @@ Details the contract leaves open:
   instant between this run's checks and its publication, this run stops its
   command and exits 125.
   A file or folder of any kind at the cancel marker's path counts as a
-  marker, if its owner is the user running pgrun or root, except a regular
-  file that starts with `pgrun-stopping ` (a stopping run's note).
+  marker, if its owner is the user running pgrun or root, except a note
+  pgrun wrote there (a regular file that starts with `pgrun-stopping ` or
+  `pgrun-consumed `).
 
 Examples:
   In a script, with a deadline and a longer grace:

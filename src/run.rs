@@ -365,7 +365,7 @@ fn publish(run: &mut Prepared, pgid: Pid) -> anyhow::Result<Option<pidfile::Publ
 fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: Pid, err: anyhow::Error) -> Outcome {
     let stopped = supervise(args, run, started, Some(StopReason::Cancel));
     if let Some(marker) = &run.marker {
-        pidfile::remove_marker_at_exit(marker, crate::sys::geteuid(), pgid);
+        pidfile::remove_marker_at_exit(marker, crate::sys::geteuid());
     }
     let mut outcome = Outcome::failed(RunExit::Failed, err, Some(pgid));
     outcome.output = run.relay.take().map(Relay::finish);
@@ -421,7 +421,7 @@ fn clean_up(
         published.remove();
     }
     if let Some(marker) = &run.marker {
-        pidfile::remove_marker_at_exit(marker, crate::sys::geteuid(), pgid);
+        pidfile::remove_marker_at_exit(marker, crate::sys::geteuid());
     }
     let mut guard = run.guard.take();
     if let Some(guard) = &mut guard {

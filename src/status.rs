@@ -105,12 +105,19 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
                     report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning };
                 }
                 Liveness::Live(holder) => {
-                    // A request, or the run's own note: it is stopping.
-                    let stopping = matches!(found, Marker::Request | Marker::Stopping);
-                    report.state = if stopping { State::Stopping } else { State::Running };
                     // 0: the holder is in a PID namespace we cannot see.
                     report.pid = (holder > 0).then_some(holder);
                     report.other_pid_namespace = holder <= 0 || !process::in_own_pid_namespace(holder);
+                    // A request, or the note of this run's pgrun: it is
+                    // stopping (a note another pgrun left says nothing). A
+                    // note's pid is one of the run's PID namespace: from
+                    // another namespace it cannot be told apart, and counts.
+                    let stopping = match found {
+                        Marker::Request => true,
+                        Marker::Note(Some(pgrun)) => report.other_pid_namespace || pgrun == holder,
+                        _ => false,
+                    };
+                    report.state = if stopping { State::Stopping } else { State::Running };
                     if !report.other_pid_namespace {
                         // The run as its --contain mode defines it.
                         report.processes = match holder {

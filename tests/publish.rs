@@ -361,7 +361,7 @@ fn a_cancel_request_that_cannot_be_removed_at_exit_cancels_no_later_run() {
     std::io::Read::read_to_string(&mut guard.child(run_index).stderr.take().unwrap(), &mut err).unwrap();
     assert!(err.starts_with("pgrun: warning: cannot remove cancel marker ") && err.contains("EIO"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(fs::read_to_string(&marker).unwrap().starts_with("pgrun-stopping "), "the request was turned into a note");
+    assert!(fs::read_to_string(&marker).unwrap().starts_with("pgrun-consumed "), "the request was marked consumed");
     let witness = scratch.path("ran");
     let out = run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
     assert_status(&out, 0, "the next run");
@@ -388,4 +388,47 @@ fn a_stopping_run_marks_its_marker_with_a_note_naming_it() {
     assert_eq!(state["cancel_pending"], false, "a note is no cancel request: {state}");
     assert_eq!(guard.wait(index), 124);
     assert!(!marker.exists(), "the note is removed at exit");
+}
+
+#[test]
+fn a_cancel_request_that_cannot_be_consumed_before_the_start_cancels_only_that_run() {
+    // The request is honoured (exit 143, nothing run) but cannot be
+    // removed: one warning, and it is marked consumed, so the next run runs.
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let p = pidfile.to_str().unwrap();
+    let witness = scratch.path("ran");
+    let w = witness.to_str().unwrap();
+    fs::write(&marker, "").unwrap();
+    let out = run(&mut pgrun_injected("unlink:error=EIO", Some(&marker), &["-p", p, "--", "touch", w]));
+    assert_status(&out, 143, "cancelled before the start");
+    assert!(!witness.exists(), "the command ran");
+    let err = stderr_of(&out);
+    assert!(err.starts_with("pgrun: warning: cannot remove cancel marker ") && err.contains("EIO"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let out = run(&mut pgrun(["-p", p, "--", "touch", w]));
+    assert_status(&out, 0, "the next run");
+    assert!(witness.exists(), "the next run did not run its command");
+}
+
+#[test]
+fn a_leftover_stopping_note_does_not_make_the_next_run_look_stopping() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let p = pidfile.to_str().unwrap();
+    let out =
+        run(&mut pgrun_injected("unlink:error=EIO", Some(&marker), &["-p", p, "-t", "0.1", "--", "sleep", "300"]));
+    assert_status(&out, 124, "a run whose note is left");
+    assert!(marker.exists());
+    let (index, _) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    let status = run(&mut pgrun(["status", "--json", p]));
+    let state: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(state["state"], "running", "another run's note says nothing about this one: {state}");
+    let out = run(&mut pgrun(["cancel", p]));
+    assert_status(&out, 0, "cancel");
+    assert_eq!(guard.wait(index), 143);
+    assert!(!marker.exists(), "the run that stopped removed the marker");
 }
