@@ -346,7 +346,7 @@ impl Canceller<'_> {
         }
         if !group_may_be_the_runs {
             verbose!(
-                "pgrun {holder} died without withdrawing its record; process group {pgid} is not its run's: not signalled"
+                "pgrun {holder} died without withdrawing its record; process group {pgid} is not known to be its run's: not signalled"
             );
             return CancelExit::Gone;
         }
