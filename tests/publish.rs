@@ -432,3 +432,22 @@ fn a_leftover_stopping_note_does_not_make_the_next_run_look_stopping() {
     assert_eq!(guard.wait(index), 143);
     assert!(!marker.exists(), "the run that stopped removed the marker");
 }
+
+#[test]
+fn a_pid_file_that_cannot_be_removed_at_exit_is_reported_and_replaced_by_the_next_run() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let out = run(&mut pgrun_injected("unlink:error=EIO", Some(&pidfile), &["-p", p, "--", "true"]));
+    assert_status(&out, 0, "the run");
+    let err = stderr_of(&out);
+    assert!(err.starts_with("pgrun: warning: cannot remove pid file ") && err.contains("EIO"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(pidfile.exists(), "the injection left the pid file");
+    let status = run(&mut pgrun(["status", p]));
+    assert_status(&status, 1, "stale: its lock went with its pgrun");
+    let witness = scratch.path("ran");
+    let out = run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 0, "the next run replaces the stale file");
+    assert!(witness.exists() && !pidfile.exists());
+}

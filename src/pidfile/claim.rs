@@ -195,13 +195,21 @@ impl Published {
         (self.dev, self.ino)
     }
 
-    /// Remove the pid file if it is still ours; the lock goes with it.
+    /// Remove the pid file if it is still ours; the lock goes with it. One
+    /// that cannot be removed is reported (one warning line): with its lock
+    /// gone it is stale, and the next run replaces it.
     pub fn remove(self) {
         if let Ok(meta) = fs::symlink_metadata(&self.path)
             && meta.dev() == self.dev
             && meta.ino() == self.ino
+            && let Err(e) = fs::remove_file(&self.path)
+            && e.kind() != io::ErrorKind::NotFound
         {
-            let _ = fs::remove_file(&self.path);
+            crate::say::line(format_args!(
+                "warning: cannot remove pid file {}: {}",
+                self.path.display(),
+                super::errno_text(&e)
+            ));
         }
     }
 }

@@ -16,6 +16,7 @@
 //! the path replaces or removes it. A cancel that finds a note turns it
 //! into a request.
 
+use super::errno_text;
 use crate::atomic_file::{self, TempFile, folder_of};
 use crate::sys::{Pid, geteuid};
 use std::fs::{self, OpenOptions};
@@ -229,14 +230,6 @@ fn overwrite_with(path: &Path, note: &str) -> io::Result<()> {
     }
     std::os::unix::fs::FileExt::write_all_at(&file, note.as_bytes(), 0)?;
     file.set_len(note.len() as u64)
-}
-
-/// "Input/output error (EIO)": the text and the errno's name.
-fn errno_text(err: &io::Error) -> String {
-    match err.raw_os_error() {
-        Some(code) => format!("{err} ({:?})", nix::errno::Errno::from_raw(code)),
-        None => err.to_string(),
-    }
 }
 
 /// Whether two paths name the same file, by any spelling: the same folder
