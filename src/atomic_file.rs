@@ -8,9 +8,10 @@
 //! name too long for the file system, or no fd left are found before
 //! anything runs.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -26,15 +27,48 @@ pub fn folder_of(path: &Path) -> &Path {
 }
 
 /// `.NAME.pgrun-PID.tmp` next to `target`, or with `salt`,
-/// `.NAME.pgrun-PID-SALT.tmp`.
+/// `.NAME.pgrun-PID-SALT.tmp`; shortened (see [`temp_name`]) so that it
+/// fits wherever the target's name fits.
 fn temp_path(target: &Path, salt: Option<u64>) -> PathBuf {
-    let mut name = OsString::from(".");
-    name.push(target.file_name().unwrap_or_default());
-    match salt {
-        None => name.push(format!(".pgrun-{}.tmp", crate::sys::getpid())),
-        Some(salt) => name.push(format!(".pgrun-{}-{salt:016x}.tmp", crate::sys::getpid())),
+    let suffix = match salt {
+        None => format!(".pgrun-{}.tmp", crate::sys::getpid()),
+        Some(salt) => format!(".pgrun-{}-{salt:016x}.tmp", crate::sys::getpid()),
+    };
+    folder_of(target).join(temp_name(target.file_name().unwrap_or_default(), &suffix))
+}
+
+/// Every file system pgrun may meet takes names of this many bytes (most
+/// take 255; eCryptfs, the shortest in use, 143).
+const SHORT_NAME: usize = 128;
+
+/// `.NAME` + `suffix`, unless that is longer than both `name` itself and
+/// [`SHORT_NAME`]: then NAME is cut, and a hash of the whole of it keeps
+/// two long names with a common start apart, so that the temporary name is
+/// never longer than the longer of the two. A name that fits therefore
+/// always has a temporary name that fits too (a 255-byte pid file name
+/// included), and the temporary file is still found next to its target.
+fn temp_name(name: &OsStr, suffix: &str) -> OsString {
+    let bytes = name.as_bytes();
+    let limit = bytes.len().max(SHORT_NAME);
+    let mut temp = OsString::from(".");
+    if 1 + bytes.len() + suffix.len() <= limit {
+        temp.push(name);
+    } else {
+        let hash = format!("~{:016x}", name_hash(bytes));
+        let keep = limit.saturating_sub(1 + hash.len() + suffix.len());
+        temp.push(OsStr::from_bytes(&bytes[..keep.min(bytes.len())]));
+        temp.push(hash);
     }
-    folder_of(target).join(name)
+    temp.push(suffix);
+    temp
+}
+
+/// A fixed hash of a name (the same in every pgrun, unlike [`random_salt`]).
+fn name_hash(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = std::hash::DefaultHasher::new();
+    hasher.write(bytes);
+    hasher.finish()
 }
 
 /// An unpredictable number (std's per-process random hash keys), so that
@@ -126,5 +160,26 @@ impl Drop for TempFile {
             let _ = fs::remove_file(&self.temp);
             crate::panic_stop::placed(&self.temp);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporary_names_fit_wherever_the_name_fits() {
+        let salted = format!(".pgrun-{}-{:016x}.tmp", u32::MAX, u64::MAX);
+        assert_eq!(temp_name(OsStr::new("job.pid"), ".pgrun-42.tmp"), ".job.pid.pgrun-42.tmp");
+        for len in [1, 100, 127, 128, 129, 200, 236, 255] {
+            let name = "n".repeat(len);
+            for suffix in [".pgrun-4194304.tmp", salted.as_str()] {
+                let temp = temp_name(OsStr::new(&name), suffix);
+                assert!(temp.len() <= len.max(SHORT_NAME), "{len}: {} bytes", temp.len());
+                assert!(temp.as_bytes().ends_with(suffix.as_bytes()));
+            }
+        }
+        let (a, b) = (format!("{}a", "n".repeat(254)), format!("{}b", "n".repeat(254)));
+        assert_ne!(temp_name(OsStr::new(&a), ".t"), temp_name(OsStr::new(&b), ".t"), "kept apart by the hash");
     }
 }

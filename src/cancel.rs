@@ -250,29 +250,25 @@ impl Canceller<'_> {
         let own_namespace = process::in_own_pid_namespace(holder);
         if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
             verbose!("the run ended while cancel looked at it");
-            if own_namespace && process::group_exists(pgid) {
-                return Ok(self.stop_group(pgid));
-            }
-            return Ok(CancelExit::Gone);
+            return Ok(self.after_holder_exit(record, holder, own_namespace));
         }
         if !own_namespace {
             verbose!("pgrun {holder} runs in another PID namespace: acting only through it, not on group {pgid}");
         }
+        // Whether the group is still the run's, asked while its pgrun lives
+        // (and so can tell): a pgrun may be finishing after its group ended,
+        // and the number be somebody else's already. If that pgrun exited
+        // while we looked, the answer proves nothing: the number is trusted,
+        // as before.
+        let group_was_the_runs = own_namespace
+            && (pidfile::group_holds_run_of(holder, pgid)
+                || record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder));
         verbose!("sending TERM to pgrun {holder} (process group {pgid})");
-        let delivered = match &handle {
-            #[cfg(linux_strengths)]
-            Some(fd) => process::pidfd_signal(fd.as_fd(), Signal::TERM),
-            _ => process::signal_process(holder, Signal::TERM),
-        }
-        .map_err(|e| anyhow!("cannot signal pgrun {holder}: {e}"))?;
+        let delivered = self.signal_holder(record, holder, handle.as_ref(), Signal::TERM)?;
         if delivered {
             // A pgrun stopped as a job (Ctrl-Z, or waiting in the background
             // for the terminal) acts on the TERM only once continued.
-            let _ = match &handle {
-                #[cfg(linux_strengths)]
-                Some(fd) => process::pidfd_signal(fd.as_fd(), Signal::CONT),
-                _ => process::signal_process(holder, Signal::CONT),
-            };
+            let _ = self.signal_holder(record, holder, handle.as_ref(), Signal::CONT);
         } else {
             verbose!("pgrun {holder} had already exited");
         }
@@ -281,6 +277,13 @@ impl Canceller<'_> {
         }
         if !self.wait_run_exit(record, holder, handle) {
             if own_namespace {
+                if !pidfile::group_holds_run_of(holder, pgid) {
+                    // The group ended while its pgrun finishes (a final
+                    // flush of held output, say): the number may be
+                    // somebody else's by now.
+                    verbose!("process group {pgid} holds no process of pgrun {holder}'s run any more; not signalled");
+                    return Ok(CancelExit::Gone);
+                }
                 return Ok(self.kill_group(pgid));
             }
             say::line(format_args!(
@@ -289,12 +292,66 @@ impl Canceller<'_> {
             return Ok(CancelExit::Survived);
         }
         verbose!("pgrun {holder} has exited");
-        if own_namespace && process::group_exists(pgid) {
-            // pgrun died without cleaning up (SIGKILL): finish its job.
-            verbose!("process group {pgid} outlived its pgrun; stopping it");
-            return Ok(self.stop_group(pgid));
+        Ok(self.after_holder_exit(record, holder, group_was_the_runs))
+    }
+
+    /// Send `signal` to the pgrun holding the lock, through its pidfd where
+    /// there is one. False only if that pgrun is gone: an ESRCH is believed
+    /// only once the lock agrees. A lock is released when its holder exits,
+    /// so while `holder` still holds it, that pid is still that pgrun, and
+    /// the signal goes by pid instead (the lock checked right before).
+    fn signal_holder(
+        &self,
+        record: &Record,
+        holder: Pid,
+        handle: Option<&std::os::fd::OwnedFd>,
+        signal: Signal,
+    ) -> Result<bool> {
+        let cannot = |e: std::io::Error| anyhow!("cannot send {signal} to pgrun {holder}: {e}");
+        let Some(fd) = handle else {
+            return process::signal_process(holder, signal).map_err(cannot);
+        };
+        #[cfg(linux_strengths)]
+        if process::pidfd_signal(fd.as_fd(), signal).map_err(cannot)? {
+            return Ok(true);
         }
-        Ok(CancelExit::Gone)
+        #[cfg(not(linux_strengths))]
+        let _ = fd;
+        if record.liveness().map_err(|e| lock_error(&self.args.pidfile, e))? != Liveness::Live(holder) {
+            return Ok(false);
+        }
+        verbose!("pgrun {holder} holds the lock but its pidfd said it had exited; sending {signal} by pid");
+        process::signal_process(holder, signal).map_err(cannot)
+    }
+
+    /// The pgrun that held the record has exited: what is left to do.
+    ///
+    /// pgrun withdraws its record (removes the pid file) only once its group
+    /// is gone. So if the path no longer names the file that was locked, the
+    /// run ended (or its guard finished it): the group is over, and a group
+    /// now holding the number is somebody else's, never adopted. Only a
+    /// record left in place means pgrun died without cleaning up (SIGKILL);
+    /// then cancel finishes its job on the group, if `group_may_be_the_runs`:
+    /// only in its own PID namespace (in another one the number names a
+    /// different group here), and not if the group was seen to be over
+    /// while that pgrun still lived.
+    fn after_holder_exit(&self, record: &Record, holder: Pid, group_may_be_the_runs: bool) -> CancelExit {
+        let pgid = record.pgid;
+        if !pidfile::still_names(&self.args.pidfile, record) {
+            verbose!("pgrun {holder} withdrew its record: process group {pgid} is over");
+            return CancelExit::Gone;
+        }
+        if !process::group_exists(pgid) {
+            return CancelExit::Gone;
+        }
+        if !group_may_be_the_runs {
+            verbose!(
+                "pgrun {holder} died without withdrawing its record; process group {pgid} is not known to be its run's: not signalled"
+            );
+            return CancelExit::Gone;
+        }
+        verbose!("pgrun {holder} died without withdrawing its record; stopping process group {pgid}");
+        self.stop_group(pgid)
     }
 
     /// Wait for the pgrun holding the lock to exit; false if the deadline

@@ -163,14 +163,34 @@ Cancel marker:
   at that moment is either consumed or found right after publishing.
   Present right after publishing: the run is stopped as if cancelled. pgrun
   creates it whenever it starts a stop sequence, so a marker next to a live
-  pid file means \"stopping\", and removes it when it exits.
+  pid file means \"stopping\", and removes it when it exits. The marker
+  pgrun creates itself is not empty: it holds one line, `pgrun-stopping
+  pgrun=PID pgid=PGID`. A regular file that starts with `pgrun-stopping `
+  or `pgrun-consumed ` is a note pgrun wrote, never a cancel request. So a
+  marker pgrun cannot remove (a failing disk, a read-only remount, a folder
+  whose permissions changed) cancels no later run: pgrun says so in one
+  `pgrun: warning:` line naming the path and the error, and overwrites a
+  request it consumed but cannot remove with `pgrun-consumed pgrun=PID`. A
+  starting run ignores a note; status says stopping only for the note of
+  the pgrun holding the pid file; the next run that stops or ends there
+  replaces or removes it; cancel turns a note into a request when it drops
+  its marker.
 
 Cancel and status:
   `pgrun cancel PIDFILE` drops the marker, then waits up to --wait-start
   (5s; a value too large to represent waits forever) for a live run to be
   published. It sends SIGTERM to the pgrun holding the lock (through a pidfd
   on Linux) and waits until that pgrun has exited and the group is gone.
-  --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself.
+  --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself,
+  if it still holds a process of that pgrun's run (on Linux, one of its
+  descendants: pgrun is a child subreaper); a group that took the number
+  after the run's group ended, while pgrun was still finishing, is left
+  alone and cancel exits 0.
+  Once that pgrun has exited, cancel stops the group itself only if the pid
+  file it found is still in place (pgrun died without withdrawing it, e.g.
+  SIGKILL) and, on Linux, the group still held a descendant of that pgrun
+  when cancel found it: a run that withdrew its record is over, and a group
+  that took its number since is never signalled.
   A stale pid file is removed (its group signalled only with --force) and
   the wait goes on: a run may be starting. A file a starting run has
   claimed is not published yet: cancel waits for it and never signals the
@@ -191,7 +211,9 @@ Cancel and status:
   processes, up 12.4s` (--json: one object with state, pgid, pid,
   processes, uptime_ms, starting, other_pid_namespace). States: running,
   stopping, stale, not-running (also while a starting run replaces a stale
-  file: starting is true), cancel-pending.
+  file: starting is true), cancel-pending. On Linux only descendants of the
+  pgrun holding the lock are counted: a group that took the number while
+  that pgrun finishes is not the run's.
 {STATUS_EXIT}
 
 Report:
@@ -326,7 +348,9 @@ Details the contract leaves open:
   instant between this run's checks and its publication, this run stops its
   command and exits 125.
   A file or folder of any kind at the cancel marker's path counts as a
-  marker, if its owner is the user running pgrun or root.
+  marker, if its owner is the user running pgrun or root, except a note
+  pgrun wrote there (a regular file that starts with `pgrun-stopping ` or
+  `pgrun-consumed `).
 
 Examples:
   In a script, with a deadline and a longer grace:

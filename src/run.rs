@@ -207,6 +207,7 @@ fn execute(args: &RunArgs, started: Instant, parent: Pid) -> Outcome {
     };
     let stop_now = marker_after_publishing(run.marker.as_deref());
     let ended = supervise(args, &mut run, started, stop_now);
+    test_hook::pause("run-gone");
     clean_up(run, published, ended, pgid)
 }
 
@@ -403,7 +404,7 @@ fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: 
 
 /// A marker present right after publishing: stop the run as if cancelled.
 fn marker_after_publishing(marker: Option<&Path>) -> Option<StopReason> {
-    let marker = marker.filter(|m| pidfile::marker(m, crate::sys::geteuid()) == Marker::Present)?;
+    let marker = marker.filter(|m| pidfile::marker(m, crate::sys::geteuid()) == Marker::Request)?;
     verbose!("cancel marker {} found right after publishing", marker.display());
     Some(StopReason::Cancel)
 }
@@ -475,7 +476,7 @@ fn clean_up(
 /// The guard is reaped when the outcome is dropped, after the report.
 fn withdraw(run: &mut Prepared, guard_reaped: bool) -> Option<Guard> {
     if let Some(marker) = &run.marker {
-        pidfile::consume_marker(marker, crate::sys::geteuid());
+        pidfile::remove_marker_at_exit(marker, crate::sys::geteuid());
     }
     let mut guard = run.guard.take();
     if let Some(guard) = &mut guard {

@@ -81,7 +81,7 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
         processes: None,
         uptime_ms: None,
         pidfile: path.display().to_string(),
-        cancel_pending: found == Marker::Present,
+        cancel_pending: found == Marker::Request,
         starting: false,
         other_pid_namespace: false,
         ignored_marker_uid: match found {
@@ -105,15 +105,30 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
                     report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning };
                 }
                 Liveness::Live(holder) => {
-                    report.state = if report.cancel_pending { State::Stopping } else { State::Running };
                     // 0: the holder is in a PID namespace we cannot see.
                     report.pid = (holder > 0).then_some(holder);
                     report.other_pid_namespace = holder <= 0 || !process::in_own_pid_namespace(holder);
+                    // A request, or the note of this run's pgrun: it is
+                    // stopping (a note another pgrun left says nothing). A
+                    // note's pid is one of the run's PID namespace: from
+                    // another namespace it cannot be told apart, and counts.
+                    let stopping = match found {
+                        Marker::Request => true,
+                        Marker::Note(Some(pgrun)) => report.other_pid_namespace || pgrun == holder,
+                        _ => false,
+                    };
+                    report.state = if stopping { State::Stopping } else { State::Running };
                     if !report.other_pid_namespace {
                         // The run as its --contain mode defines it.
                         report.processes = match holder {
                             0 => process::count_group_members(record.pgid),
-                            holder => crate::contain::count_run(holder, record.pgid),
+                            holder if pidfile::group_holds_run_of(holder, record.pgid) => {
+                                crate::contain::count_run(holder, record.pgid)
+                            }
+                            // The group ended while its pgrun finishes: what
+                            // has its number now is not the run's.
+                            holder => crate::contain::count_run(holder, record.pgid)
+                                .map(|run| run.saturating_sub(process::count_group_members(record.pgid).unwrap_or(0))),
                         };
                     }
                     report.uptime_ms = record

@@ -477,7 +477,7 @@ impl Supervisor<'_> {
     /// pid file means "stopping") and tell the guard it is ours to remove.
     fn mark_stopping(&self) {
         let Some(marker) = self.w.marker else { return };
-        if let Err(e) = crate::pidfile::create_marker(marker) {
+        if let Err(e) = crate::pidfile::create_note(marker, self.pgid) {
             verbose!("cannot create {}: {e}", marker.display());
         }
         if let Some(guard) = self.w.guard {

@@ -291,3 +291,59 @@ fn stress_200_starts_cancelled_after_0_to_5_ms() {
     let leftovers: Vec<_> = fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers.len(), usize::from(pids.exists()), "files left: {leftovers:?}");
 }
+
+#[test]
+fn cancel_finishes_a_run_whose_pgrun_died_without_withdrawing_it() {
+    // pgrun (no guard) is SIGKILLed while cancel waits for it: its record
+    // is left in place, so the group is still the run's, and cancel stops
+    // it. In a PID namespace of our own, whose init (the script) reaps the
+    // orphans promptly, so "gone" does not hang on a slow host init.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let script = format!(
+        r#"cd {dir}
+{pg} --no-guard -k 100 -p job.pid -- sh -c 'trap "" TERM; sleep 300 & echo $! > bg; wait' &
+R=$!
+while [ ! -s bg ] || [ ! -s job.pid ]; do sleep 0.01; done
+{pg} cancel -v --timeout 0.5 job.pid 2> cancel.log &
+C=$!
+until grep -q "sending TERM to pgrun" cancel.log; do sleep 0.01; done
+kill -KILL "$R"
+wait "$C"; echo "cancel=$?"
+[ -e /proc/$(cat bg) ] && echo member-alive
+"#,
+        dir = scratch.sh(),
+        pg = pgrun_path()
+    );
+    let mut ns = Command::new("timeout");
+    ns.args(["-s", "KILL", "25", "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c"])
+        .arg(&script)
+        .stdin(Stdio::null());
+    let out = run(&mut ns);
+    let said = String::from_utf8_lossy(&out.stdout);
+    let log = fs::read_to_string(scratch.path("cancel.log")).unwrap_or_default();
+    assert!(said.contains("cancel=0") && !said.contains("member-alive"), "{said}\nlog: {log}");
+    assert!(log.contains("died without withdrawing its record"), "{log}");
+}
+
+#[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the portable path has no pidfds")]
+fn a_pidfd_signal_failing_with_esrch_falls_back_to_the_lock_holders_pid() {
+    // pidfd_send_signal says ESRCH although the pgrun holding the lock
+    // lives: cancel must still deliver its TERM (by pid, the lock proving
+    // who holds that pid), not wait until the run ends by itself.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let (index, pgid) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    let out = run(&mut pgrun_injected(
+        "pidfd_send_signal:error=ESRCH:when=1",
+        None,
+        &["cancel", "-v", "--timeout", "10", pidfile.to_str().unwrap()],
+    ));
+    assert_status(&out, 0, "cancel");
+    assert_eq!(guard.wait(index), 143, "the run was cancelled by its own stop sequence: {}", stderr_of(&out));
+    assert!(is_dead(pgid));
+}

@@ -338,11 +338,12 @@ fn failures_are_found_before_the_command_starts() {
     let witness = scratch.path("ran");
     let w = witness.to_str().unwrap();
 
-    // A pid file name so long that the temporary name is too long.
-    let long = scratch.path(&"a".repeat(250)); // fits NAME_MAX; its temporary name does not
+    // A pid file name longer than NAME_MAX (a name that fits, and so its
+    // temporary name, is published: see publish.rs).
+    let long = scratch.path(&"a".repeat(256));
     let out = run_cmd(&mut pgrun(["-v", "-p", long.to_str().unwrap(), "--", "touch", w]));
     assert_never_started(&out, "name too long");
-    assert!(stderr_of(&out).contains("pgrun: cannot prepare pid file"), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("File name too long"), "{}", stderr_of(&out));
 
     // No fd left for the pid file.
     let out = run_cmd(
@@ -691,6 +692,148 @@ kill -KILL "$G"; wait "$G" 2>/dev/null
     let after = "kill -CONT \"$C\"\nwait \"$C\"; echo \"cancel=$?\"\n";
     let script = format!("{before}{HAND_OVER}{after}");
     assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
+}
+
+#[test]
+fn cancel_never_signals_a_group_that_took_over_the_number_after_the_run_ended() {
+    // A run whose group is gone but whose pgrun still holds the lock (here
+    // held at the step `run-gone`; in life, a long final flush of
+    // --max-output) is found live by cancel, which TERMs that pgrun and waits
+    // for it. Meanwhile the group's number is handed to an unrelated process.
+    // pgrun then ends normally and withdraws its record: the run is over,
+    // and cancel must not adopt the group that now has the number.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"PGRUN_TEST_PAUSE=run-gone=gate {pg} -p job.pid -- sh -c 'echo $$ > g.pid; until [ -e go ]; do sleep 0.01; done' &
+R=$!
+while [ ! -s g.pid ] || [ ! -s job.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+touch go
+until [ -e gate.reached ]; do sleep 0.01; done
+"#,
+        pg = pgrun_path()
+    );
+    let after = format!(
+        r#"{pg} cancel -v job.pid 2> cancel.log &
+C=$!
+until grep -q "sending TERM to pgrun" cancel.log; do sleep 0.01; done
+touch gate
+wait "$R"
+wait "$C"; echo "cancel=$?"
+"#,
+        pg = pgrun_path()
+    );
+    let script = format!("{before}{HAND_OVER}{after}");
+    assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
+}
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path has no subreaper: it signals by number, as the man page says"
+)]
+fn cancel_never_adopts_a_group_that_took_over_the_number_before_pgrun_died() {
+    // cancel finds a pgrun finishing after its group ended (the number
+    // already handed to a newcomer); that pgrun (no guard) is then SIGKILLed
+    // before it withdraws its record. The record is left in place, but the
+    // group cancel would "finish" was not the run's when cancel found it.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"PGRUN_TEST_PAUSE=run-gone=gate {pg} --no-guard -p job.pid -- sh -c 'echo $$ > g.pid; until [ -e go ]; do sleep 0.01; done' &
+R=$!
+while [ ! -s g.pid ] || [ ! -s job.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+touch go
+until [ -e gate.reached ]; do sleep 0.01; done
+"#,
+        pg = pgrun_path()
+    );
+    let after = format!(
+        r#"{pg} cancel -v job.pid 2> cancel.log &
+C=$!
+until grep -q "sending TERM to pgrun" cancel.log; do sleep 0.01; done
+kill -KILL "$R"
+wait "$C"; echo "cancel=$?"
+"#,
+        pg = pgrun_path()
+    );
+    let script = format!("{before}{HAND_OVER}{after}");
+    assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
+}
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path has no subreaper: it signals by number, as the man page says"
+)]
+fn cancel_timeout_never_kills_a_group_that_took_over_the_number_while_pgrun_finishes() {
+    // As above, but cancel's --timeout passes while that pgrun still holds
+    // the lock: the group it would SIGKILL "itself" is no longer the run's.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"PGRUN_TEST_PAUSE=run-gone=gate {pg} -p job.pid -- sh -c 'echo $$ > g.pid; until [ -e go ]; do sleep 0.01; done' &
+R=$!
+while [ ! -s g.pid ] || [ ! -s job.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+touch go
+until [ -e gate.reached ]; do sleep 0.01; done
+"#,
+        pg = pgrun_path()
+    );
+    let after = format!(
+        r#"{pg} cancel -v --timeout 0.3 job.pid 2> cancel.log
+echo "cancel=$?"
+touch gate
+wait "$R"
+"#,
+        pg = pgrun_path()
+    );
+    let script = format!("{before}{HAND_OVER}{after}");
+    assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
+}
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path has no subreaper: it counts by number, as the man page says"
+)]
+fn status_never_counts_a_group_that_took_over_the_number_while_pgrun_finishes() {
+    // While a pgrun finishes after its group ended, status says "running"
+    // (the lock is held) but must not count the newcomer that took the
+    // group's number as a process of the run.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"PGRUN_TEST_PAUSE=run-gone=gate {pg} -p job.pid -- sh -c 'echo $$ > g.pid; until [ -e go ]; do sleep 0.01; done' &
+R=$!
+while [ ! -s g.pid ] || [ ! -s job.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+touch go
+until [ -e gate.reached ]; do sleep 0.01; done
+"#,
+        pg = pgrun_path()
+    );
+    let after = format!(
+        r#"{pg} status --json job.pid > status.json 2> status.log
+grep -o '"processes":[^,}}]*' status.json
+touch gate
+wait "$R"
+"#,
+        pg = pgrun_path()
+    );
+    let script = format!("{before}{HAND_OVER}{after}");
+    assert_number_handed_over_untouched(&scratch, &script, "\"processes\":0", "status.log");
 }
 
 #[test]

@@ -266,3 +266,188 @@ fn the_report_of_a_cancelled_run_is_written_after_the_group_is_gone() {
     assert_eq!(r["reason"], "cancelled");
     assert_eq!(r["status"]["signal"], "TERM");
 }
+
+#[test]
+fn a_pid_file_and_a_report_named_with_255_bytes_are_published() {
+    // The longest name a Linux file system takes: the temporary names they
+    // are written under must fit too.
+    let scratch = Scratch::new();
+    let pidfile = scratch.path(&"p".repeat(255));
+    let report = scratch.path(&"r".repeat(255));
+    let seen = scratch.path("seen");
+    let out = run(&mut pgrun([
+        "-p",
+        pidfile.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "until [ -s \"$0\" ]; do sleep 0.01; done; cat \"$0\" > \"$1\"",
+        pidfile.to_str().unwrap(),
+        seen.to_str().unwrap(),
+    ]));
+    assert_status(&out, 0, "255-byte names");
+    assert!(fs::read_to_string(&seen).unwrap().ends_with('\n'), "the pid file was published");
+    assert_eq!(json(&report)["reason"], "exited");
+    assert!(!pidfile.exists());
+    let left: Vec<_> = fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 2, "only the report and seen are left: {left:?}");
+}
+
+#[test]
+fn a_stopping_marker_that_cannot_be_removed_is_reported_and_cancels_no_later_run() {
+    // The marker a run creates when it starts stopping cannot be removed at
+    // its exit: one warning, and the next run on that pid file still runs.
+    // A real cancel request left pending afterwards still counts.
+    for errno in ["EIO", "EROFS", "EACCES", "EPERM", "EBUSY"] {
+        let scratch = Scratch::new();
+        let pidfile = scratch.path("job.pid");
+        let marker = scratch.path("job.pid.cancel");
+        let p = pidfile.to_str().unwrap();
+        let out = run(&mut pgrun_injected(
+            &format!("unlink:error={errno}"),
+            Some(&marker),
+            &["-p", p, "-t", "0.1", "--", "sleep", "300"],
+        ));
+        assert_status(&out, 124, errno);
+        let err = stderr_of(&out);
+        assert_eq!(err.lines().count(), 1, "{errno}: {err}");
+        assert!(
+            err.starts_with("pgrun: warning: cannot remove cancel marker ")
+                && err.contains(marker.to_str().unwrap())
+                && err.contains(errno),
+            "{errno}: {err}"
+        );
+        assert!(marker.exists(), "{errno}: the injection left the marker");
+        let note = fs::read_to_string(&marker).unwrap();
+        assert!(note.starts_with("pgrun-stopping pgrun="), "{errno}: the run's own marker is a note: {note:?}");
+
+        let status = run(&mut pgrun(["status", "--json", p]));
+        let state: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+        assert_eq!(state["state"], "not-running", "{errno}: a leftover is no pending cancel: {state}");
+
+        let witness = scratch.path("ran");
+        let out = run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
+        assert_status(&out, 0, &format!("{errno}: the next run"));
+        assert!(witness.exists(), "{errno}: the next run did not run its command");
+
+        let out = run(&mut pgrun(["cancel", "--keep-pending", "--wait-start", "0", p]));
+        assert_status(&out, 1, &format!("{errno}: cancel left pending"));
+        let out = run(&mut pgrun(["-p", p, "--", "true"]));
+        assert_status(&out, 143, &format!("{errno}: a pending cancel still cancels"));
+        assert!(!marker.exists(), "{errno}: the pending cancel was consumed");
+    }
+}
+
+#[test]
+fn a_cancel_request_that_cannot_be_removed_at_exit_cancels_no_later_run() {
+    // cancel's (empty) marker stopped the run, which cannot remove it at
+    // exit: it is reported and overwritten with the run's note, so the next
+    // run on that pid file still runs.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let p = pidfile.to_str().unwrap();
+    let mut traced = pgrun_injected("unlink:error=EIO", Some(&marker), &["-p", p, "--", "sleep", "300"]);
+    let run_index = guard.spawn(traced.stderr(std::process::Stdio::piped()));
+    let pgid: i32 = wait_line(&pidfile).parse().unwrap();
+    guard.record_group(pgid);
+    let out = run(&mut pgrun(["cancel", p]));
+    assert_status(&out, 0, "cancel");
+    assert_eq!(guard.wait(run_index), 143, "cancelled");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut guard.child(run_index).stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.starts_with("pgrun: warning: cannot remove cancel marker ") && err.contains("EIO"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(fs::read_to_string(&marker).unwrap().starts_with("pgrun-consumed "), "the request was marked consumed");
+    let witness = scratch.path("ran");
+    let out = run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 0, "the next run");
+    assert!(witness.exists());
+}
+
+#[test]
+fn a_stopping_run_marks_its_marker_with_a_note_naming_it() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["-t", "0.1", "-k", "2"], "trap '' TERM; sleep 300");
+    let pgrun_pid = guard.child(index).id();
+    let mut note = String::new();
+    eventually("the stopping note", || {
+        note = fs::read_to_string(&marker).unwrap_or_default();
+        note.ends_with('\n')
+    });
+    assert_eq!(note, format!("pgrun-stopping pgrun={pgrun_pid} pgid={pgid}\n"));
+    let status = run(&mut pgrun(["status", "--json", pidfile.to_str().unwrap()]));
+    let state: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(state["state"], "stopping", "{state}");
+    assert_eq!(state["cancel_pending"], false, "a note is no cancel request: {state}");
+    assert_eq!(guard.wait(index), 124);
+    assert!(!marker.exists(), "the note is removed at exit");
+}
+
+#[test]
+fn a_cancel_request_that_cannot_be_consumed_before_the_start_cancels_only_that_run() {
+    // The request is honoured (exit 143, nothing run) but cannot be
+    // removed: one warning, and it is marked consumed, so the next run runs.
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let p = pidfile.to_str().unwrap();
+    let witness = scratch.path("ran");
+    let w = witness.to_str().unwrap();
+    fs::write(&marker, "").unwrap();
+    let out = run(&mut pgrun_injected("unlink:error=EIO", Some(&marker), &["-p", p, "--", "touch", w]));
+    assert_status(&out, 143, "cancelled before the start");
+    assert!(!witness.exists(), "the command ran");
+    let err = stderr_of(&out);
+    assert!(err.starts_with("pgrun: warning: cannot remove cancel marker ") && err.contains("EIO"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let out = run(&mut pgrun(["-p", p, "--", "touch", w]));
+    assert_status(&out, 0, "the next run");
+    assert!(witness.exists(), "the next run did not run its command");
+}
+
+#[test]
+fn a_leftover_stopping_note_does_not_make_the_next_run_look_stopping() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let p = pidfile.to_str().unwrap();
+    let out =
+        run(&mut pgrun_injected("unlink:error=EIO", Some(&marker), &["-p", p, "-t", "0.1", "--", "sleep", "300"]));
+    assert_status(&out, 124, "a run whose note is left");
+    assert!(marker.exists());
+    let (index, _) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    let status = run(&mut pgrun(["status", "--json", p]));
+    let state: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(state["state"], "running", "another run's note says nothing about this one: {state}");
+    let out = run(&mut pgrun(["cancel", p]));
+    assert_status(&out, 0, "cancel");
+    assert_eq!(guard.wait(index), 143);
+    assert!(!marker.exists(), "the run that stopped removed the marker");
+}
+
+#[test]
+fn a_pid_file_that_cannot_be_removed_at_exit_is_reported_and_replaced_by_the_next_run() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let out = run(&mut pgrun_injected("unlink:error=EIO", Some(&pidfile), &["-p", p, "--", "true"]));
+    assert_status(&out, 0, "the run");
+    let err = stderr_of(&out);
+    assert!(err.starts_with("pgrun: warning: cannot remove pid file ") && err.contains("EIO"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(pidfile.exists(), "the injection left the pid file");
+    let status = run(&mut pgrun(["status", p]));
+    assert_status(&status, 1, "stale: its lock went with its pgrun");
+    let witness = scratch.path("ran");
+    let out = run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 0, "the next run replaces the stale file");
+    assert!(witness.exists() && !pidfile.exists());
+}

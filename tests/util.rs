@@ -604,3 +604,20 @@ pub fn open_up(path: &Path, writable: bool) {
     let mode = if writable { 0o1777 } else { 0o755 };
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).expect("chmod");
 }
+
+/// `pgrun ARGS...` under `strace -f -qq -e inject=SPEC` (e.g.
+/// `unlink:error=EIO:when=1`), so a test can make one syscall fail; with
+/// `only_path`, only the calls on that path (`strace -P`). Fails the test
+/// with a clear message if strace is not installed.
+pub fn pgrun_injected(inject: &str, only_path: Option<&Path>, args: &[&str]) -> Command {
+    let found = Command::new("strace").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    assert!(found.is_ok_and(|s| s.success()), "this test needs strace (to inject {inject}); install it");
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-qq", "-o", "/dev/null", "-e", &format!("inject={inject}")]);
+    if let Some(path) = only_path {
+        cmd.arg("-P").arg(path);
+    }
+    cmd.arg("--").arg(pgrun_path()).args(args).stdin(Stdio::null());
+    default_signals(&mut cmd);
+    cmd
+}

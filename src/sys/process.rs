@@ -605,6 +605,11 @@ fn waitid_has_child(pid: Pid) -> bool {
     }
 }
 
+/// Whether a running pgrun of this build is a child subreaper (see
+/// [`become_subreaper`]; it refuses to run otherwise): while it lives,
+/// every process of its run is one of its descendants.
+pub const RUN_PGRUN_IS_SUBREAPER: bool = cfg!(linux_strengths);
+
 /// `prctl(PR_SET_CHILD_SUBREAPER)`: orphaned descendants are reparented to
 /// pgrun instead of init, so pgrun can reap their zombies and hears of their
 /// deaths. Linux only; elsewhere this does nothing and returns false.

@@ -1,0 +1,215 @@
+//! A starting run claims the pid file's path before its command starts:
+//! - no file: nothing to claim; it publishes with `link(2)`, which fails
+//!   rather than replaces if another run got there first;
+//! - a live run's file: refused (exit 125);
+//! - a stale file: it write-locks the claim byte of that file (never byte 0,
+//!   so no reader mistakes it for a live run), then checks that the path
+//!   still names the inode it locked and starts over if not (another run
+//!   replaced it meanwhile). Holding the claim, it alone may replace the
+//!   file, with `rename(2)`.
+//!
+//! The temporary file the record is published from is created, sized and
+//! locked during the claim too, so everything that can fail does so before
+//! the command starts. A reader that finds a stale file removes it only
+//! while holding the same claim byte (see [`super::remove_if_stale`]), so it
+//! never removes a file a starting run is about to replace.
+
+use super::record::live_holder;
+use super::{check_target, names};
+use crate::atomic_file::TempFile;
+use crate::backoff::Backoff;
+use crate::sys::lock::{self, CLAIM_BYTE, Kind, Range};
+use crate::sys::{Pid, geteuid, process};
+use crate::test_hook;
+use anyhow::{Context, Result, bail};
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// The longest record: a 32-bit group id in decimal and a newline. The
+/// temporary file reserves this much before the command starts.
+const RECORD_SPACE: usize = 11;
+
+/// What became of a claim that had to wait for another starting run.
+pub enum Claimed {
+    Claim(Claim),
+    /// A termination signal arrived while waiting (its number).
+    Interrupted(i32),
+}
+
+/// A pid file claimed for this run but not yet published.
+pub struct Claim {
+    path: PathBuf,
+    /// The stale file, its claim byte write-locked by us, so that no other
+    /// run replaces it while we start; `None` if there was no file.
+    stale: Option<File>,
+    /// The record to be, created and locked already (taken by `publish`).
+    temp: Option<TempFile>,
+}
+
+impl Drop for Claim {
+    /// A run that ends before it publishes (cancelled before the start, a
+    /// command not found) removes the stale file it had claimed: nobody
+    /// else may replace it meanwhile, and leaving it helps no one.
+    fn drop(&mut self) {
+        if let Some(stale) = self.stale.take()
+            && let Ok(meta) = stale.metadata()
+            && names(&self.path, &meta)
+        {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// A published pid file, locked for as long as this value lives.
+pub struct Published {
+    path: PathBuf,
+    _locked: File,
+    dev: u64,
+    ino: u64,
+}
+
+/// Claim `path` for a run: refuse a live run's file, a symlink, a missing
+/// folder, a claim byte another user holds; wait (with backoff) while
+/// another starting run of ours holds the claim, asking `interrupted` for a
+/// termination signal between tries. Then prepare the record's temporary
+/// file.
+pub fn claim(path: &Path, interrupted: &mut dyn FnMut() -> Option<i32>) -> Result<Claimed> {
+    check_target(path, "pid file")?;
+    let me = geteuid();
+    let mut backoff = Backoff::default();
+    let mut said_waiting = false;
+    let stale = loop {
+        let file = match open_existing(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => break None,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                bail!("refusing pid file {}: it is a symlink", path.display())
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot open pid file {}", path.display())),
+        };
+        test_hook::pause("claim-opened");
+        let meta = file.metadata().with_context(|| format!("cannot stat pid file {}", path.display()))?;
+        if let Some(pid) = live_holder(&file, &meta).with_context(|| lock_context(path))? {
+            bail!("pid file {} is held by a live run (pgrun pid {})", path.display(), shown_pid(pid))
+        }
+        if lock::try_write_lock(&file, Range::Claim).with_context(|| lock_context(path))? {
+            // Whoever replaced the file between our open and our lock did so
+            // holding this same claim: the path no longer names our inode.
+            if names(path, &meta) {
+                break Some(file);
+            }
+            continue;
+        }
+        if let Some(holder) = lock::holder(&file, Range::Claim).with_context(|| lock_context(path))?
+            && is_foreign(holder, me)
+        {
+            bail!(
+                "pid file {} is blocked: process {} of another user holds a lock on its byte {CLAIM_BYTE}",
+                path.display(),
+                shown_pid(holder.pid)
+            )
+        }
+        // Another run of ours is starting on this path: it will publish (and
+        // we then refuse) or give up (and we claim). Wait for either.
+        if let Some(signal) = interrupted() {
+            return Ok(Claimed::Interrupted(signal));
+        }
+        if !said_waiting {
+            crate::verbose!("another run is starting on pid file {}; waiting", path.display());
+            said_waiting = true;
+        }
+        backoff.pause_until(None);
+    };
+    test_hook::pause("claimed");
+    let temp =
+        TempFile::create(path, RECORD_SPACE).with_context(|| format!("cannot prepare pid file {}", path.display()))?;
+    if !lock::try_write_lock(temp.file(), Range::Record)
+        .with_context(|| format!("cannot lock the new pid file for {}", path.display()))?
+    {
+        bail!("cannot lock the new pid file for {}", path.display());
+    }
+    Ok(Claimed::Claim(Claim { path: path.to_path_buf(), stale, temp: Some(temp) }))
+}
+
+fn lock_context(path: &Path) -> String {
+    format!("cannot read the locks of pid file {}", path.display())
+}
+
+fn shown_pid(pid: Pid) -> String {
+    if pid > 0 { pid.to_string() } else { "unknown: another PID namespace".to_string() }
+}
+
+/// A lock on the claim byte that no starting run of ours could hold: a read
+/// lock (starters and cancellers take write locks), or one held by a
+/// process of another user.
+fn is_foreign(holder: lock::Holder, me: u32) -> bool {
+    holder.kind == Kind::Read || process::effective_uid(holder.pid).is_some_and(|uid| uid != me)
+}
+
+/// Open an existing pid file read-write without following a symlink.
+fn open_existing(path: &Path) -> io::Result<File> {
+    let file =
+        OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    Ok(file)
+}
+
+impl Claim {
+    /// Publish `pgid` atomically; the new file is locked already.
+    pub fn publish(mut self, pgid: Pid) -> Result<Published> {
+        let path = self.path.clone();
+        let temp = self.temp.take().expect("published once");
+        temp.set_content(format!("{pgid}\n").as_bytes())
+            .with_context(|| format!("cannot write pid file {}", path.display()))?;
+        let stale = self.stale.take();
+        // Replace the stale file only if the path still names it: holding its
+        // claim keeps every starting run and canceller away, but not
+        // somebody's `rm` (after which another run may have published).
+        let replace = stale.as_ref().and_then(|f| f.metadata().ok()).is_some_and(|meta| names(&path, &meta));
+        let file = if replace {
+            // The claim ends with `stale`, once the new file is in place.
+            let placed = temp.rename_into_place();
+            drop(stale);
+            placed.with_context(|| format!("cannot publish pid file {}", path.display()))?
+        } else {
+            match temp.link_into_place() {
+                Ok(file) => file,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    bail!("pid file {} was created by another run while this one started", path.display())
+                }
+                Err(e) => return Err(e).with_context(|| format!("cannot publish pid file {}", path.display())),
+            }
+        };
+        let meta = file.metadata().context("cannot stat the pid file")?;
+        Ok(Published { path, _locked: file, dev: meta.dev(), ino: meta.ino() })
+    }
+}
+
+impl Published {
+    /// The published file's device and inode.
+    pub fn id(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+
+    /// Remove the pid file if it is still ours; the lock goes with it. One
+    /// that cannot be removed is reported (one warning line): with its lock
+    /// gone it is stale, and the next run replaces it.
+    pub fn remove(self) {
+        if let Ok(meta) = fs::symlink_metadata(&self.path)
+            && meta.dev() == self.dev
+            && meta.ino() == self.ino
+            && let Err(e) = fs::remove_file(&self.path)
+            && e.kind() != io::ErrorKind::NotFound
+        {
+            crate::say::line(format_args!(
+                "warning: cannot remove pid file {}: {}",
+                self.path.display(),
+                super::errno_text(&e)
+            ));
+        }
+    }
+}

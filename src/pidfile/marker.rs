@@ -1,0 +1,308 @@
+//! The cancel marker (`PIDFILE.cancel` by default).
+//!
+//! Markers count only when owned by the pid file's user or by root: in a
+//! sticky `/tmp`, another user's `job.pid.cancel` must not cancel our runs.
+//! The run consumes a marker with one `unlink(2)`: the unlink succeeding
+//! *is* the check, so a marker created concurrently is never both seen and
+//! left behind.
+//!
+//! A marker is a cancel request, except a note pgrun wrote there: the one a
+//! run creates when it starts stopping (`pgrun-stopping pgrun=PID
+//! pgid=PGID`), which says "stopping" next to the pid file of the pgrun it
+//! names and nothing at all otherwise, and a request that was consumed but
+//! could not be removed (`pgrun-consumed pgrun=PID`). So a marker that
+//! cannot be removed (EIO, EROFS, EACCES...) is reported and never cancels
+//! a later run: that run ignores a note, and the next run to stop or end on
+//! the path replaces or removes it. A cancel that finds a note turns it
+//! into a request.
+
+use super::errno_text;
+use crate::atomic_file::{self, TempFile, folder_of};
+use crate::sys::{Pid, geteuid};
+use std::fs::{self, OpenOptions};
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The cancel marker for a pid file: `PIDFILE.cancel`.
+pub fn default_marker(pidfile: &Path) -> PathBuf {
+    let mut s = pidfile.as_os_str().to_owned();
+    s.push(".cancel");
+    PathBuf::from(s)
+}
+
+/// What is at a marker's path, from the point of view of `owner`'s runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marker {
+    Absent,
+    /// A file or folder owned by `owner` or root that is not a note: it
+    /// says "cancel".
+    Request,
+    /// A note pgrun wrote there, never a cancel request: with the pid of
+    /// the pgrun that started stopping its run (`pgrun-stopping`, see
+    /// [`create_note`]), or `None` for a request that was consumed but
+    /// could not be removed (`pgrun-consumed`).
+    Note(Option<Pid>),
+    /// Owned by another user (this uid): ignored.
+    Foreign(u32),
+}
+
+/// How every note starts; a file that starts otherwise is a request.
+const STOPPING: &str = "pgrun-stopping ";
+const CONSUMED: &str = "pgrun-consumed ";
+
+/// The note of this pgrun, which started stopping the run of group `pgid`.
+fn stopping_note(pgid: Pid) -> String {
+    format!("{STOPPING}pgrun={} pgid={pgid}\n", crate::sys::getpid())
+}
+
+/// The note that replaces a request this pgrun consumed but could not
+/// remove.
+fn consumed_note() -> String {
+    format!("{CONSUMED}pgrun={}\n", crate::sys::getpid())
+}
+
+/// Read a note's first line: `Some(pgrun)` for a stopping note (the pid
+/// it names, 0 if none can be read), `None` for a consumed one; `Err` if
+/// the text is no note.
+fn parse_note(text: &str) -> Result<Option<Pid>, ()> {
+    let pgrun =
+        |rest: &str| rest.split_ascii_whitespace().find_map(|w| w.strip_prefix("pgrun=")).and_then(|n| n.parse().ok());
+    if let Some(rest) = text.strip_prefix(STOPPING) {
+        return Ok(Some(pgrun(rest).unwrap_or(0)));
+    }
+    if text.starts_with(CONSUMED) {
+        return Ok(None);
+    }
+    Err(())
+}
+
+/// Look at `marker` without following a symlink. A regular file is read
+/// (its first 64 bytes) to tell a note from a request; anything else, or a
+/// file that cannot be read, is a request.
+pub fn marker(marker: &Path, owner: u32) -> Marker {
+    let meta = match fs::symlink_metadata(marker) {
+        Err(_) => return Marker::Absent,
+        Ok(meta) if meta.uid() != owner && meta.uid() != 0 => return Marker::Foreign(meta.uid()),
+        Ok(meta) => meta,
+    };
+    if !meta.is_file() || meta.len() == 0 {
+        return Marker::Request;
+    }
+    let mut text = Vec::new();
+    let read = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(marker)
+        .and_then(|file| io::Read::read_to_end(&mut io::Read::take(file, 64), &mut text));
+    match read.ok().and_then(|_| parse_note(&String::from_utf8_lossy(&text)).ok()) {
+        Some(note) => Marker::Note(note),
+        None => Marker::Request,
+    }
+}
+
+/// Check for a cancel request and consume it in one step: whether there
+/// was one. The `unlink` succeeding is the check, so of two runs (or a run
+/// and a cancel's clean-up) only one ever consumes a marker. A note is no
+/// request: left alone (it is removed by the next run that ends on this
+/// path). A request that cannot be removed still says "cancel" this once;
+/// it is reported (one warning line) and overwritten with a consumed note,
+/// so that it cancels nothing more.
+pub fn consume_marker(path: &Path, owner: u32) -> bool {
+    match marker(path, owner) {
+        Marker::Absent => false,
+        Marker::Foreign(uid) => {
+            crate::verbose!("ignoring cancel marker {} owned by uid {uid}", path.display());
+            false
+        }
+        Marker::Note(_) => {
+            crate::verbose!("ignoring {}: a note pgrun left, not a cancel request", path.display());
+            false
+        }
+        Marker::Request => match remove(path) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => {
+                warn_left(path, &e, overwrite_with(path, &consumed_note()).is_ok());
+                true
+            }
+        },
+    }
+}
+
+/// Remove a marker: a folder with `rmdir`, anything else with `unlink`.
+fn remove(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => fs::remove_dir(path),
+        _ => fs::remove_file(path),
+    }
+}
+
+/// Say that the marker at `path` could not be removed, and what that means
+/// for the next run.
+fn warn_left(path: &Path, err: &io::Error, harmless: bool) {
+    crate::say::line(format_args!(
+        "warning: cannot remove cancel marker {}: {}{}",
+        path.display(),
+        errno_text(err),
+        if harmless { "" } else { "; it will cancel the next run that uses it" }
+    ));
+}
+
+/// Request a cancel: create the marker as an empty file; `Ok(false)` if
+/// something was already there. A note there (of a run that is stopping,
+/// or one left by a run that ended) is turned into a request in place, so
+/// that a run starting next still honours it.
+pub fn create_marker(marker: &Path) -> io::Result<bool> {
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(atomic_file::MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(marker)
+    {
+        Ok(file) => {
+            let _ = file.set_permissions(fs::Permissions::from_mode(atomic_file::MODE));
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            if !matches!(self::marker(marker, geteuid()), Marker::Note(_)) {
+                return Ok(false);
+            }
+            let note = OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(marker)?;
+            note.set_len(0)?;
+            Ok(true)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A run starts stopping: put its stopping note at `marker` (so that a
+/// marker next to a live pid file means "stopping"); `Ok(false)` if a
+/// request was already there, which is left as it is. A note left there
+/// by an ended run is replaced. The note appears whole (written under a
+/// temporary name, then linked or renamed into place): no reader ever sees
+/// it empty, which would be a request.
+pub fn create_note(marker: &Path, pgid: Pid) -> io::Result<bool> {
+    let note = stopping_note(pgid);
+    let temp = TempFile::create(marker, note.len())?;
+    temp.set_content(note.as_bytes())?;
+    if matches!(self::marker(marker, geteuid()), Marker::Note(_)) {
+        return temp.rename_into_place().map(|_| true);
+    }
+    match temp.link_into_place() {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The run of group `pgid` ends: remove the marker at `path` (its own note,
+/// the request that cancelled it, or a note an earlier run left), unless
+/// it is another user's.
+///
+/// One that cannot be removed must not cancel the next run on this path:
+/// it is reported (one warning line naming the path and the errno) and, if
+/// it is a request, overwritten with a consumed note, which no run takes
+/// for a request. Only if that fails too does the warning say that the
+/// next run will be cancelled.
+pub fn remove_marker_at_exit(path: &Path, owner: u32) {
+    let found = marker(path, owner);
+    if matches!(found, Marker::Absent | Marker::Foreign(_)) {
+        return;
+    }
+    match remove(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => {
+            let harmless = matches!(found, Marker::Note(_)) || overwrite_with(path, &consumed_note()).is_ok();
+            warn_left(path, &e, harmless);
+        }
+    }
+}
+
+/// Replace a request's content with `note`, in place (the note is written
+/// first, then the file cut to its length).
+fn overwrite_with(path: &Path, note: &str) -> io::Result<()> {
+    let file = OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    std::os::unix::fs::FileExt::write_all_at(&file, note.as_bytes(), 0)?;
+    file.set_len(note.len() as u64)
+}
+
+/// Whether two paths name the same file, by any spelling: the same folder
+/// and name once folders are resolved, a symlink (chain) to the other, or a
+/// hard link of it. Used to refuse a cancel marker that is the pid file.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    let (ra, rb) = (resolve(a), resolve(b));
+    if ra.is_some() && ra == rb {
+        return true;
+    }
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(ma), Ok(mb)) => ma.dev() == mb.dev() && ma.ino() == mb.ino(),
+        _ => false,
+    }
+}
+
+/// `path` with its folder canonicalised and symlinks at the end followed,
+/// even to a file that does not exist yet.
+fn resolve(path: &Path) -> Option<PathBuf> {
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        let folder = fs::canonicalize(folder_of(&path)).ok()?;
+        let here = folder.join(path.file_name()?);
+        match fs::read_link(&here) {
+            Ok(target) => path = folder.join(target),
+            Err(_) => return Some(here),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stopping_note_is_no_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("job.pid.cancel");
+        let me = geteuid();
+        assert_eq!(marker(&m, me), Marker::Absent);
+        assert!(create_note(&m, 4242).unwrap());
+        assert_eq!(marker(&m, me), Marker::Note(Some(crate::sys::getpid())));
+        assert!(!consume_marker(&m, me), "a note is not consumed as a request");
+        assert!(create_note(&m, 4243).unwrap(), "a note left there is replaced");
+        assert_eq!(marker(&m, me), Marker::Note(Some(crate::sys::getpid())));
+        assert!(create_marker(&m).unwrap(), "cancel turns a note into its request");
+        assert_eq!(marker(&m, me), Marker::Request);
+        assert!(!create_note(&m, 4242).unwrap(), "a run starting to stop leaves a request alone");
+        fs::write(&m, "pgrun-consumed pgrun=7\n").unwrap();
+        assert_eq!(marker(&m, me), Marker::Note(None));
+        assert!(!consume_marker(&m, me), "a consumed request cancels nothing more");
+        fs::write(&m, "cancel, please\n").unwrap();
+        assert_eq!(marker(&m, me), Marker::Request, "any other content is a request");
+        assert!(consume_marker(&m, me));
+        assert_eq!(marker(&m, me), Marker::Absent);
+        let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    }
+
+    #[test]
+    fn same_file_by_any_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid = dir.path().join("job.pid");
+        assert!(same_file(&pid, &dir.path().join("./job.pid")));
+        assert!(same_file(&pid, &dir.path().join("sub/../job.pid")) || !dir.path().join("sub").exists());
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("job.pid", &link).unwrap();
+        assert!(same_file(&link, &pid), "a symlink to a pid file that does not exist yet");
+        fs::write(&pid, "1\n").unwrap();
+        let hard = dir.path().join("hard");
+        fs::hard_link(&pid, &hard).unwrap();
+        assert!(same_file(&hard, &pid));
+        assert!(!same_file(&dir.path().join("job.pid.cancel"), &pid));
+    }
+}

@@ -1,0 +1,59 @@
+//! The pid file protocol and the cancel marker, for the run that publishes
+//! and for the readers (`cancel`, `status`) that look at it, in one file
+//! per role: `claim.rs` (a starting run takes the path and publishes its
+//! record), `record.rs` (a pid file as readers find it, and what its locks
+//! say), `marker.rs` (the cancel marker: requests and stopping notes).
+//!
+//! A published run holds a write lock from byte 0 of its pid file (see
+//! [`lock`](crate::sys::lock)); held by a process running as the file's
+//! owner, that lock is what "alive" means, and nothing else is (not a read
+//! lock, not another user's lock, not a starting run's claim).
+
+mod claim;
+mod marker;
+mod record;
+
+pub use claim::*;
+pub use marker::*;
+pub use record::*;
+
+use crate::atomic_file::folder_of;
+use anyhow::{Result, bail};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// Fail unless the folder of `path` exists and `path` is not a symlink or a
+/// directory. `what` names the file in the message ("pid file", "report").
+pub fn check_target(path: &Path, what: &str) -> Result<()> {
+    check_folder(path, what)?;
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => bail!("refusing {what} {}: it is a symlink", path.display()),
+        Ok(m) if m.is_dir() => bail!("{what} {} is a directory", path.display()),
+        _ => Ok(()),
+    }
+}
+
+/// Fail unless the folder of `path` exists and is a directory.
+pub fn check_folder(path: &Path, what: &str) -> Result<()> {
+    let folder = folder_of(path);
+    match fs::metadata(folder) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => bail!("{what} folder {} is not a directory", folder.display()),
+        Err(e) => bail!("{what} folder {}: {e}", folder.display()),
+    }
+}
+
+/// Whether `path` still names the file `meta` describes.
+fn names(path: &Path, meta: &fs::Metadata) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|now| now.dev() == meta.dev() && now.ino() == meta.ino())
+}
+
+/// "Input/output error (EIO)": the text and the errno's name, for the
+/// warnings about files pgrun could not remove.
+fn errno_text(err: &std::io::Error) -> String {
+    match err.raw_os_error() {
+        Some(code) => format!("{err} ({:?})", nix::errno::Errno::from_raw(code)),
+        None => err.to_string(),
+    }
+}
