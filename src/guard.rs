@@ -26,9 +26,11 @@ use crate::say;
 use crate::stop_sequence::StopSequence;
 use crate::sys::{self, Pid, lifetime, process};
 use crate::unsupervised;
+use std::cell::Cell;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
 /// The guard's name in `ps` (`/proc/PID/comm`).
@@ -50,14 +52,27 @@ pub struct Plan {
     pub leaf: Option<LeafTarget>,
 }
 
-/// pgrun's handle on its guard.
+/// The guard's pid for as long as it is pgrun's child and not yet reaped;
+/// `None` after. Shared by the [`Guard`] handle and those who must tell the
+/// guard apart from the run's processes (the scope, in tree mode): one
+/// value, set to `None` once, when the supervisor reaps the guard.
+#[derive(Clone, Default)]
+pub struct GuardChild(Rc<Cell<Option<Pid>>>);
+
+impl GuardChild {
+    /// The guard's pid, while it is an unreaped child of pgrun (so the
+    /// number cannot have been reused).
+    pub fn pid(&self) -> Option<Pid> {
+        self.0.get()
+    }
+}
+
+/// pgrun's handle on its guard, and the one holder of its state.
 pub struct Guard {
-    pid: Pid,
+    child: GuardChild,
     /// The pipe's write end; closed to wake the guard.
     tx: Option<OwnedFd>,
     shared: lifetime::SharedPage,
-    /// Already reaped (it died during the run): never wait for it again.
-    reaped: bool,
     /// Told to exit already.
     released: bool,
 }
@@ -82,13 +97,30 @@ impl Guard {
                 // Also from this side, so the guard is in its own group
                 // before the command starts, whichever runs first.
                 let _ = lifetime::setpgid(pid, pid);
-                Ok(Guard { pid, tx: Some(tx), shared, reaped: false, released: false })
+                Ok(Guard { child: GuardChild(Rc::new(Cell::new(Some(pid)))), tx: Some(tx), shared, released: false })
             }
         }
     }
 
-    pub fn pid(&self) -> Pid {
-        self.pid
+    /// The guard's pid, while it is pgrun's unreaped child.
+    pub fn pid(&self) -> Option<Pid> {
+        self.child.pid()
+    }
+
+    /// The shared view of the guard's pid (see [`GuardChild`]).
+    pub fn child(&self) -> GuardChild {
+        self.child.clone()
+    }
+
+    /// Whether `pid` is the guard (not yet reaped).
+    pub fn is(&self, pid: Pid) -> bool {
+        self.child.pid() == Some(pid)
+    }
+
+    /// The supervisor reaped the guard (it died): from now on its pid is
+    /// never signalled nor waited for.
+    pub fn reaped(&self) {
+        self.child.0.set(None);
     }
 
     /// The command runs as group `pgid`.
@@ -120,17 +152,12 @@ impl Guard {
     /// when this handle is dropped, so that its exit overlaps pgrun's last
     /// work (the report).
     pub fn release(&mut self) {
-        if !self.released && !self.reaped {
+        if !self.released {
             self.shared.slot(RELEASED).store(1, Ordering::Release);
             // The guard wakes on end of file and finds the mark.
             self.tx = None;
             self.released = true;
         }
-    }
-
-    /// The supervisor reaped the guard (it died): it is not waited for.
-    pub fn reaped(&mut self) {
-        self.reaped = true;
     }
 }
 
@@ -138,14 +165,15 @@ impl Drop for Guard {
     /// pgrun ends normally: release the guard and reap it, so nothing of
     /// pgrun outlives pgrun.
     fn drop(&mut self) {
-        if self.reaped {
-            return;
-        }
         self.release();
+        // Unreaped, so the number is still the guard's: nothing else in
+        // pgrun reaps its children once the supervisor is done.
+        let Some(pid) = self.child.pid() else { return };
         // Released, it exits at once, unless something stopped it (SIGSTOP):
         // its work is over either way, and pgrun must not wait for it.
-        let _ = crate::sys::process::signal_process(self.pid, crate::signame::Signal::KILL);
-        lifetime::wait_for(self.pid);
+        let _ = crate::sys::process::signal_process(pid, crate::signame::Signal::KILL);
+        lifetime::wait_for(pid);
+        self.reaped();
     }
 }
 

@@ -214,7 +214,9 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     let terminal = Terminal::new(args.setsid);
     let (relay, child_ends) = args.max_output.map(Relay::new).transpose().map_err(failure)?.unzip();
     let guard = start_guard(args, &scope, marker.as_deref()).map_err(failure)?;
-    scope.set_guard(guard.as_ref().map(Guard::pid));
+    if let Some(guard) = &guard {
+        scope.set_guard(guard.child());
+    }
     Ok(Prepared {
         argv,
         marker,
@@ -424,9 +426,6 @@ fn clean_up(
     }
     let mut guard = run.guard.take();
     if let Some(guard) = &mut guard {
-        if ended.as_ref().is_ok_and(|e| e.guard_reaped) {
-            guard.reaped();
-        }
         guard.release();
     }
     let mut outcome = match ended {
@@ -457,7 +456,7 @@ fn start_guard(args: &RunArgs, scope: &Scope, marker: Option<&std::path::Path>) 
         leaf: scope.leaf().map(|leaf| leaf.target(None)),
     };
     let guard = Guard::start(plan).map_err(|e| anyhow!("cannot start the guard: {e}"))?;
-    verbose!("guard {} started", guard.pid());
+    verbose!("guard {} started", guard.pid().unwrap_or(0));
     Ok(Some(guard))
 }
 

@@ -75,8 +75,6 @@ pub struct GroupEnd {
     pub unreaped: usize,
     /// Processes outside the group the stop reached (tree, cgroup).
     pub escaped: usize,
-    /// The guard died during the run and was reaped here.
-    pub guard_reaped: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -100,7 +98,8 @@ pub struct Supervised<'a> {
     /// The cancel marker: created when the first stop sequence starts, so
     /// that a marker next to a live pid file always means "stopping".
     pub marker: Option<&'a std::path::Path>,
-    /// The guard, told about that marker (it removes it if pgrun dies).
+    /// The guard, told about that marker (it removes it if pgrun dies),
+    /// and about its own death, if this loop reaps it.
     pub guard: Option<&'a crate::guard::Guard>,
     /// The terminal and its job-control rules (`None` with --setsid).
     pub terminal: Option<&'a Terminal>,
@@ -145,7 +144,6 @@ struct Supervisor<'a> {
     unreaped: Option<usize>,
     /// Test-only: panic on SIGUSR1 (see `test_hook`).
     panic_on_usr1: bool,
-    guard_reaped: bool,
     pgid: Pid,
     /// A SIGCHLD arrived (or the loop just started): reap on the next turn.
     reap_due: bool,
@@ -172,7 +170,6 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
         kill_repeats: 0,
         unreaped: None,
         panic_on_usr1: crate::test_hook::active(crate::test_hook::PANIC_ON_USR1),
-        guard_reaped: false,
         pgid,
         poll_backoff: Duration::from_millis(1),
         reap_due: true,
@@ -215,7 +212,6 @@ impl Supervisor<'_> {
                         stragglers: self.stragglers,
                         unreaped: self.unreaped.unwrap_or(0),
                         escaped: self.w.scope.escaped(),
-                        guard_reaped: self.guard_reaped,
                     });
                 }
                 if leader_exited_now {
@@ -281,10 +277,11 @@ impl Supervisor<'_> {
         let mut leader_exited = false;
         loop {
             match process::reap_one()? {
-                Reaped::Child(pid, _) if Some(pid) == self.w.scope.guard() => {
+                Reaped::Child(pid, _) if self.w.guard.is_some_and(|g| g.is(pid)) => {
                     verbose!("the guard {pid} died; the run goes on without it");
-                    self.w.scope.guard_gone();
-                    self.guard_reaped = true;
+                    if let Some(guard) = self.w.guard {
+                        guard.reaped();
+                    }
                 }
                 Reaped::Child(pid, status) if pid == self.pgid => {
                     match status {

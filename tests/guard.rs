@@ -170,3 +170,55 @@ fn a_stopped_guard_does_not_hold_pgrun() {
     assert_eq!(guard.wait(index), 0, "pgrun exits although its guard is stopped");
     assert!(!std::path::Path::new(&format!("/proc/{keeper}")).exists(), "the guard outlived pgrun");
 }
+
+/// strace, for the tests that watch pgrun's syscalls: a clear failure if it
+/// is missing.
+fn strace() -> Command {
+    let found = Command::new("strace").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    assert!(found.is_ok_and(|s| s.success()), "this test needs strace (6.1 or later) on PATH");
+    Command::new("strace")
+}
+
+#[test]
+fn a_guard_that_died_before_a_failed_publish_is_never_signalled_again() {
+    // The guard dies while the command starts; publishing then fails, so
+    // pgrun stops the unpublished run, and its supervisor reaps the dead
+    // guard. The guard's pid is free from then on: pgrun must neither
+    // signal nor wait for it again (it may be somebody else's by then).
+    let mut strace = strace();
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let trace = scratch.path("trace");
+    let pause = Pause::new(&scratch, "spawned");
+    strace
+        .args(["-f", "-qq", "-e", "trace=kill,wait4", "-o"])
+        .arg(&trace)
+        .arg(pgrun_path())
+        .args(["-p", pidfile.to_str().unwrap(), "--", "sleep", "300"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    default_signals(&mut strace);
+    pause.arm(&mut strace);
+    let index = guard.spawn(&mut strace);
+    pause.wait_reached();
+    let strace_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(strace_pid);
+    guard.record(keeper);
+    send(keeper, libc::SIGKILL);
+    eventually("the guard to die", || state(keeper).as_deref() == Some("Z"));
+    // Somebody else's pid file now stands where pgrun would publish.
+    fs::write(&pidfile, "1\n").unwrap();
+    pause.release();
+    assert_eq!(guard.wait(index), 125, "a run that cannot be published is pgrun's failure");
+    let trace = fs::read_to_string(&trace).unwrap();
+    let reaped = trace.lines().filter(|l| l.contains("wait4(-1") && l.contains(&format!("= {keeper}"))).count();
+    assert_eq!(reaped, 1, "the guard {keeper} was not reaped once by the supervisor:\n{trace}");
+    let after: Vec<_> = trace
+        .lines()
+        .skip_while(|l| !(l.contains("wait4(-1") && l.contains(&format!("= {keeper}"))))
+        .skip(1)
+        .filter(|l| l.contains(&format!("kill({keeper},")) || l.contains(&format!("wait4({keeper},")))
+        .collect();
+    assert!(after.is_empty(), "pgrun signalled or waited for the reaped guard's pid {keeper}: {after:?}");
+}
