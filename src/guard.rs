@@ -19,7 +19,8 @@
 //! inode), and exits.
 //!
 //! The guard never returns into the code it was forked from (destructors
-//! there would act on pgrun's files): it ends with `_exit`.
+//! there would act on pgrun's files): it ends with `_exit`, and a panic in
+//! it ends there too (its own panic hook, installed first thing, exits).
 
 use crate::contain::cgroup::LeafTarget;
 use crate::say;
@@ -27,7 +28,7 @@ use crate::stop_sequence::StopSequence;
 use crate::sys::{self, Pid, lifetime, process};
 use crate::unsupervised;
 use std::cell::Cell;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -42,6 +43,9 @@ const PGID: usize = 0;
 const PIDFILE: usize = 1;
 const MARKER: usize = 4;
 const RELEASED: usize = 7;
+
+/// The guard's exit status when it panicked.
+const PANICKED: u8 = 70;
 
 /// What the guard must know to stop the run without pgrun.
 pub struct Plan {
@@ -84,13 +88,16 @@ impl Guard {
         let (rx, tx) = process::cloexec_pipe()?;
         match lifetime::fork()? {
             None => {
+                // First thing: a panic from here on ends the guard, and
+                // never unwinds into the frames this copy of pgrun was
+                // forked from (their destructors would act on pgrun's
+                // files), nor runs pgrun's own hook.
+                std::panic::set_hook(Box::new(|info| {
+                    say::line(format_args!("guard: internal error: {}", info.to_string().replace('\n', " ")));
+                    sys::exit_now(PANICKED)
+                }));
                 drop(tx);
-                // A panic must not unwind into the frames this copy of
-                // pgrun was forked from: their destructors would act on
-                // pgrun's files.
-                let rx = rx.as_raw_fd();
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard_main(plan, &shared, rx)));
-                lifetime::exit_now(70)
+                guard_main(plan, &shared, rx)
             }
             Some(pid) => {
                 drop(rx);
@@ -178,15 +185,15 @@ impl Drop for Guard {
 }
 
 /// The guard's whole life. Never returns.
-fn guard_main(plan: Plan, shared: &lifetime::SharedPage, rx: RawFd) -> ! {
+fn guard_main(plan: Plan, shared: &lifetime::SharedPage, rx: OwnedFd) -> ! {
     lifetime::set_name(c"pgrun-guard");
     let _ = lifetime::setpgid(0, 0);
-    lifetime::detach_stdin_stdout();
-    let rx = lifetime::close_all_but(rx);
+    let _ = lifetime::detach_stdin_stdout();
+    lifetime::close_all_but(&[rx.as_raw_fd()]);
     let pgrun = sys::getppid();
-    lifetime::block_until_closed(rx);
+    lifetime::block_until_closed(rx.as_raw_fd());
     if shared.slot(RELEASED).load(Ordering::Acquire) == 1 {
-        lifetime::exit_now(0);
+        sys::exit_now(0);
     }
     // End of file without a release: pgrun is dead.
     let pgid = match shared.slot(PGID).load(Ordering::Acquire) {
@@ -220,7 +227,7 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, rx: RawFd) -> ! {
     }
     remove_if_same(plan.pidfile, identity(PIDFILE));
     remove_if_same(plan.marker, identity(MARKER));
-    lifetime::exit_now(0)
+    sys::exit_now(0)
 }
 
 fn with_group(mut leaf: LeafTarget, pgid: Option<Pid>) -> LeafTarget {

@@ -2,6 +2,10 @@
 //! pgrun that outlives a SIGKILLed pgrun), naming it, moving it out of the
 //! caller's group, waiting for it, and the parent-death signal of
 //! `--die-with-parent`.
+//!
+//! nix expresses `setpgid`, `waitpid`, `dup2` onto stdin/stdout and `prctl`;
+//! raw libc remains for `fork` (unsafe in nix too), `close_range`, `mmap`
+//! and the guard's blocking `read`.
 
 use super::Pid;
 use std::io;
@@ -11,8 +15,8 @@ use std::os::fd::RawFd;
 ///
 /// pgrun is single-threaded whenever it forks, so the child is a complete
 /// copy that may allocate and run ordinary code; it must end with
-/// [`exit_now`] and never return into the parent's stack frames (their
-/// destructors would act on the parent's files).
+/// [`super::exit_now`] and never return into the parent's stack frames
+/// (their destructors would act on the parent's files).
 pub fn fork() -> io::Result<Option<Pid>> {
     // SAFETY: fork has no memory-safety preconditions; with one thread the
     // child inherits a consistent heap and no held locks.
@@ -23,82 +27,69 @@ pub fn fork() -> io::Result<Option<Pid>> {
     }
 }
 
-/// `_exit(2)`: end the process now, running no destructors and flushing
-/// nothing.
-pub fn exit_now(code: i32) -> ! {
-    // SAFETY: _exit never returns and has no preconditions.
-    unsafe { libc::_exit(code) }
-}
-
 /// `setpgid(2)`: move `pid` into group `pgid` (0: a group of its own).
 pub fn setpgid(pid: Pid, pgid: Pid) -> io::Result<()> {
-    // SAFETY: plain integers.
-    if unsafe { libc::setpgid(pid, pgid) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    use nix::unistd::Pid as NixPid;
+    nix::unistd::setpgid(NixPid::from_raw(pid), NixPid::from_raw(pgid)).map_err(io::Error::from)
 }
 
 /// `waitpid(pid, NULL, 0)`, retried on EINTR; ECHILD (already reaped) is
-/// not an error.
+/// not an error. The status is not wanted.
 pub fn wait_for(pid: Pid) {
-    loop {
-        // SAFETY: waiting for our own child; a null status is allowed.
-        let rc = unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
-        if rc >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
+    use nix::errno::Errno;
+    // nix reports a status it cannot name (a real-time signal) as an error
+    // after reaping: either way the child is reaped.
+    while let Err(Errno::EINTR) = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {}
+}
+
+/// Close every fd but 0, 1, 2 and those in `keep`, which keep their
+/// numbers (no `dup2` that could fail and lose one).
+pub fn close_all_but(keep: &[RawFd]) {
+    let mut keep: Vec<RawFd> = keep.iter().copied().filter(|&fd| fd > 2).collect();
+    keep.sort_unstable();
+    let mut from = 3;
+    for fd in keep.iter().copied().chain([RawFd::MAX]) {
+        if fd > from {
+            close_range(from, fd - 1);
         }
+        from = fd.saturating_add(1);
     }
 }
 
-/// Keep only fds 0, 1, 2 and `keep`, which becomes fd 3; close the rest.
-/// Returns the new number of `keep`.
-pub fn close_all_but(keep: RawFd) -> RawFd {
-    // SAFETY: dup2 and close take plain fds; closing fds this process owns
-    // (its copies after fork) cannot affect the parent.
-    unsafe {
-        if keep != 3 {
-            libc::dup2(keep, 3);
-        }
-        #[cfg(target_os = "linux")]
-        if libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32) == 0 {
-            return 3;
-        }
-        let max = match libc::sysconf(libc::_SC_OPEN_MAX) {
-            n if n > 0 => n.min(65_536) as RawFd,
-            _ => 1024,
-        };
-        for fd in 4..max {
-            libc::close(fd);
-        }
+/// Close fds `first..=last`: `close_range(2)` on Linux, else one `close` per
+/// fd up to the limit on open files.
+fn close_range(first: RawFd, last: RawFd) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: close_range takes plain integers; it closes only fds of this
+    // process (its copies after fork), which nothing here uses any more.
+    if unsafe { libc::syscall(libc::SYS_close_range, first as u32, last as u32, 0u32) } == 0 {
+        return;
     }
-    3
+    let max = match nix::unistd::sysconf(nix::unistd::SysconfVar::OPEN_MAX) {
+        Ok(Some(n)) if n > 0 => n.min(65_536) as RawFd,
+        _ => 1024,
+    };
+    for fd in first..=last.min(max) {
+        // SAFETY: closing a plain fd number this process may hold; nothing
+        // here holds it as an OwnedFd.
+        unsafe { libc::close(fd) };
+    }
 }
 
 /// Point fds 0 and 1 at `/dev/null`, so that a process pgrun leaves
 /// running for a moment does not hold its caller's pipes open.
-pub fn detach_stdin_stdout() {
-    // SAFETY: open of a NUL-terminated path; dup2 and close of plain fds.
-    unsafe {
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-        if null >= 0 {
-            libc::dup2(null, 0);
-            libc::dup2(null, 1);
-            if null > 2 {
-                libc::close(null);
-            }
-        }
-    }
+pub fn detach_stdin_stdout() -> io::Result<()> {
+    let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;
+    nix::unistd::dup2_stdin(&null)?;
+    nix::unistd::dup2_stdout(&null)?;
+    Ok(())
 }
 
 /// `prctl(PR_SET_NAME)`: the name `ps` and `/proc/PID/comm` show (Linux
 /// only; at most 15 bytes are kept).
 pub fn set_name(name: &std::ffi::CStr) {
     #[cfg(target_os = "linux")]
-    // SAFETY: PR_SET_NAME reads a NUL-terminated string of up to 16 bytes.
-    unsafe {
-        libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0);
-    }
+    let _ = nix::sys::prctl::set_name(name);
     #[cfg(not(target_os = "linux"))]
     let _ = name;
 }
@@ -107,11 +98,8 @@ pub fn set_name(name: &std::ffi::CStr) {
 /// thread that created pgrun exits (Linux only).
 #[cfg(linux_strengths)]
 pub fn set_parent_death_signal(signal: i32) -> io::Result<()> {
-    // SAFETY: PR_SET_PDEATHSIG takes a signal number.
-    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    let signal = nix::sys::signal::Signal::try_from(signal)?;
+    nix::sys::prctl::set_pdeathsig(signal).map_err(io::Error::from)
 }
 
 /// A page of memory shared between pgrun and the guard it forks
