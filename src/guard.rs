@@ -5,18 +5,32 @@
 //! Before the command starts pgrun forks the guard (no exec: it is pgrun's
 //! own code, already in memory). The guard moves into a process group of
 //! its own, so a kill of the caller's group does not take it, keeps only
-//! the read end of a pipe whose write end only pgrun holds
-//! (close-on-exec, so the command never inherits it), and blocks reading
-//! it: no CPU, no wake-ups. What the guard will need, pgrun stores as it
-//! learns it (the group id, the identity of the pid file and marker it
-//! published) in a page shared with the guard: no syscall, no wake-up, so
-//! the guard costs little more than its fork. The pipe closes when pgrun
-//! exits, however it exits. If pgrun marked the page "released" first, it
-//! is ending normally: the guard exits, and pgrun reaps it. Otherwise pgrun
-//! died: the guard runs the stop sequence on the group (on the cgroup leaf
-//! in cgroup mode, then removes the leaf), removes the pid file and the
-//! marker if they are still the ones pgrun published (same device and
-//! inode), and exits.
+//! its end of a socket pair whose other end only pgrun holds
+//! (close-on-exec, so the command never inherits it), and blocks until
+//! that end hangs up: no CPU, no wake-ups. What the guard will need, pgrun
+//! hands it as it learns it: the group id and the identity of the pid file
+//! and marker it published go into a page shared with the guard (no
+//! syscall); on Linux, a pidfd of the command's leader, opened the moment
+//! the process exists (before its exec has finished), and, if the leader is
+//! reaped while other members live, pidfds of those, go over the socket
+//! (the guard asks to be woken only by a hang-up, so these do not wake
+//! it). The socket hangs up when pgrun exits, however it exits. If pgrun
+//! marked the page "released" first, it is ending normally: the guard
+//! exits, and pgrun reaps it. Otherwise pgrun died: the guard
+//! runs the stop sequence on the run (on the cgroup leaf in cgroup mode,
+//! then removes the leaf), removes the pid file and the marker if they are
+//! still the ones pgrun published (same device and inode), and exits.
+//!
+//! The guard stops only what it can prove is the run's: on Linux the
+//! processes it holds by pidfd, and members of the group found while one of
+//! those is not yet reaped (an unreaped process keeps the group's number
+//! from being reused). A group whose every held process is reaped is over
+//! as far as the guard can tell: it never signals a bare number. Off Linux
+//! (no pidfds) it signals the group by number, as the man page says.
+//!
+//! On pgrun's side, [`Guard`] is the one holder of the guard's state: the
+//! supervisor tells it when it reaps the guard's pid, so that nothing
+//! signals or waits for that pid afterwards (it may be reused).
 //!
 //! The guard never returns into the code it was forked from (destructors
 //! there would act on pgrun's files): it ends with `_exit`, and a panic in
@@ -24,11 +38,12 @@
 
 use crate::contain::cgroup::LeafTarget;
 use crate::say;
+use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
 use crate::sys::{self, Pid, lifetime, process};
 use crate::unsupervised;
 use std::cell::Cell;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -71,11 +86,11 @@ impl GuardChild {
     }
 }
 
-/// pgrun's handle on its guard, and the one holder of its state.
+/// pgrun's handle on its guard.
 pub struct Guard {
     child: GuardChild,
-    /// The pipe's write end; closed to wake the guard.
-    tx: Option<OwnedFd>,
+    /// pgrun's end of the tie; closed to wake the guard.
+    tie: Option<OwnedFd>,
     shared: lifetime::SharedPage,
     /// Told to exit already.
     released: bool,
@@ -85,7 +100,8 @@ impl Guard {
     /// Fork the guard. Call before the command starts.
     pub fn start(plan: Plan) -> std::io::Result<Guard> {
         let shared = lifetime::SharedPage::new()?;
-        let (rx, tx) = process::cloexec_pipe()?;
+        let (guard_end, pgrun_end) = lifetime::tie()?;
+        let pgrun = sys::getpid();
         match lifetime::fork()? {
             None => {
                 // First thing: a panic from here on ends the guard, and
@@ -96,15 +112,20 @@ impl Guard {
                     say::line(format_args!("guard: internal error: {}", info.to_string().replace('\n', " ")));
                     sys::exit_now(PANICKED)
                 }));
-                drop(tx);
-                guard_main(plan, &shared, rx)
+                drop(pgrun_end);
+                guard_main(plan, &shared, guard_end, pgrun)
             }
             Some(pid) => {
-                drop(rx);
+                drop(guard_end);
                 // Also from this side, so the guard is in its own group
                 // before the command starts, whichever runs first.
                 let _ = lifetime::setpgid(pid, pid);
-                Ok(Guard { child: GuardChild(Rc::new(Cell::new(Some(pid)))), tx: Some(tx), shared, released: false })
+                Ok(Guard {
+                    child: GuardChild(Rc::new(Cell::new(Some(pid)))),
+                    tie: Some(pgrun_end),
+                    shared,
+                    released: false,
+                })
             }
         }
     }
@@ -130,9 +151,55 @@ impl Guard {
         self.child.0.set(None);
     }
 
-    /// The command runs as group `pgid`.
-    pub fn spawned(&self, pgid: Pid) {
-        self.shared.slot(PGID).store(pgid as u64, Ordering::Release);
+    /// The command's process `pid` (the leader of group `pid`) exists,
+    /// though its exec may not have finished: hand the guard a pidfd of it
+    /// (Linux), then its group id. Called the moment the spawn has a pid.
+    pub fn spawned(&self, pid: Pid) {
+        #[cfg(linux_strengths)]
+        if let Some(tie) = &self.tie {
+            match process::pidfd_open(pid) {
+                Some(fd) => {
+                    if let Err(e) = lifetime::send_processes(tie.as_fd(), &[(pid, fd.as_fd())]) {
+                        say::line(format_args!("cannot hand process {pid} to the guard: {e}"));
+                    }
+                }
+                None => say::line(format_args!("cannot open a pidfd of process {pid} for the guard")),
+            }
+        }
+        self.shared.slot(PGID).store(pid as u64, Ordering::Release);
+    }
+
+    /// The process announced with [`Guard::spawned`] failed to run and was
+    /// reaped: the guard must not look for its group.
+    pub fn spawn_failed(&self) {
+        self.shared.slot(PGID).store(0, Ordering::Release);
+    }
+
+    /// Hand the guard pidfds of the members of group `pgid` now, while
+    /// pgrun can tell the group is the run's, so that the guard can still
+    /// reach them if the leader's pidfd proves nothing by then (Linux).
+    /// Called when a stop sequence starts (`leader_unreaped`: pgrun has not
+    /// reaped the leader, so the number is the run's), and when pgrun reaps
+    /// the leader and members may be left (the number is still in use if
+    /// they are, unless a newcomer numbered like the group took it after
+    /// the group ended).
+    pub fn hold_members(&self, pgid: Pid, leader_unreaped: bool) {
+        #[cfg(linux_strengths)]
+        if let Some(tie) = &self.tie
+            && pgid > 1
+            && process::group_exists(pgid)
+        {
+            let members = unsupervised::members_of(pgid);
+            if members.is_empty() || (!leader_unreaped && sys::proc::stat(pgid).is_some()) {
+                return;
+            }
+            let held: Vec<_> = members.iter().map(|(pid, fd)| (*pid, fd.as_fd())).collect();
+            if let Err(e) = lifetime::send_processes(tie.as_fd(), &held) {
+                say::line(format_args!("cannot hand the members of process group {pgid} to the guard: {e}"));
+            }
+        }
+        #[cfg(not(linux_strengths))]
+        let _ = (pgid, leader_unreaped);
     }
 
     /// The pid file was published as this inode.
@@ -161,8 +228,8 @@ impl Guard {
     pub fn release(&mut self) {
         if !self.released {
             self.shared.slot(RELEASED).store(1, Ordering::Release);
-            // The guard wakes on end of file and finds the mark.
-            self.tx = None;
+            // The guard wakes on the hang-up and finds the mark.
+            self.tie = None;
             self.released = true;
         }
     }
@@ -178,35 +245,43 @@ impl Drop for Guard {
         let Some(pid) = self.child.pid() else { return };
         // Released, it exits at once, unless something stopped it (SIGSTOP):
         // its work is over either way, and pgrun must not wait for it.
-        let _ = crate::sys::process::signal_process(pid, crate::signame::Signal::KILL);
+        let _ = process::signal_process(pid, Signal::KILL);
         lifetime::wait_for(pid);
         self.reaped();
     }
 }
 
 /// The guard's whole life. Never returns.
-fn guard_main(plan: Plan, shared: &lifetime::SharedPage, rx: OwnedFd) -> ! {
+fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pid) -> ! {
     lifetime::set_name(c"pgrun-guard");
     let _ = lifetime::setpgid(0, 0);
     let _ = lifetime::detach_stdin_stdout();
-    lifetime::close_all_but(&[rx.as_raw_fd()]);
-    let pgrun = sys::getppid();
-    lifetime::block_until_closed(rx.as_raw_fd());
-    if shared.slot(RELEASED).load(Ordering::Acquire) == 1 {
-        sys::exit_now(0);
-    }
-    // End of file without a release: pgrun is dead.
+    lifetime::close_all_but(&[tie.as_raw_fd()]);
+    wait_for_hangup(&tie, shared, pgrun);
+    // pgrun is ending: it wrote all it will write. Take hold of the run's
+    // processes first, while its leader may still be pgrun's unreaped
+    // child (once pgrun is gone, whoever inherits it may reap it at once).
     let pgid = match shared.slot(PGID).load(Ordering::Acquire) {
         0 => None,
-        g => Some(g as Pid),
+        g => Some(g as Pid).filter(|&g| g > 1),
     };
+    let group = pgid.map(|pgid| run_group(&tie, pgid));
+    drop(tie);
+    confirm_pgrun_gone(shared, pgrun);
     let identity = |first: usize| {
         (shared.slot(first + 2).load(Ordering::Acquire) == 1)
             .then(|| (shared.slot(first).load(Ordering::Acquire), shared.slot(first + 1).load(Ordering::Acquire)))
     };
     let what = pgid.map_or_else(|| "its run".to_string(), |g| format!("process group {g}"));
-    let mut leaf = plan.leaf.map(|leaf| with_group(leaf, pgid));
-    let mut group = pgid.filter(|&g| g > 1).map(unsupervised::Group::new);
+    // In cgroup mode the leaf also reaches the group (members moved out of
+    // the leaf); otherwise the group is the target.
+    let (mut leaf, mut group) = match plan.leaf {
+        Some(mut leaf) => {
+            leaf.set_group(group);
+            (Some(leaf), None)
+        }
+        None => (None, group),
+    };
     let target: Option<&mut dyn unsupervised::Target> = match (&mut leaf, &mut group) {
         (Some(leaf), _) => Some(leaf),
         (None, Some(group)) => Some(group),
@@ -230,9 +305,51 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, rx: OwnedFd) -> ! {
     sys::exit_now(0)
 }
 
-fn with_group(mut leaf: LeafTarget, pgid: Option<Pid>) -> LeafTarget {
-    leaf.set_group(pgid);
-    leaf
+/// The run's group as the guard can prove it: on Linux the processes pgrun
+/// handed over (the leader, members left after it was reaped); elsewhere
+/// the group by its number.
+fn run_group(tie: &OwnedFd, pgid: Pid) -> unsupervised::Group {
+    #[cfg(linux_strengths)]
+    {
+        let held = lifetime::receive_processes(tie.as_fd()).unwrap_or_else(|e| {
+            say::line(format_args!("guard: cannot take the processes pgrun handed over: {e}"));
+            Vec::new()
+        });
+        let mut group = unsupervised::Group::held(pgid, held);
+        group.look_for_members();
+        group
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = tie;
+        unsupervised::Group::new(pgid)
+    }
+}
+
+/// Return once the tie hangs up (pgrun closed its end: it released the
+/// guard, or it is exiting, which closes its files a moment before it
+/// reparents its children), or the wait failed. Exits at once if pgrun
+/// released the guard.
+fn wait_for_hangup(tie: &OwnedFd, shared: &lifetime::SharedPage, _pgrun: Pid) {
+    loop {
+        match lifetime::wait_hangup(tie.as_fd()) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            _ => break,
+        }
+    }
+    exit_if_released(shared);
+}
+
+/// Return once pgrun is gone. Exits at once if pgrun released the guard.
+fn confirm_pgrun_gone(shared: &lifetime::SharedPage, _pgrun: Pid) {
+    exit_if_released(shared);
+}
+
+/// pgrun released the guard: its run is over and withdrawn.
+fn exit_if_released(shared: &lifetime::SharedPage) {
+    if shared.slot(RELEASED).load(Ordering::Acquire) == 1 {
+        sys::exit_now(0);
+    }
 }
 
 /// Remove `path` if it is still the file (device, inode) pgrun made.

@@ -214,6 +214,7 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     let terminal = Terminal::new(args.setsid);
     let (relay, child_ends) = args.max_output.map(Relay::new).transpose().map_err(failure)?.unzip();
     let guard = start_guard(args, &scope, marker.as_deref()).map_err(failure)?;
+    test_hook::pause("guard-started");
     if let Some(guard) = &guard {
         scope.set_guard(guard.child());
     }
@@ -313,6 +314,15 @@ fn watch_parent(args: &RunArgs, parent: Pid) -> Step<Option<ParentWatch>> {
 /// Start the command in its new group (or session), then tell everyone who
 /// needs the group id, and start reading signals.
 fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
+    // The guard holds the command from the moment it exists, before its
+    // exec has finished: a pgrun killed in between leaves nothing running.
+    let guard = run.guard.as_ref();
+    let created = |pid: Pid| {
+        if let Some(guard) = guard {
+            guard.spawned(pid);
+        }
+        test_hook::pause("created");
+    };
     let options = SpawnOptions {
         detach: if args.setsid { Detach::Session } else { Detach::Group },
         child_mask: run.inherited.mask,
@@ -320,11 +330,17 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         take_terminal: run.terminal.as_ref().and_then(Terminal::hand_off_at_start),
         stdout_stderr: run.child_ends.as_ref().map(|ends| ends.raw()),
         join_cgroup: run.scope.join_fd(),
+        on_created: Some(&created),
     };
     let program = args.command[0].to_string_lossy();
     let spawned = process::spawn(&run.argv, &options);
     // Only the command holds the write ends now: its exit is the pipes' end.
     run.child_ends = None;
+    if spawned.is_err()
+        && let Some(guard) = &run.guard
+    {
+        guard.spawn_failed();
+    }
     let pgid = match spawned {
         Ok(pid) => pid,
         Err(SpawnError::Exec(e)) => {
@@ -335,9 +351,6 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
     };
     verbose!("started '{program}' as process group {pgid}");
     run.scope.started(pgid);
-    if let Some(guard) = &run.guard {
-        guard.spawned(pgid);
-    }
     crate::panic_stop::watch(pgid);
     if let Some(terminal) = &run.terminal {
         terminal.started(pgid);
@@ -417,6 +430,7 @@ fn clean_up(
     ended: std::io::Result<GroupEnd>,
     pgid: Pid,
 ) -> Outcome {
+    test_hook::pause("run-gone");
     let output = run.relay.take().map(Relay::finish);
     if let Some(published) = published {
         published.remove();

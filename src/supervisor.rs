@@ -99,7 +99,8 @@ pub struct Supervised<'a> {
     /// that a marker next to a live pid file always means "stopping".
     pub marker: Option<&'a std::path::Path>,
     /// The guard, told about that marker (it removes it if pgrun dies),
-    /// and about its own death, if this loop reaps it.
+    /// about the members left when the leader is reaped, and about its own
+    /// death, if this loop reaps it.
     pub guard: Option<&'a crate::guard::Guard>,
     /// The terminal and its job-control rules (`None` with --setsid).
     pub terminal: Option<&'a Terminal>,
@@ -284,6 +285,9 @@ impl Supervisor<'_> {
                     }
                 }
                 Reaped::Child(pid, status) if pid == self.pgid => {
+                    if let Some(guard) = self.w.guard {
+                        guard.hold_members(pid, false);
+                    }
                     match status {
                         ChildStatus::Exited(code) => verbose!("command exited with status {code}"),
                         ChildStatus::Signaled(sig) => verbose!("command was ended by signal {}", Signal(sig)),
@@ -462,6 +466,9 @@ impl Supervisor<'_> {
         self.stop_reason.get_or_insert(reason);
         verbose!("stop sequence {} for process group {}", self.w.sequence.describe(), self.pgid);
         self.mark_stopping();
+        if let Some(guard) = self.w.guard {
+            guard.hold_members(self.pgid, matches!(self.leader, Leader::Running));
+        }
         self.enter_step(0);
     }
 

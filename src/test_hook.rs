@@ -10,8 +10,12 @@
 //!
 //! Steps: `claim-opened` (a stale pid file is open, not yet claimed),
 //! `claimed` (the claim is held, nothing prepared yet), `marker-checked`
-//! (no marker was found before the start), `spawned` (the command runs, its
-//! group is not published yet), `exit` (all is done and written, pgrun is
+//! (no marker was found before the start), `guard-started` (the guard is
+//! forked, the command not yet), `created` (the command's
+//! process exists and the guard was told; on the fork path its exec may not
+//! have finished), `spawned` (the command runs, its group is not published
+//! yet), `run-gone` (the supervisor is done: the run is gone, nothing is
+//! withdrawn or released yet), `exit` (all is done and written, pgrun is
 //! about to exit: its peak memory can be read).
 //!
 //! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise

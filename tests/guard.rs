@@ -222,3 +222,71 @@ fn a_guard_that_died_before_a_failed_publish_is_never_signalled_again() {
         .collect();
     assert!(after.is_empty(), "pgrun signalled or waited for the reaped guard's pid {keeper}: {after:?}");
 }
+
+/// Run `extra` pgrun options with a command that writes its pid and
+/// sleeps; pause pgrun right after the command's process exists, SIGKILL
+/// pgrun there, and check that the guard stops the command.
+fn kill_pgrun_as_the_command_is_created(extra: &[&str]) {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pause = Pause::new(&scratch, "created");
+    let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    args.extend(["--", "sh", "-c", &format!("echo $$ > {dir}/cmd.pid; exec sleep 300")].map(String::from));
+    let mut cmd = pgrun(args);
+    pause.arm(&mut cmd);
+    let index = guard.spawn(&mut cmd);
+    pause.wait_reached();
+    let pgrun_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
+    guard.record_group(command);
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(command);
+    wait_dead(keeper);
+}
+
+#[test]
+fn pgrun_killed_as_the_command_is_created_leaves_nothing_running() {
+    // posix_spawn: pgrun learns the pid once the exec is done.
+    kill_pgrun_as_the_command_is_created(&[]);
+}
+
+#[test]
+fn pgrun_killed_before_the_commands_exec_is_confirmed_leaves_nothing_running() {
+    // fork and exec (--setsid): pgrun pauses right after the fork, before
+    // it reads how the exec went.
+    kill_pgrun_as_the_command_is_created(&["--setsid"]);
+}
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path has no pidfds: the guard signals by number, as the man page says"
+)]
+fn the_guard_never_stops_a_group_that_took_the_number_after_the_run_ended() {
+    // The run's group ends and pgrun is held before it releases its guard;
+    // the group's number is handed to an unrelated process (ns_last_pid,
+    // in a PID namespace of our own); then pgrun is SIGKILLed. The guard
+    // must see that the run is over, and leave the newcomer alone.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"PGRUN_TEST_PAUSE=run-gone=$PWD/gate {pg} -v -p job.pid -- sh -c 'echo $$ > g.pid' 2> run.log &
+R=$!
+until [ -e gate.reached ]; do sleep 0.01; done
+G=$(cat g.pid)
+"#,
+        pg = pgrun_path()
+    );
+    let after = r#"for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = pgrun-guard ] && GP=${p#/proc/}; done
+kill -KILL "$R"; wait "$R"; echo "run=$?"
+while [ "$(cut -d' ' -f3 /proc/$GP/stat 2>/dev/null)" = S ]; do sleep 0.01; done
+"#;
+    let script = format!("{before}{}{after}", crate::protocol::HAND_OVER);
+    crate::protocol::assert_number_handed_over_untouched(&scratch, &script, "run=137", "run.log");
+}

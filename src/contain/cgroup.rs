@@ -159,10 +159,10 @@ pub struct LeafTarget {
 }
 
 impl LeafTarget {
-    /// The command's group, once it is known.
-    pub fn set_group(&mut self, pgid: Option<Pid>) {
-        self.pgid = pgid;
-        self.group = pgid.map(Group::new);
+    /// The command's group, once it is known (as the guard holds it).
+    pub fn set_group(&mut self, group: Option<Group>) {
+        self.pgid = group.as_ref().map(Group::pgid);
+        self.group = group;
     }
 
     /// Remove the leaf, once it is empty.

@@ -1,15 +1,17 @@
 //! The calls that decide what outlives what: forking the guard (a copy of
 //! pgrun that outlives a SIGKILLed pgrun), naming it, moving it out of the
-//! caller's group, waiting for it, and the parent-death signal of
-//! `--die-with-parent`.
+//! caller's group, the socket pair that ties it to pgrun (and carries the
+//! pidfds of the run's processes to it), waiting for it, and the
+//! parent-death signal of `--die-with-parent`.
 //!
 //! nix expresses `setpgid`, `waitpid`, `dup2` onto stdin/stdout and `prctl`;
-//! raw libc remains for `fork` (unsafe in nix too), `close_range`, `mmap`
-//! and the guard's blocking `read`.
+//! raw libc remains for `fork` (unsafe in nix too), `close_range`, `mmap`,
+//! and the `SCM_RIGHTS` messages (nix's socket feature needs a crate this
+//! project does not carry).
 
 use super::Pid;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 /// `fork(2)`: `Some(child)` in the parent, `None` in the child.
 ///
@@ -148,15 +150,134 @@ impl Drop for SharedPage {
     }
 }
 
-/// `read(2)` of one byte, blocking, retried on EINTR: returns once the
-/// write end is closed by everyone (end of file) or a byte arrives.
-pub fn block_until_closed(fd: RawFd) {
-    let mut byte = 0u8;
-    loop {
-        // SAFETY: reading one byte into a stack variable.
-        let n = unsafe { libc::read(fd, (&mut byte as *mut u8).cast(), 1) };
-        if n == 0 || (n < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)) {
-            return;
+/// The tie between pgrun and its guard: a Unix socket pair (close-on-exec,
+/// so the command never inherits an end). pgrun keeps one end, the guard
+/// the other; the guard's end hangs up when pgrun's closes, which happens
+/// when pgrun exits, however it exits.
+pub fn tie() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (a, b) = std::os::unix::net::UnixStream::pair()?;
+    Ok((a.into(), b.into()))
+}
+
+/// Block until the other end of the tie hangs up: no CPU, and no wake-up
+/// when messages arrive (on Linux the wait asks for `POLLRDHUP` alone, and
+/// the kernel wakes a poller only for the events it asked for; elsewhere
+/// nothing is ever sent). `Ok` on hang-up; any error is returned (EINTR
+/// included) for the caller to judge.
+pub fn wait_hangup(fd: BorrowedFd<'_>) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    let events = libc::POLLRDHUP;
+    #[cfg(not(target_os = "linux"))]
+    let events = 0;
+    let mut set = [libc::pollfd { fd: fd.as_raw_fd(), events, revents: 0 }];
+    // SAFETY: one valid pollfd, its count, no timeout.
+    let n = unsafe { libc::poll(set.as_mut_ptr(), 1, -1) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if set[0].revents & libc::POLLNVAL != 0 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    Ok(())
+}
+
+/// Most fds one message of [`send_processes`] carries.
+#[cfg(linux_strengths)]
+const FDS_PER_MESSAGE: usize = 32;
+
+/// Send `(pid, pidfd)` pairs over the tie, without blocking (`SCM_RIGHTS`;
+/// the pids as the message's bytes). The guard takes them only once pgrun
+/// is gone. Linux only: elsewhere there are no pidfds to send.
+#[cfg(linux_strengths)]
+pub fn send_processes(tie: BorrowedFd<'_>, processes: &[(Pid, BorrowedFd<'_>)]) -> io::Result<()> {
+    for chunk in processes.chunks(FDS_PER_MESSAGE) {
+        let pids: Vec<Pid> = chunk.iter().map(|(pid, _)| *pid).collect();
+        let fds: Vec<RawFd> = chunk.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
+        let fds_len = std::mem::size_of_val(fds.as_slice());
+        // SAFETY: CMSG_SPACE computes a size from a length.
+        let space = unsafe { libc::CMSG_SPACE(fds_len as u32) } as usize;
+        let mut control = vec![0u64; space.div_ceil(8)];
+        let mut iov =
+            libc::iovec { iov_base: pids.as_ptr() as *mut libc::c_void, iov_len: size_of_val(pids.as_slice()) };
+        // SAFETY: a zeroed msghdr is valid; the fields set below point at
+        // live buffers of the lengths given.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        // SAFETY: the control buffer holds CMSG_SPACE(fds_len) bytes, so its
+        // first header and the data after it are within it.
+        unsafe {
+            let cmsg = libc::CMSG_FIRSTHDR(&msg);
+            (*cmsg).cmsg_level = libc::SOL_SOCKET;
+            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(fds_len as u32) as _;
+            std::ptr::copy_nonoverlapping(fds.as_ptr().cast::<u8>(), libc::CMSG_DATA(cmsg), fds_len);
         }
+        // SAFETY: msg points at the buffers above, alive during the call.
+        let sent = unsafe { libc::sendmsg(tie.as_raw_fd(), &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+        if sent < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if sent as usize != iov.iov_len {
+            return Err(io::Error::new(io::ErrorKind::WriteZero, "short message to the guard"));
+        }
+    }
+    Ok(())
+}
+
+/// Take every `(pid, pidfd)` pair sent with [`send_processes`] that is
+/// queued on the tie, without blocking.
+#[cfg(linux_strengths)]
+pub fn receive_processes(tie: BorrowedFd<'_>) -> io::Result<Vec<(Pid, OwnedFd)>> {
+    use std::os::fd::FromRawFd;
+    let mut out = Vec::new();
+    loop {
+        let mut pids = [0 as Pid; FDS_PER_MESSAGE];
+        // SAFETY: CMSG_SPACE computes a size from a length.
+        let space = unsafe { libc::CMSG_SPACE((FDS_PER_MESSAGE * size_of::<RawFd>()) as u32) } as usize;
+        let mut control = vec![0u64; space.div_ceil(8)];
+        let mut iov = libc::iovec { iov_base: pids.as_mut_ptr().cast(), iov_len: size_of_val(&pids) };
+        // SAFETY: a zeroed msghdr is valid; the fields set below point at
+        // live buffers of the lengths given.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        // SAFETY: msg points at the buffers above, alive during the call;
+        // received fds are made close-on-exec.
+        let got = unsafe { libc::recvmsg(tie.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC) };
+        if got < 0 {
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EAGAIN) => return Ok(out),
+                _ => return Err(err),
+            }
+        }
+        if got == 0 {
+            return Ok(out);
+        }
+        let mut fds = Vec::new();
+        // SAFETY: walking the control messages the kernel wrote into
+        // `control`, within msg_controllen; each SCM_RIGHTS payload is an
+        // array of fds now owned by this process.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                    let len = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                    let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                    for i in 0..len / size_of::<RawFd>() {
+                        fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            }
+        }
+        let count = got as usize / size_of::<Pid>();
+        out.extend(pids[..count.min(fds.len())].iter().copied().zip(fds));
     }
 }
