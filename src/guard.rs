@@ -16,7 +16,9 @@
 //! (the guard asks to be woken only by a hang-up, so these do not wake
 //! it). The socket hangs up when pgrun exits, however it exits. If pgrun
 //! marked the page "released" first, it is ending normally: the guard
-//! exits, and pgrun reaps it. Otherwise pgrun died: the guard
+//! exits, and pgrun reaps it. Otherwise the guard makes sure pgrun is
+//! really gone (it was reparented: `getppid()` is no longer pgrun; an
+//! error of the wait alone proves nothing, and the guard waits again), then
 //! runs the stop sequence on the run (on the cgroup leaf in cgroup mode,
 //! then removes the leaf), removes the pid file and the marker if they are
 //! still the ones pgrun published (same device and inode), and exits.
@@ -41,6 +43,7 @@ use crate::say;
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
 use crate::sys::{self, Pid, lifetime, process};
+use crate::test_hook;
 use crate::unsupervised;
 use std::cell::Cell;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -48,6 +51,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 /// The guard's name in `ps` (`/proc/PID/comm`).
 pub const NAME: &str = "pgrun-guard";
@@ -328,21 +332,50 @@ fn run_group(tie: &OwnedFd, pgid: Pid) -> unsupervised::Group {
 
 /// Return once the tie hangs up (pgrun closed its end: it released the
 /// guard, or it is exiting, which closes its files a moment before it
-/// reparents its children), or the wait failed. Exits at once if pgrun
-/// released the guard.
-fn wait_for_hangup(tie: &OwnedFd, shared: &lifetime::SharedPage, _pgrun: Pid) {
+/// reparents its children), or once pgrun is proven gone after the wait
+/// failed. An error of the wait says nothing about pgrun: the guard checks
+/// on pgrun and waits again, after a pause that grows, so that a wait that
+/// keeps failing costs little. Exits at once if pgrun released the guard.
+fn wait_for_hangup(tie: &OwnedFd, shared: &lifetime::SharedPage, pgrun: Pid) {
+    let mut failures = 0u32;
+    let mut fail_first = test_hook::active(test_hook::GUARD_WAIT_FAILS);
     loop {
-        match lifetime::wait_hangup(tie.as_fd()) {
+        let waited = if std::mem::take(&mut fail_first) {
+            Err(std::io::Error::from_raw_os_error(libc::EIO))
+        } else {
+            lifetime::wait_hangup(tie.as_fd())
+        };
+        match waited {
+            Ok(()) => break,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            _ => break,
+            Err(e) => {
+                exit_if_released(shared);
+                if sys::getppid() != pgrun {
+                    return;
+                }
+                failures += 1;
+                if failures == 1 {
+                    say::line(format_args!("guard: cannot wait for pgrun {pgrun}: {e}; waiting again"));
+                }
+                std::thread::sleep(Duration::from_millis(1 << failures.min(10)));
+            }
         }
     }
     exit_if_released(shared);
 }
 
-/// Return once pgrun is gone. Exits at once if pgrun released the guard.
-fn confirm_pgrun_gone(shared: &lifetime::SharedPage, _pgrun: Pid) {
-    exit_if_released(shared);
+/// Return once pgrun is gone: the guard was reparented (`getppid()` is no
+/// longer pgrun's pid). Exits at once if pgrun released the guard.
+fn confirm_pgrun_gone(shared: &lifetime::SharedPage, pgrun: Pid) {
+    let mut pause = Duration::from_millis(1);
+    loop {
+        exit_if_released(shared);
+        if sys::getppid() != pgrun {
+            return;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
 }
 
 /// pgrun released the guard: its run is over and withdrawn.

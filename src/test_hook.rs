@@ -20,8 +20,9 @@
 //!
 //! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise
 //! loop panic when it reads SIGUSR1; [`KEEP_SIGCHLD_IGNORED`] leaves a
-//! SIGCHLD ignored by the caller ignored in pgrun itself. Also read by debug
-//! builds only.
+//! SIGCHLD ignored by the caller ignored in pgrun itself;
+//! [`GUARD_WAIT_FAILS`] makes the guard's first wait for pgrun fail with
+//! EIO. Also read by debug builds only.
 
 /// Pause here if the environment asks for `step`.
 #[inline]
@@ -54,6 +55,8 @@ fn pause_for_tests(step: &str) {
 pub const PANIC_ON_USR1: &str = "panic-on-usr1";
 /// Leave a SIGCHLD ignored by the caller ignored in pgrun itself.
 pub const KEEP_SIGCHLD_IGNORED: &str = "keep-sigchld-ignored";
+/// Make the guard's first wait for pgrun's end fail with EIO.
+pub const GUARD_WAIT_FAILS: &str = "guard-wait-fails";
 
 /// Whether the hook `name` is asked for in `PGRUN_TEST_HOOK`.
 pub fn active(name: &str) -> bool {

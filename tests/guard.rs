@@ -290,3 +290,42 @@ while [ "$(cut -d' ' -f3 /proc/$GP/stat 2>/dev/null)" = S ]; do sleep 0.01; done
     let script = format!("{before}{}{after}", crate::protocol::HAND_OVER);
     crate::protocol::assert_number_handed_over_untouched(&scratch, &script, "run=137", "run.log");
 }
+
+#[test]
+fn a_failed_wait_of_the_guard_is_not_taken_for_pgruns_death() {
+    // The guard's first wait for pgrun fails (EIO, by a test hook): pgrun
+    // is alive, so the run goes on, and the guard still guards it.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pidfile = scratch.path("job.pid");
+    let log = scratch.path("pgrun.log");
+    let mut cmd = pgrun([
+        "-p",
+        pidfile.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &format!("echo $$ > {dir}/cmd.pid; trap 'echo TERM > {dir}/term; exit 1' TERM; while :; do sleep 0.01; done"),
+    ]);
+    cmd.env("PGRUN_TEST_HOOK", "guard-wait-fails").stderr(fs::File::create(&log).unwrap());
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
+    guard.record_group(command);
+    // The guard has seen the failure once it says so, or (wrongly) acts.
+    eventually("the guard to act on its failed wait", || fs::read_to_string(&log).is_ok_and(|l| l.contains("guard: ")));
+    let said = fs::read_to_string(&log).unwrap();
+    assert!(said.contains("guard: cannot wait for pgrun"), "{said}");
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun ended: {said}");
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    assert!(!scratch.path("term").exists(), "the guard stopped a run whose pgrun is alive");
+    assert!(pidfile.exists(), "the guard removed a live run's pid file");
+    // Still on guard: pgrun killed now leaves nothing.
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(command);
+    wait_dead(keeper);
+    eventually("the pid file to be removed", || !pidfile.exists());
+}
