@@ -11,10 +11,13 @@
 //! hands it as it learns it: the group id and the identity of the pid file
 //! and marker it published go into a page shared with the guard (no
 //! syscall); on Linux, a pidfd of the command's leader, opened the moment
-//! the process exists (before its exec has finished), and, if the leader is
-//! reaped while other members live, pidfds of those, go over the socket
-//! (the guard asks to be woken only by a hang-up, so these do not wake
-//! it). The socket hangs up when pgrun exits, however it exits. If pgrun
+//! pgrun has its pid, and pidfds of the members when a stop starts or when
+//! the leader is reaped while members live, go over the socket (the guard
+//! asks to be woken only by a hang-up, so these do not wake it). On the
+//! posix_spawn path pgrun has the pid only after the exec (it waits
+//! meanwhile), so just before the spawn it sends a notice, the guard's one
+//! wake-up: the guard then finds the new process among pgrun's children
+//! and holds it itself. The socket hangs up when pgrun exits, however it exits. If pgrun
 //! marked the page "released" first, it is ending normally: the guard
 //! exits, and pgrun reaps it. Otherwise the guard makes sure pgrun is
 //! really gone (it was reparented: `getppid()` is no longer pgrun; an
@@ -155,6 +158,18 @@ impl Guard {
         self.child.0.set(None);
     }
 
+    /// pgrun is about to create the command's process: the guard looks for
+    /// it among pgrun's children until it holds it (Linux; see the guard's
+    /// side).
+    pub fn spawning(&self) {
+        #[cfg(linux_strengths)]
+        if let Some(tie) = &self.tie
+            && let Err(e) = lifetime::send_notice(tie.as_fd())
+        {
+            say::line(format_args!("cannot tell the guard that the command starts: {e}"));
+        }
+    }
+
     /// The command's process `pid` (the leader of group `pid`) exists,
     /// though its exec may not have finished: hand the guard a pidfd of it
     /// (Linux), then its group id. Called the moment the spawn has a pid.
@@ -261,15 +276,22 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     let _ = lifetime::setpgid(0, 0);
     let _ = lifetime::detach_stdin_stdout();
     lifetime::close_all_but(&[tie.as_raw_fd()]);
+    #[cfg(linux_strengths)]
+    let held = watch_the_spawn(&tie, pgrun);
+    #[cfg(not(linux_strengths))]
+    let held = Vec::new();
     wait_for_hangup(&tie, shared, pgrun);
     // pgrun is ending: it wrote all it will write. Take hold of the run's
     // processes first, while its leader may still be pgrun's unreaped
     // child (once pgrun is gone, whoever inherits it may reap it at once).
+    // The command's process is the leader of its own group: its pid is the
+    // group's id, as pgrun stored it, or as the guard caught it.
     let pgid = match shared.slot(PGID).load(Ordering::Acquire) {
-        0 => None,
-        g => Some(g as Pid).filter(|&g| g > 1),
-    };
-    let group = pgid.map(|pgid| run_group(&tie, pgid));
+        0 => held.first().map(|(pid, _)| *pid),
+        g => Some(g as Pid),
+    }
+    .filter(|&g| g > 1);
+    let group = pgid.map(|pgid| run_group(&tie, pgid, held));
     drop(tie);
     confirm_pgrun_gone(shared, pgrun);
     let identity = |first: usize| {
@@ -312,22 +334,97 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
 /// The run's group as the guard can prove it: on Linux the processes pgrun
 /// handed over (the leader, members left after it was reaped); elsewhere
 /// the group by its number.
-fn run_group(tie: &OwnedFd, pgid: Pid) -> unsupervised::Group {
+fn run_group(tie: &OwnedFd, pgid: Pid, held: Vec<(Pid, OwnedFd)>) -> unsupervised::Group {
     #[cfg(linux_strengths)]
     {
-        let held = lifetime::receive_processes(tie.as_fd()).unwrap_or_else(|e| {
-            say::line(format_args!("guard: cannot take the processes pgrun handed over: {e}"));
-            Vec::new()
-        });
+        let mut held = held;
+        match lifetime::receive_processes(tie.as_fd()) {
+            Ok(received) => held.extend(received.processes),
+            Err(e) => say::line(format_args!("guard: cannot take the processes pgrun handed over: {e}")),
+        }
         let mut group = unsupervised::Group::held(pgid, held);
         group.look_for_members();
         group
     }
     #[cfg(not(linux_strengths))]
     {
-        let _ = tie;
+        let _ = (tie, held);
         unsupervised::Group::new(pgid)
     }
+}
+
+/// While pgrun creates the command (Linux): pgrun sends a notice just
+/// before it creates the command's process (the guard's one wake-up during
+/// a run), and a pidfd of it as soon as it has its pid. On the posix_spawn
+/// path that is only after the exec: pgrun waits meanwhile (vfork), and a
+/// pgrun killed then would leave a process nobody knows of. So on the
+/// notice the guard looks for the process itself among pgrun's children
+/// (the guard aside, pgrun has no other), takes a pidfd of it and checks it
+/// is still pgrun's child (so the pidfd names it). Done once the process is
+/// held, by either; then the guard waits for the hang-up alone, which no
+/// message wakes. Returns what it holds.
+#[cfg(linux_strengths)]
+fn watch_the_spawn(tie: &OwnedFd, pgrun: Pid) -> Vec<(Pid, OwnedFd)> {
+    let mut held = Vec::new();
+    let mut looking = false;
+    let mut pause = Duration::from_micros(20);
+    // Looking is bounded: a spawn that failed before its process existed
+    // sends nothing more, and pgrun's end hangs up only when pgrun ends.
+    let mut looked_since = None;
+    loop {
+        if looked_since.is_some_and(|t: std::time::Instant| t.elapsed() > Duration::from_secs(1)) {
+            looking = false;
+        }
+        let state = if looking { lifetime::peek_tie(tie.as_fd()) } else { lifetime::wait_tie(tie.as_fd(), true) };
+        let state = match state {
+            Ok(state) => state,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // The wait for the hang-up that follows judges the tie.
+            Err(_) => return held,
+        };
+        if state.hung_up {
+            return held;
+        }
+        if state.message {
+            let Ok(received) = lifetime::receive_processes(tie.as_fd()) else { return held };
+            if received.notices > 0 {
+                looking = true;
+                looked_since = Some(std::time::Instant::now());
+            }
+            if !received.processes.is_empty() {
+                held.extend(received.processes);
+                return held;
+            }
+        }
+        if looking {
+            match child_of(pgrun) {
+                Ok(Some(child)) => {
+                    held.push(child);
+                    return held;
+                }
+                Ok(None) => {}
+                // pgrun is gone, or the kernel has no children files.
+                Err(_) => return held,
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
+    }
+}
+
+/// A child of pgrun other than the guard, held by a pidfd opened while it
+/// was pgrun's child (checked after opening).
+#[cfg(linux_strengths)]
+fn child_of(pgrun: Pid) -> std::io::Result<Option<(Pid, OwnedFd)>> {
+    let me = sys::getpid();
+    for child in sys::proc::children(pgrun)?.into_iter().filter(|&c| c != me) {
+        if let Some(fd) = process::pidfd_open(child)
+            && sys::proc::stat(child).is_some_and(|s| s.ppid == pgrun)
+        {
+            return Ok(Some((child, fd)));
+        }
+    }
+    Ok(None)
 }
 
 /// Return once the tie hangs up (pgrun closed its end: it released the
@@ -343,10 +440,10 @@ fn wait_for_hangup(tie: &OwnedFd, shared: &lifetime::SharedPage, pgrun: Pid) {
         let waited = if std::mem::take(&mut fail_first) {
             Err(std::io::Error::from_raw_os_error(libc::EIO))
         } else {
-            lifetime::wait_hangup(tie.as_fd())
+            lifetime::wait_tie(tie.as_fd(), false)
         };
         match waited {
-            Ok(()) => break,
+            Ok(_) => break,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
                 exit_if_released(shared);

@@ -115,9 +115,10 @@ Guard (--no-guard to turn it off):
   signals a group by a number that may have been reused. Elsewhere it
   signals the group by its number. In tree mode the descendants that had
   already left the group are out of its reach once pgrun is dead (they are
-  reparented elsewhere); cgroup mode covers them. A kill of pgrun while
-  posix_spawn creates the command, before pgrun knows its pid, is not
-  covered.
+  reparented elsewhere); cgroup mode covers them. The guard holds the
+  command from the moment it exists (it looks for it among pgrun's
+  children as pgrun creates it): only a kill of pgrun in the instant
+  before it has looked is not covered.
 
 Parent death (--die-with-parent):
   When the process that started pgrun dies, the run is stopped as if

@@ -333,6 +333,9 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         on_created: Some(&created),
     };
     let program = args.command[0].to_string_lossy();
+    if let Some(guard) = guard {
+        guard.spawning();
+    }
     let spawned = process::spawn(&run.argv, &options);
     // Only the command holds the write ends now: its exit is the pipes' end.
     run.child_ends = None;

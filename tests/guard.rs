@@ -329,3 +329,51 @@ fn a_failed_wait_of_the_guard_is_not_taken_for_pgruns_death() {
     wait_dead(keeper);
     eventually("the pid file to be removed", || !pidfile.exists());
 }
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path has no pidfds nor /proc: the guard learns the group once the spawn returns"
+)]
+fn pgrun_killed_while_posix_spawn_waits_for_the_exec_leaves_nothing_running() {
+    // posix_spawn holds pgrun (vfork) until the command's exec, so pgrun
+    // cannot hand the process to its guard before then. strace holds the
+    // child's execve there for a second; pgrun is SIGKILLed meanwhile.
+    let mut strace = strace();
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    strace
+        .args(["-f", "-qq", "-e", "trace=execve", "-e", "inject=execve:delay_enter=300000", "-o"])
+        .arg(scratch.path("trace"))
+        .arg(pgrun_path())
+        .args(["-k", "1", "--", "sh", "-c", &format!("echo $$ > {dir}/cmd.pid; exec sleep 300")])
+        .stdin(Stdio::null());
+    default_signals(&mut strace);
+    let index = guard.spawn(&mut strace);
+    let strace_pid = guard.child(index).id() as i32;
+    let comm = |p: i32| fs::read_to_string(format!("/proc/{p}/comm")).map(|c| c.trim_end().to_string()).ok();
+    let mut pgrun_pid = 0;
+    eventually("strace to start pgrun", || {
+        pgrun_pid = descendants(strace_pid).into_iter().find(|&p| comm(p).as_deref() == Some("pgrun")).unwrap_or(0);
+        pgrun_pid != 0
+    });
+    guard.record(pgrun_pid);
+    let mut child = 0;
+    eventually("the command's process to wait in its execve", || {
+        child = descendants(pgrun_pid)
+            .into_iter()
+            .find(|&p| comm(p).as_deref() == Some("pgrun") && state(p).as_deref() == Some("t"))
+            .unwrap_or(0);
+        child != 0
+    });
+    guard.record(child);
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    assert_eq!(state(pgrun_pid).as_deref(), Some("D"), "pgrun is not waiting in posix_spawn");
+    send(pgrun_pid, libc::SIGKILL);
+    wait_dead(child);
+    wait_dead(keeper);
+    // The command's process, after its exec, is the same process.
+    guard.wait(index);
+}

@@ -159,26 +159,47 @@ pub fn tie() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((a.into(), b.into()))
 }
 
-/// Block until the other end of the tie hangs up: no CPU, and no wake-up
-/// when messages arrive (on Linux the wait asks for `POLLRDHUP` alone, and
-/// the kernel wakes a poller only for the events it asked for; elsewhere
-/// nothing is ever sent). `Ok` on hang-up; any error is returned (EINTR
-/// included) for the caller to judge.
-pub fn wait_hangup(fd: BorrowedFd<'_>) -> io::Result<()> {
+/// What a look at the tie found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TieState {
+    /// The other end hung up: every copy of it is closed.
+    pub hung_up: bool,
+    /// A message is waiting.
+    pub message: bool,
+}
+
+/// Block until the other end of the tie hangs up or, with `messages`, a
+/// message arrives: no CPU. Without `messages` no message wakes the caller
+/// (on Linux the wait asks for `POLLRDHUP` alone, and the kernel wakes a
+/// poller only for the events it asked for; elsewhere nothing is ever
+/// sent). Any error is returned (EINTR included) for the caller to judge.
+pub fn wait_tie(fd: BorrowedFd<'_>, messages: bool) -> io::Result<TieState> {
+    poll_tie(fd, messages, -1)
+}
+
+/// What the tie holds now, without waiting.
+pub fn peek_tie(fd: BorrowedFd<'_>) -> io::Result<TieState> {
+    poll_tie(fd, true, 0)
+}
+
+fn poll_tie(fd: BorrowedFd<'_>, messages: bool, timeout: libc::c_int) -> io::Result<TieState> {
     #[cfg(target_os = "linux")]
-    let events = libc::POLLRDHUP;
+    let hangup = libc::POLLRDHUP;
     #[cfg(not(target_os = "linux"))]
-    let events = 0;
+    let hangup = 0;
+    let events = hangup | if messages { libc::POLLIN } else { 0 };
     let mut set = [libc::pollfd { fd: fd.as_raw_fd(), events, revents: 0 }];
-    // SAFETY: one valid pollfd, its count, no timeout.
-    let n = unsafe { libc::poll(set.as_mut_ptr(), 1, -1) };
+    // SAFETY: one valid pollfd, its count.
+    let n = unsafe { libc::poll(set.as_mut_ptr(), 1, timeout) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    if set[0].revents & libc::POLLNVAL != 0 {
+    let got = set[0].revents;
+    if got & libc::POLLNVAL != 0 {
         return Err(io::Error::from_raw_os_error(libc::EBADF));
     }
-    Ok(())
+    let hung_up = got & (hangup | libc::POLLHUP | libc::POLLERR) != 0;
+    Ok(TieState { hung_up, message: !hung_up && got & libc::POLLIN != 0 })
 }
 
 /// Most fds one message of [`send_processes`] carries.
@@ -227,12 +248,39 @@ pub fn send_processes(tie: BorrowedFd<'_>, processes: &[(Pid, BorrowedFd<'_>)]) 
     Ok(())
 }
 
-/// Take every `(pid, pidfd)` pair sent with [`send_processes`] that is
-/// queued on the tie, without blocking.
+/// Send a notice over the tie, without blocking: a message of one pid 0
+/// and no fd (Linux only).
 #[cfg(linux_strengths)]
-pub fn receive_processes(tie: BorrowedFd<'_>) -> io::Result<Vec<(Pid, OwnedFd)>> {
+pub fn send_notice(tie: BorrowedFd<'_>) -> io::Result<()> {
+    let bytes = (0 as Pid).to_ne_bytes();
+    // SAFETY: sending the bytes of a live local array.
+    let sent = unsafe {
+        libc::send(tie.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if sent as usize != bytes.len() {
+        return Err(io::Error::new(io::ErrorKind::WriteZero, "short message to the guard"));
+    }
+    Ok(())
+}
+
+/// What was queued on the tie.
+#[cfg(linux_strengths)]
+#[derive(Default)]
+pub struct Received {
+    /// The `(pid, pidfd)` pairs sent with [`send_processes`].
+    pub processes: Vec<(Pid, OwnedFd)>,
+    /// How many notices ([`send_notice`]).
+    pub notices: usize,
+}
+
+/// Take everything queued on the tie, without blocking.
+#[cfg(linux_strengths)]
+pub fn receive_processes(tie: BorrowedFd<'_>) -> io::Result<Received> {
     use std::os::fd::FromRawFd;
-    let mut out = Vec::new();
+    let mut out = Received::default();
     loop {
         let mut pids = [0 as Pid; FDS_PER_MESSAGE];
         // SAFETY: CMSG_SPACE computes a size from a length.
@@ -277,7 +325,9 @@ pub fn receive_processes(tie: BorrowedFd<'_>) -> io::Result<Vec<(Pid, OwnedFd)>>
                 cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
             }
         }
+        // Notices are pid 0; each other pid goes with the next fd, in order.
         let count = got as usize / size_of::<Pid>();
-        out.extend(pids[..count.min(fds.len())].iter().copied().zip(fds));
+        out.notices += pids[..count].iter().filter(|&&p| p == 0).count();
+        out.processes.extend(pids[..count].iter().copied().filter(|&p| p != 0).zip(fds));
     }
 }
