@@ -6,8 +6,9 @@
 //!
 //! nix expresses `setpgid`, `waitpid`, `dup2` onto stdin/stdout and `prctl`;
 //! raw libc remains for `fork` (unsafe in nix too), `close_range`, `mmap`,
-//! and the `SCM_RIGHTS` messages (nix's socket feature needs a crate this
-//! project does not carry).
+//! and the tie's `poll`, `send` and `SCM_RIGHTS` messages (nix's socket
+//! feature needs a crate this project does not carry, and its poll feature
+//! is not enabled).
 
 use super::Pid;
 use std::io;
