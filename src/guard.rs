@@ -5,31 +5,56 @@
 //! Before the command starts pgrun forks the guard (no exec: it is pgrun's
 //! own code, already in memory). The guard moves into a process group of
 //! its own, so a kill of the caller's group does not take it, keeps only
-//! the read end of a pipe whose write end only pgrun holds
-//! (close-on-exec, so the command never inherits it), and blocks reading
-//! it: no CPU, no wake-ups. What the guard will need, pgrun stores as it
-//! learns it (the group id, the identity of the pid file and marker it
-//! published) in a page shared with the guard: no syscall, no wake-up, so
-//! the guard costs little more than its fork. The pipe closes when pgrun
-//! exits, however it exits. If pgrun marked the page "released" first, it
-//! is ending normally: the guard exits, and pgrun reaps it. Otherwise pgrun
-//! died: the guard runs the stop sequence on the group (on the cgroup leaf
-//! in cgroup mode, then removes the leaf), removes the pid file and the
-//! marker if they are still the ones pgrun published (same device and
-//! inode), and exits.
+//! its end of a socket pair whose other end only pgrun holds
+//! (close-on-exec, so the command never inherits it), and blocks until
+//! that end hangs up: no CPU, no wake-ups. What the guard will need, pgrun
+//! hands it as it learns it: the group id and the identity of the pid file
+//! and marker it published go into a page shared with the guard (no
+//! syscall); on Linux, a pidfd of the command's leader, opened the moment
+//! pgrun has its pid, and pidfds of the members when a stop starts or when
+//! the leader is reaped while members live, go over the socket (the guard
+//! asks to be woken only by a hang-up, so these do not wake it). On the
+//! posix_spawn path pgrun has the pid only after the exec (it waits
+//! meanwhile), so just before the spawn it sends a notice, the guard's one
+//! wake-up: the guard then finds the new process among pgrun's children
+//! and holds it itself. The socket hangs up when pgrun exits, however it exits. If pgrun
+//! marked the page "released" first, it is ending normally: the guard
+//! exits, and pgrun reaps it. Otherwise the guard makes sure pgrun is
+//! really gone (it was reparented: `getppid()` is no longer pgrun; an
+//! error of the wait alone proves nothing, and the guard waits again), then
+//! runs the stop sequence on the run (on the cgroup leaf in cgroup mode,
+//! then removes the leaf), removes the pid file and the marker if they are
+//! still the ones pgrun published (same device and inode), and exits.
+//!
+//! The guard stops only what it can prove is the run's: on Linux the
+//! processes it holds by pidfd, and members of the group found while one of
+//! those is not yet reaped (an unreaped process keeps the group's number
+//! from being reused). A group whose every held process is reaped is over
+//! as far as the guard can tell: it never signals a bare number. Off Linux
+//! (no pidfds) it signals the group by number, as the man page says.
+//!
+//! On pgrun's side, [`Guard`] is the one holder of the guard's state: the
+//! supervisor tells it when it reaps the guard's pid, so that nothing
+//! signals or waits for that pid afterwards (it may be reused).
 //!
 //! The guard never returns into the code it was forked from (destructors
-//! there would act on pgrun's files): it ends with `_exit`.
+//! there would act on pgrun's files): it ends with `_exit`, and a panic in
+//! it ends there too (its own panic hook, installed first thing, exits).
 
 use crate::contain::cgroup::Leaf;
 use crate::say;
+use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
 use crate::sys::{self, Pid, lifetime, process};
+use crate::test_hook;
 use crate::unsupervised;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::cell::Cell;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 /// The guard's name in `ps` (`/proc/PID/comm`).
 pub const NAME: &str = "pgrun-guard";
@@ -41,6 +66,9 @@ const PIDFILE: usize = 1;
 const MARKER: usize = 4;
 const RELEASED: usize = 7;
 
+/// The guard's exit status when it panicked.
+const PANICKED: u8 = 70;
+
 /// What the guard must know to stop the run without pgrun.
 pub struct Plan {
     pub sequence: StopSequence,
@@ -50,14 +78,27 @@ pub struct Plan {
     pub leaf: Option<Leaf>,
 }
 
+/// The guard's pid for as long as it is pgrun's child and not yet reaped;
+/// `None` after. Shared by the [`Guard`] handle and those who must tell the
+/// guard apart from the run's processes (the scope, in tree mode): one
+/// value, set to `None` once, when the supervisor reaps the guard.
+#[derive(Clone, Default)]
+pub struct GuardChild(Rc<Cell<Option<Pid>>>);
+
+impl GuardChild {
+    /// The guard's pid, while it is an unreaped child of pgrun (so the
+    /// number cannot have been reused).
+    pub fn pid(&self) -> Option<Pid> {
+        self.0.get()
+    }
+}
+
 /// pgrun's handle on its guard.
 pub struct Guard {
-    pid: Pid,
-    /// The pipe's write end; closed to wake the guard.
-    tx: Option<OwnedFd>,
+    child: GuardChild,
+    /// pgrun's end of the tie; closed to wake the guard.
+    tie: Option<OwnedFd>,
     shared: lifetime::SharedPage,
-    /// Already reaped (it died during the run): never wait for it again.
-    reaped: bool,
     /// Told to exit already.
     released: bool,
 }
@@ -66,34 +107,118 @@ impl Guard {
     /// Fork the guard. Call before the command starts.
     pub fn start(plan: Plan) -> std::io::Result<Guard> {
         let shared = lifetime::SharedPage::new()?;
-        let (rx, tx) = process::cloexec_pipe()?;
+        let (guard_end, pgrun_end) = lifetime::tie()?;
+        let pgrun = sys::getpid();
         match lifetime::fork()? {
             None => {
-                drop(tx);
-                // A panic must not unwind into the frames this copy of
-                // pgrun was forked from: their destructors would act on
-                // pgrun's files.
-                let rx = rx.as_raw_fd();
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard_main(plan, &shared, rx)));
-                lifetime::exit_now(70)
+                // First thing: a panic from here on ends the guard, and
+                // never unwinds into the frames this copy of pgrun was
+                // forked from (their destructors would act on pgrun's
+                // files), nor runs pgrun's own hook.
+                std::panic::set_hook(Box::new(|info| {
+                    say::line(format_args!("guard: internal error: {}", info.to_string().replace('\n', " ")));
+                    sys::exit_now(PANICKED)
+                }));
+                drop(pgrun_end);
+                guard_main(plan, &shared, guard_end, pgrun)
             }
             Some(pid) => {
-                drop(rx);
+                drop(guard_end);
                 // Also from this side, so the guard is in its own group
                 // before the command starts, whichever runs first.
                 let _ = lifetime::setpgid(pid, pid);
-                Ok(Guard { pid, tx: Some(tx), shared, reaped: false, released: false })
+                Ok(Guard {
+                    child: GuardChild(Rc::new(Cell::new(Some(pid)))),
+                    tie: Some(pgrun_end),
+                    shared,
+                    released: false,
+                })
             }
         }
     }
 
-    pub fn pid(&self) -> Pid {
-        self.pid
+    /// The guard's pid, while it is pgrun's unreaped child.
+    pub fn pid(&self) -> Option<Pid> {
+        self.child.pid()
     }
 
-    /// The command runs as group `pgid`.
-    pub fn spawned(&self, pgid: Pid) {
-        self.shared.slot(PGID).store(pgid as u64, Ordering::Release);
+    /// The shared view of the guard's pid (see [`GuardChild`]).
+    pub fn child(&self) -> GuardChild {
+        self.child.clone()
+    }
+
+    /// Whether `pid` is the guard (not yet reaped).
+    pub fn is(&self, pid: Pid) -> bool {
+        self.child.pid() == Some(pid)
+    }
+
+    /// The supervisor reaped the guard (it died): from now on its pid is
+    /// never signalled nor waited for.
+    pub fn reaped(&self) {
+        self.child.0.set(None);
+    }
+
+    /// pgrun is about to create the command's process: the guard looks for
+    /// it among pgrun's children until it holds it (Linux; see the guard's
+    /// side).
+    pub fn spawning(&self) {
+        #[cfg(linux_strengths)]
+        if let Some(tie) = &self.tie
+            && let Err(e) = lifetime::send_notice(tie.as_fd())
+        {
+            say::line(format_args!("cannot tell the guard that the command starts: {e}"));
+        }
+    }
+
+    /// The command's process `pid` (the leader of group `pid`) exists,
+    /// though its exec may not have finished: hand the guard a pidfd of it
+    /// (Linux), then its group id. Called the moment the spawn has a pid.
+    pub fn spawned(&self, pid: Pid) {
+        #[cfg(linux_strengths)]
+        if let Some(tie) = &self.tie {
+            match process::pidfd_open(pid) {
+                Some(fd) => {
+                    if let Err(e) = lifetime::send_processes(tie.as_fd(), &[(pid, fd.as_fd())]) {
+                        say::line(format_args!("cannot hand process {pid} to the guard: {e}"));
+                    }
+                }
+                None => say::line(format_args!("cannot open a pidfd of process {pid} for the guard")),
+            }
+        }
+        self.shared.slot(PGID).store(pid as u64, Ordering::Release);
+    }
+
+    /// The process announced with [`Guard::spawned`] failed to run and was
+    /// reaped: the guard must not look for its group.
+    pub fn spawn_failed(&self) {
+        self.shared.slot(PGID).store(0, Ordering::Release);
+    }
+
+    /// Hand the guard pidfds of the members of group `pgid` now, while
+    /// pgrun can tell the group is the run's, so that the guard can still
+    /// reach them if the leader's pidfd proves nothing by then (Linux).
+    /// Called when a stop sequence starts (`leader_unreaped`: pgrun has not
+    /// reaped the leader, so the number is the run's), and when pgrun reaps
+    /// the leader and members may be left (the number is still in use if
+    /// they are, unless a newcomer numbered like the group took it after
+    /// the group ended).
+    pub fn hold_members(&self, pgid: Pid, leader_unreaped: bool) {
+        #[cfg(linux_strengths)]
+        if let Some(tie) = &self.tie
+            && pgid > 1
+            && process::group_exists(pgid)
+        {
+            let members = unsupervised::members_of(pgid);
+            if members.is_empty() || (!leader_unreaped && sys::proc::stat(pgid).is_some()) {
+                return;
+            }
+            let held: Vec<_> = members.iter().map(|(pid, fd)| (*pid, fd.as_fd())).collect();
+            if let Err(e) = lifetime::send_processes(tie.as_fd(), &held) {
+                say::line(format_args!("cannot hand the members of process group {pgid} to the guard: {e}"));
+            }
+        }
+        #[cfg(not(linux_strengths))]
+        let _ = (pgid, leader_unreaped);
     }
 
     /// The pid file was published as this inode.
@@ -120,17 +245,12 @@ impl Guard {
     /// when this handle is dropped, so that its exit overlaps pgrun's last
     /// work (the report).
     pub fn release(&mut self) {
-        if !self.released && !self.reaped {
+        if !self.released {
             self.shared.slot(RELEASED).store(1, Ordering::Release);
-            // The guard wakes on end of file and finds the mark.
-            self.tx = None;
+            // The guard wakes on the hang-up and finds the mark.
+            self.tie = None;
             self.released = true;
         }
-    }
-
-    /// The supervisor reaped the guard (it died): it is not waited for.
-    pub fn reaped(&mut self) {
-        self.reaped = true;
     }
 }
 
@@ -138,40 +258,56 @@ impl Drop for Guard {
     /// pgrun ends normally: release the guard and reap it, so nothing of
     /// pgrun outlives pgrun.
     fn drop(&mut self) {
-        if self.reaped {
-            return;
-        }
         self.release();
+        // Unreaped, so the number is still the guard's: nothing else in
+        // pgrun reaps its children once the supervisor is done.
+        let Some(pid) = self.child.pid() else { return };
         // Released, it exits at once, unless something stopped it (SIGSTOP):
         // its work is over either way, and pgrun must not wait for it.
-        let _ = crate::sys::process::signal_process(self.pid, crate::signame::Signal::KILL);
-        lifetime::wait_for(self.pid);
+        let _ = process::signal_process(pid, Signal::KILL);
+        lifetime::wait_for(pid);
+        self.reaped();
     }
 }
 
 /// The guard's whole life. Never returns.
-fn guard_main(plan: Plan, shared: &lifetime::SharedPage, rx: RawFd) -> ! {
+fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pid) -> ! {
     lifetime::set_name(c"pgrun-guard");
     let _ = lifetime::setpgid(0, 0);
-    lifetime::detach_stdin_stdout();
-    let rx = lifetime::close_all_but(rx);
-    let pgrun = sys::getppid();
-    lifetime::block_until_closed(rx);
-    if shared.slot(RELEASED).load(Ordering::Acquire) == 1 {
-        lifetime::exit_now(0);
-    }
-    // End of file without a release: pgrun is dead.
+    let _ = lifetime::detach_stdin_stdout();
+    lifetime::close_all_but(&[tie.as_raw_fd()]);
+    #[cfg(linux_strengths)]
+    let held = watch_the_spawn(&tie, pgrun);
+    #[cfg(not(linux_strengths))]
+    let held = Vec::new();
+    wait_for_hangup(&tie, shared, pgrun);
+    // pgrun is ending: it wrote all it will write. Take hold of the run's
+    // processes first, while its leader may still be pgrun's unreaped
+    // child (once pgrun is gone, whoever inherits it may reap it at once).
+    // The command's process is the leader of its own group: its pid is the
+    // group's id, as pgrun stored it, or as the guard caught it.
     let pgid = match shared.slot(PGID).load(Ordering::Acquire) {
-        0 => None,
+        0 => held.first().map(|(pid, _)| *pid),
         g => Some(g as Pid),
-    };
+    }
+    .filter(|&g| g > 1);
+    let group = pgid.map(|pgid| run_group(&tie, pgid, held));
+    drop(tie);
+    confirm_pgrun_gone(shared, pgrun);
     let identity = |first: usize| {
         (shared.slot(first + 2).load(Ordering::Acquire) == 1)
             .then(|| (shared.slot(first).load(Ordering::Acquire), shared.slot(first + 1).load(Ordering::Acquire)))
     };
     let what = pgid.map_or_else(|| "its run".to_string(), |g| format!("process group {g}"));
-    let mut leaf = plan.leaf.map(|leaf| with_group(leaf, pgid));
-    let mut group = pgid.filter(|&g| g > 1).map(unsupervised::Group::new);
+    // In cgroup mode the leaf also reaches the group (members moved out of
+    // the leaf); otherwise the group is the target.
+    let (mut leaf, mut group) = match plan.leaf {
+        Some(mut leaf) => {
+            leaf.set_group(group);
+            (Some(leaf), None)
+        }
+        None => (None, group),
+    };
     let target: Option<&mut dyn unsupervised::Target> = match (&mut leaf, &mut group) {
         (Some(leaf), _) => Some(leaf),
         (None, Some(group)) => Some(group),
@@ -192,12 +328,158 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, rx: RawFd) -> ! {
     }
     remove_if_same(plan.pidfile, identity(PIDFILE));
     remove_if_same(plan.marker, identity(MARKER));
-    lifetime::exit_now(0)
+    sys::exit_now(0)
 }
 
-fn with_group(mut leaf: Leaf, pgid: Option<Pid>) -> Leaf {
-    leaf.set_group(pgid);
-    leaf
+/// The run's group as the guard can prove it: on Linux the processes pgrun
+/// handed over (the leader, members left after it was reaped); elsewhere
+/// the group by its number.
+fn run_group(tie: &OwnedFd, pgid: Pid, held: Vec<(Pid, OwnedFd)>) -> unsupervised::Group {
+    #[cfg(linux_strengths)]
+    {
+        let mut held = held;
+        match lifetime::receive_processes(tie.as_fd()) {
+            Ok(received) => held.extend(received.processes),
+            Err(e) => say::line(format_args!("guard: cannot take the processes pgrun handed over: {e}")),
+        }
+        let mut group = unsupervised::Group::held(pgid, held);
+        group.look_for_members();
+        group
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = (tie, held);
+        unsupervised::Group::new(pgid)
+    }
+}
+
+/// While pgrun creates the command (Linux): pgrun sends a notice just
+/// before it creates the command's process (the guard's one wake-up during
+/// a run), and a pidfd of it as soon as it has its pid. On the posix_spawn
+/// path that is only after the exec: pgrun waits meanwhile (vfork), and a
+/// pgrun killed then would leave a process nobody knows of. So on the
+/// notice the guard looks for the process itself among pgrun's children
+/// (the guard aside, pgrun has no other), takes a pidfd of it and checks it
+/// is still pgrun's child (so the pidfd names it). Done once the process is
+/// held, by either; then the guard waits for the hang-up alone, which no
+/// message wakes. Returns what it holds.
+#[cfg(linux_strengths)]
+fn watch_the_spawn(tie: &OwnedFd, pgrun: Pid) -> Vec<(Pid, OwnedFd)> {
+    let mut held = Vec::new();
+    let mut looking = false;
+    let mut pause = Duration::from_micros(20);
+    // Looking is bounded: a spawn that failed before its process existed
+    // sends nothing more, and pgrun's end hangs up only when pgrun ends.
+    let mut looked_since = None;
+    loop {
+        if looked_since.is_some_and(|t: std::time::Instant| t.elapsed() > Duration::from_secs(1)) {
+            looking = false;
+        }
+        let state = if looking { lifetime::peek_tie(tie.as_fd()) } else { lifetime::wait_tie(tie.as_fd(), true) };
+        let state = match state {
+            Ok(state) => state,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // The wait for the hang-up that follows judges the tie.
+            Err(_) => return held,
+        };
+        if state.hung_up {
+            return held;
+        }
+        if state.message {
+            let Ok(received) = lifetime::receive_processes(tie.as_fd()) else { return held };
+            if received.notices > 0 {
+                looking = true;
+                looked_since = Some(std::time::Instant::now());
+            }
+            if !received.processes.is_empty() {
+                held.extend(received.processes);
+                return held;
+            }
+        }
+        if looking {
+            match child_of(pgrun) {
+                Ok(Some(child)) => {
+                    held.push(child);
+                    return held;
+                }
+                Ok(None) => {}
+                // pgrun is gone, or the kernel has no children files.
+                Err(_) => return held,
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
+    }
+}
+
+/// A child of pgrun other than the guard, held by a pidfd opened while it
+/// was pgrun's child (checked after opening).
+#[cfg(linux_strengths)]
+fn child_of(pgrun: Pid) -> std::io::Result<Option<(Pid, OwnedFd)>> {
+    let me = sys::getpid();
+    for child in sys::proc::children(pgrun)?.into_iter().filter(|&c| c != me) {
+        if let Some(fd) = process::pidfd_open(child)
+            && sys::proc::stat(child).is_some_and(|s| s.ppid == pgrun)
+        {
+            return Ok(Some((child, fd)));
+        }
+    }
+    Ok(None)
+}
+
+/// Return once the tie hangs up (pgrun closed its end: it released the
+/// guard, or it is exiting, which closes its files a moment before it
+/// reparents its children), or once pgrun is proven gone after the wait
+/// failed. An error of the wait says nothing about pgrun: the guard checks
+/// on pgrun and waits again, after a pause that grows, so that a wait that
+/// keeps failing costs little. Exits at once if pgrun released the guard.
+fn wait_for_hangup(tie: &OwnedFd, shared: &lifetime::SharedPage, pgrun: Pid) {
+    let mut failures = 0u32;
+    let mut fail_first = test_hook::active(test_hook::GUARD_WAIT_FAILS);
+    loop {
+        let waited = if std::mem::take(&mut fail_first) {
+            Err(std::io::Error::from_raw_os_error(libc::EIO))
+        } else {
+            lifetime::wait_tie(tie.as_fd(), false)
+        };
+        match waited {
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                exit_if_released(shared);
+                if sys::getppid() != pgrun {
+                    return;
+                }
+                failures += 1;
+                if failures == 1 {
+                    say::line(format_args!("guard: cannot wait for pgrun {pgrun}: {e}; waiting again"));
+                }
+                std::thread::sleep(Duration::from_millis(1 << failures.min(10)));
+            }
+        }
+    }
+    exit_if_released(shared);
+}
+
+/// Return once pgrun is gone: the guard was reparented (`getppid()` is no
+/// longer pgrun's pid). Exits at once if pgrun released the guard.
+fn confirm_pgrun_gone(shared: &lifetime::SharedPage, pgrun: Pid) {
+    let mut pause = Duration::from_millis(1);
+    loop {
+        exit_if_released(shared);
+        if sys::getppid() != pgrun {
+            return;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
+/// pgrun released the guard: its run is over and withdrawn.
+fn exit_if_released(shared: &lifetime::SharedPage) {
+    if shared.slot(RELEASED).load(Ordering::Acquire) == 1 {
+        sys::exit_now(0);
+    }
 }
 
 /// Remove `path` if it is still the file (device, inode) pgrun made.

@@ -99,18 +99,26 @@ Containment (--contain MODE):
 Guard (--no-guard to turn it off):
   Before COMMAND starts, pgrun forks a guard: not exec'd, named pgrun-guard
   in ps, in a process group of its own (so a kill of the caller's group does
-  not take it), blocked on a pipe whose write end only pgrun holds, using no
-  CPU. When pgrun exits normally it releases the guard and reaps it: nothing
-  of pgrun outlives pgrun. When pgrun is killed (SIGKILL from a harness's
-  timeout, the OOM killer, kill -9, a kill of its whole group), the guard
-  runs the same stop sequence on the group (in cgroup mode on the leaf,
-  which it then removes), removes the pid file and the marker if they are
-  still the ones pgrun published, and exits. It is not the group's parent:
+  not take it), blocked on a socket whose other end only pgrun holds, using
+  no CPU. When pgrun exits normally it releases the guard and reaps it:
+  nothing of pgrun outlives pgrun. When pgrun is killed (SIGKILL from a
+  harness's timeout, the OOM killer, kill -9, a kill of its whole group),
+  the guard runs the same stop sequence on the group (in cgroup mode on the
+  leaf, which it then removes), removes the pid file and the marker if they
+  are still the ones pgrun published, and exits. It is not the group's parent:
   it checks for the group's end with a backoff, and gives up with a warning
-  1s after the final KILL. In tree mode the descendants that had already
-  left the group are out of its reach once pgrun is dead (they are
-  reparented elsewhere); cgroup mode covers them. The instant between the
-  spawn and pgrun noting the group id is not covered.
+  1s after the final KILL. It acts only once pgrun is gone (it was
+  reparented), and stops only what it can prove is the run's: on Linux the
+  processes pgrun handed it as pidfds (the command from the moment it
+  exists, the members when a stop starts or the leader is reaped) and the
+  members of the group found while one of those is not yet reaped; it never
+  signals a group by a number that may have been reused. Elsewhere it
+  signals the group by its number. In tree mode the descendants that had
+  already left the group are out of its reach once pgrun is dead (they are
+  reparented elsewhere); cgroup mode covers them. The guard holds the
+  command from the moment it exists (it looks for it among pgrun's
+  children as pgrun creates it): only a kill of pgrun in the instant
+  before it has looked is not covered.
 
 Parent death (--die-with-parent):
   When the process that started pgrun dies, the run is stopped as if

@@ -230,7 +230,10 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     let terminal = Terminal::new(args.setsid);
     let (relay, child_ends) = args.max_output.map(Relay::new).transpose().map_err(failure)?.unzip();
     let guard = start_guard(args, &scope, marker.as_deref()).map_err(failure)?;
-    scope.set_guard(guard.as_ref().map(Guard::pid));
+    test_hook::pause("guard-started");
+    if let Some(guard) = &guard {
+        scope.set_guard(guard.child());
+    }
     Ok(Prepared {
         argv,
         marker,
@@ -327,6 +330,15 @@ fn watch_parent(args: &RunArgs, parent: Pid) -> Step<Option<ParentWatch>> {
 /// Start the command in its new group (or session), then tell everyone who
 /// needs the group id, and start reading signals.
 fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
+    // The guard holds the command from the moment it exists, before its
+    // exec has finished: a pgrun killed in between leaves nothing running.
+    let guard = run.guard.as_ref();
+    let created = |pid: Pid| {
+        if let Some(guard) = guard {
+            guard.spawned(pid);
+        }
+        test_hook::pause("created");
+    };
     let options = SpawnOptions {
         detach: if args.setsid { Detach::Session } else { Detach::Group },
         child_mask: run.inherited.mask,
@@ -334,12 +346,21 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         take_terminal: run.terminal.as_ref().and_then(Terminal::hand_off_at_start),
         stdout_stderr: run.child_ends.as_ref().map(|ends| ends.raw()),
         join_cgroup: run.scope.join_fd(),
+        on_created: Some(&created),
     };
     let program = args.command[0].to_string_lossy();
     assert!(!test_hook::active(test_hook::PANIC_BEFORE_SPAWN), "test hook: panic before the spawn");
+    if let Some(guard) = guard {
+        guard.spawning();
+    }
     let spawned = process::spawn(&run.argv, &options);
     // Only the command holds the write ends now: its exit is the pipes' end.
     run.child_ends = None;
+    if spawned.is_err()
+        && let Some(guard) = &run.guard
+    {
+        guard.spawn_failed();
+    }
     let pgid = match spawned {
         Ok(pid) => pid,
         Err(SpawnError::Exec(e)) => {
@@ -350,9 +371,6 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
     };
     verbose!("started '{program}' as process group {pgid}");
     run.scope.started(pgid);
-    if let Some(guard) = &run.guard {
-        guard.spawned(pgid);
-    }
     crate::panic_stop::watch(pgid);
     if let Some(terminal) = &run.terminal {
         terminal.started(pgid);
@@ -389,7 +407,6 @@ fn publish(run: &mut Prepared, pgid: Pid) -> anyhow::Result<Option<pidfile::Publ
 fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: Pid, err: anyhow::Error) -> Outcome {
     let stopped = supervise(args, run, started, Some(StopReason::Cancel));
     let mut outcome = Outcome::failed(RunExit::Failed, err, Some(pgid));
-    let guard_reaped = stopped.as_ref().is_ok_and(|e| e.guard_reaped);
     if let Ok(ended) = stopped {
         outcome.status = ended.status;
         outcome.signals = ended.signals;
@@ -397,7 +414,7 @@ fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: 
     if let Some(relay) = &mut run.relay {
         relay.close();
     }
-    outcome.guard = withdraw(run, guard_reaped);
+    outcome.guard = withdraw(run);
     outcome.output = run.relay.take().map(|relay| relay.flush_rest(&run.signals));
     outcome
 }
@@ -447,7 +464,6 @@ fn clean_up(
     ended: std::io::Result<GroupEnd>,
     pgid: Pid,
 ) -> Outcome {
-    let guard_reaped = ended.as_ref().is_ok_and(|e| e.guard_reaped);
     let mut outcome = match ended {
         Ok(ended) => outcome_of(ended, pgid),
         Err(e) => {
@@ -463,7 +479,7 @@ fn clean_up(
     if let Some(published) = published {
         published.remove();
     }
-    outcome.guard = withdraw(&mut run, guard_reaped);
+    outcome.guard = withdraw(&mut run);
     // The leaf is empty: removed before a flush that may wait on a reader.
     outcome.cgroup_left = run.scope.remove_leaf();
     outcome.output = run.relay.take().map(|relay| relay.flush_rest(&run.signals));
@@ -471,18 +487,16 @@ fn clean_up(
     outcome
 }
 
-/// The run is over: consume the marker and release the guard (unless it
-/// died during the run and was reaped: its pid may be another process's).
-/// The guard is reaped when the outcome is dropped, after the report.
-fn withdraw(run: &mut Prepared, guard_reaped: bool) -> Option<Guard> {
+/// The run is over: consume the marker and release the guard (its handle
+/// knows whether it died during the run and was reaped, and then never
+/// signals or waits for its pid again). The guard is reaped when the
+/// outcome is dropped, after the report.
+fn withdraw(run: &mut Prepared) -> Option<Guard> {
     if let Some(marker) = &run.marker {
         pidfile::remove_marker_at_exit(marker, crate::sys::geteuid());
     }
     let mut guard = run.guard.take();
     if let Some(guard) = &mut guard {
-        if guard_reaped {
-            guard.reaped();
-        }
         guard.release();
     }
     guard
@@ -501,7 +515,7 @@ fn start_guard(args: &RunArgs, scope: &Scope, marker: Option<&std::path::Path>) 
         leaf: scope.leaf().map(|leaf| leaf.handed()),
     };
     let guard = Guard::start(plan).map_err(|e| anyhow!("cannot start the guard: {e}"))?;
-    verbose!("guard {} started", guard.pid());
+    verbose!("guard {} started", guard.pid().unwrap_or(0));
     Ok(Some(guard))
 }
 

@@ -70,8 +70,6 @@ pub struct GroupEnd {
     pub unreaped: usize,
     /// Processes outside the group the stop reached (tree, cgroup).
     pub escaped: usize,
-    /// The guard died during the run and was reaped here.
-    pub guard_reaped: bool,
     /// Set when pgrun gave up on a run that refused every KILL.
     pub unstopped: Option<Unstopped>,
 }
@@ -107,7 +105,9 @@ pub struct Supervised<'a> {
     /// The cancel marker: created when the first stop sequence starts, so
     /// that a marker next to a live pid file always means "stopping".
     pub marker: Option<&'a std::path::Path>,
-    /// The guard, told about that marker (it removes it if pgrun dies).
+    /// The guard, told about that marker (it removes it if pgrun dies),
+    /// about the members left when the leader is reaped, and about its own
+    /// death, if this loop reaps it.
     pub guard: Option<&'a crate::guard::Guard>,
     /// The terminal and its job-control rules (`None` with --setsid).
     pub terminal: Option<&'a Terminal>,
@@ -150,7 +150,6 @@ struct Supervisor<'a> {
     send_error: Option<std::io::Error>,
     /// Test-only: panic on SIGUSR1 (see `test_hook`).
     panic_on_usr1: bool,
-    guard_reaped: bool,
     pgid: Pid,
     /// A SIGCHLD arrived (or the loop just started): reap on the next turn.
     reap_due: bool,
@@ -178,7 +177,6 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
         unstopped: None,
         send_error: None,
         panic_on_usr1: crate::test_hook::active(crate::test_hook::PANIC_ON_USR1),
-        guard_reaped: false,
         pgid,
         poll_backoff: Backoff::up_to(MAX_POLL),
         reap_due: true,
@@ -251,7 +249,6 @@ impl Supervisor<'_> {
             stragglers: self.stragglers,
             unreaped: self.unreaped.unwrap_or(0),
             escaped: self.w.scope.escaped(),
-            guard_reaped: self.guard_reaped,
             unstopped: self.unstopped,
         }
     }
@@ -306,12 +303,16 @@ impl Supervisor<'_> {
         let mut spurious = 0;
         loop {
             match process::reap_one()? {
-                Reaped::Child(pid, _) if Some(pid) == self.w.scope.guard() => {
+                Reaped::Child(pid, _) if self.w.guard.is_some_and(|g| g.is(pid)) => {
                     verbose!("the guard {pid} died; the run goes on without it");
-                    self.w.scope.guard_gone();
-                    self.guard_reaped = true;
+                    if let Some(guard) = self.w.guard {
+                        guard.reaped();
+                    }
                 }
                 Reaped::Child(pid, status) if pid == self.pgid => {
+                    if let Some(guard) = self.w.guard {
+                        guard.hold_members(pid, false);
+                    }
                     match status {
                         ChildStatus::Exited(code) => verbose!("command exited with status {code}"),
                         ChildStatus::Signaled(sig) => verbose!("command was ended by signal {}", Signal(sig)),
@@ -493,6 +494,9 @@ impl Supervisor<'_> {
         self.stop_reason.get_or_insert(reason);
         verbose!("stop sequence {} for process group {}", self.w.sequence.describe(), self.pgid);
         self.mark_stopping();
+        if let Some(guard) = self.w.guard {
+            guard.hold_members(self.pgid, matches!(self.leader, Leader::Running));
+        }
         self.phase = Phase::Stopping(StopPlan::new(self.w.sequence, AfterKill::Repeat, None));
         self.advance_stop(Instant::now());
     }

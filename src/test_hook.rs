@@ -10,18 +10,22 @@
 //!
 //! Steps: `claim-opened` (a stale pid file is open, not yet claimed),
 //! `claimed` (the claim is held, nothing prepared yet), `marker-checked`
-//! (no marker was found before the start), `spawned` (the command runs, its
-//! group is not published yet), `draining-census` (with `--wait-group`,
-//! the command has exited and the supervisor is about to ask whether only
-//! zombies it cannot reap are left), `run-gone` (the run is gone, its record
-//! not withdrawn yet), `exit` (all is done and written, pgrun is
+//! (no marker was found before the start), `guard-started` (the guard is
+//! forked, the command not yet), `created` (the command's
+//! process exists and the guard was told; on the fork path its exec may not
+//! have finished), `spawned` (the command runs, its group is not published
+//! yet), `draining-census` (with `--wait-group`, the command has exited and
+//! the supervisor is about to ask whether only zombies it cannot reap are
+//! left), `run-gone` (the supervisor is done: the run is gone, nothing is
+//! withdrawn or released yet), `exit` (all is done and written, pgrun is
 //! about to exit: its peak memory can be read).
 //!
 //! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise
 //! loop panic when it reads SIGUSR1; [`PANIC_BEFORE_SPAWN`] panics with
 //! everything prepared, right before the spawn; [`KEEP_SIGCHLD_IGNORED`]
-//! leaves a SIGCHLD ignored by the caller ignored in pgrun itself. Also read
-//! by debug builds only.
+//! leaves a SIGCHLD ignored by the caller ignored in pgrun itself;
+//! [`GUARD_WAIT_FAILS`] makes the guard's first wait for pgrun fail with
+//! EIO. Also read by debug builds only.
 //!
 //! `PGRUN_TEST_LEAF_NAME=NAME`: the first name `--contain cgroup` tries
 //! for its leaf (then random ones, if it is taken), so that a test can name
@@ -62,6 +66,8 @@ pub const PANIC_ON_USR1: &str = "panic-on-usr1";
 pub const PANIC_BEFORE_SPAWN: &str = "panic-before-spawn";
 /// Leave a SIGCHLD ignored by the caller ignored in pgrun itself.
 pub const KEEP_SIGCHLD_IGNORED: &str = "keep-sigchld-ignored";
+/// Make the guard's first wait for pgrun's end fail with EIO.
+pub const GUARD_WAIT_FAILS: &str = "guard-wait-fails";
 
 /// Whether the hook `name` is asked for in `PGRUN_TEST_HOOK`.
 pub fn active(name: &str) -> bool {

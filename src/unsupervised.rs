@@ -39,16 +39,29 @@ pub trait Target {
 /// Whoever stops it is not its members' parent, so between two checks the
 /// group can end and its number be taken by an unrelated new group: a bare
 /// `kill(-pgid)` would then reach a process outside the run. On Linux the
-/// members are therefore found in `/proc`, each held by a pidfd opened while
-/// it was still in the group, and signalled only through those pidfds; the
-/// group is over once every member found has exited (a number reused after
-/// that is somebody else's). Elsewhere, and where no member can be held
-/// (no /proc, no pidfd), it falls back to `kill(-pgid)`.
+/// members are therefore held by pidfds and signalled only through those.
+///
+/// Two ways to know the group, by what proves a process is the run's:
+/// - [`Group::new`] (`cancel`): the group is whatever holds the number at
+///   the first look (cancel checked before that the number is the run's);
+///   members are found in `/proc`, each held by a pidfd opened while it was
+///   in the group, and looked for again while one of them lives; the group
+///   is over once every member found has exited. Where no member can be
+///   held (no /proc, no pidfd) it falls back to `kill(-pgid)`.
+/// - [`Group::held`] (the guard): only the processes handed over (pidfds
+///   pgrun opened while they were its run's) and the members found while
+///   one of those is not yet reaped: an unreaped process keeps the group's
+///   number in use, so whatever is in the group then is the run's. Once
+///   every held process is reaped nothing more is found, and nothing is
+///   ever signalled by number.
 pub struct Group {
     pgid: Pid,
     /// Members found so far, each with a pidfd opened while it was one.
     #[cfg(linux_strengths)]
     members: Vec<(Pid, OwnedFd)>,
+    /// Made by [`Group::held`].
+    #[cfg(linux_strengths)]
+    held: bool,
 }
 
 impl Group {
@@ -57,7 +70,33 @@ impl Group {
             pgid,
             #[cfg(linux_strengths)]
             members: Vec::new(),
+            #[cfg(linux_strengths)]
+            held: false,
         }
+    }
+
+    /// The group `pgid` known only through `members`, pidfds of processes
+    /// known to be the run's (see the type's doc).
+    #[cfg(linux_strengths)]
+    pub fn held(pgid: Pid, handed: Vec<(Pid, OwnedFd)>) -> Group {
+        let mut members: Vec<(Pid, OwnedFd)> = Vec::new();
+        for (pid, fd) in handed {
+            if !members.iter().any(|(p, _)| *p == pid) {
+                members.push((pid, fd));
+            }
+        }
+        Group { pgid, members, held: true }
+    }
+
+    /// Take hold of the members that can be proven the run's now (see the
+    /// type's doc), before anything is signalled.
+    pub fn look_for_members(&mut self) {
+        #[cfg(linux_strengths)]
+        self.find_members();
+    }
+
+    pub fn pgid(&self) -> Pid {
+        self.pgid
     }
 
     /// Whether at least one member was found and every one has exited.
@@ -65,6 +104,14 @@ impl Group {
     fn members_all_exited(&self) -> bool {
         use std::os::fd::AsFd;
         !self.members.is_empty() && self.members.iter().all(|(_, fd)| process::pidfd_exited(fd.as_fd()))
+    }
+
+    /// Whether a member held is not yet reaped (alive, or a zombie): it
+    /// keeps the group's number in use.
+    #[cfg(linux_strengths)]
+    fn member_unreaped(&self) -> bool {
+        use std::os::fd::AsFd;
+        self.members.iter().any(|(_, fd)| process::pidfd_signal(fd.as_fd(), Signal::PROBE).unwrap_or(false))
     }
 
     /// Whether a member found is still a zombie in the group: it holds the
@@ -78,22 +125,22 @@ impl Group {
     }
 
     /// Look for members not held yet. Only while the group is known to be
-    /// the run's: before any member was found, or while one still lives
-    /// (a new member is forked by a live one).
+    /// the run's: for a held group, while a held member is unreaped (checked
+    /// again after the scan: unreaped then, it kept the number in use all
+    /// through the scan); else before any member was found, or while one
+    /// still lives (a new member is forked by a live one).
     #[cfg(linux_strengths)]
     fn find_members(&mut self) {
-        if self.members_all_exited() {
+        let provable = if self.held { self.member_unreaped() } else { !self.members_all_exited() };
+        if !provable {
             return;
         }
-        for (pid, stat) in crate::sys::proc::scan() {
-            if stat.pgrp != self.pgid || self.members.iter().any(|(p, _)| *p == pid) {
-                continue;
-            }
-            // Open first, then check it is still in the group: the pidfd
-            // then names that member, whatever happens to the number.
-            if let Some(fd) = process::pidfd_open(pid)
-                && crate::sys::proc::stat(pid).is_some_and(|s| s.pgrp == self.pgid)
-            {
+        let found = members_of(self.pgid);
+        if self.held && !self.member_unreaped() {
+            return;
+        }
+        for (pid, fd) in found {
+            if !self.members.iter().any(|(p, _)| *p == pid) {
                 self.members.push((pid, fd));
             }
         }
@@ -104,7 +151,7 @@ impl Group {
         {
             use std::os::fd::AsFd;
             self.find_members();
-            if !self.members.is_empty() {
+            if self.held || !self.members.is_empty() {
                 for (_, fd) in &self.members {
                     let _ = process::pidfd_signal(fd.as_fd(), signal);
                 }
@@ -113,6 +160,25 @@ impl Group {
         }
         let _ = process::signal_group(self.pgid, signal);
     }
+}
+
+/// The processes of group `pgid` now, each with a pidfd opened first and
+/// then checked to name a member (so the pidfd names that member, whatever
+/// happens to the number). Linux only.
+#[cfg(linux_strengths)]
+pub fn members_of(pgid: Pid) -> Vec<(Pid, OwnedFd)> {
+    let mut found = Vec::new();
+    for (pid, stat) in crate::sys::proc::scan() {
+        if stat.pgrp != pgid {
+            continue;
+        }
+        if let Some(fd) = process::pidfd_open(pid)
+            && crate::sys::proc::stat(pid).is_some_and(|s| s.pgrp == pgid)
+        {
+            found.push((pid, fd));
+        }
+    }
+    found
 }
 
 impl Target for Group {
@@ -126,6 +192,15 @@ impl Target for Group {
         }
     }
     fn gone(&mut self) -> bool {
+        #[cfg(linux_strengths)]
+        if self.held {
+            // Nothing held can be signalled once it has exited.
+            self.find_members();
+            return self.members.iter().all(|(_, fd)| {
+                use std::os::fd::AsFd;
+                process::pidfd_exited(fd.as_fd())
+            });
+        }
         if !process::group_exists(self.pgid) {
             return true;
         }

@@ -170,3 +170,210 @@ fn a_stopped_guard_does_not_hold_pgrun() {
     assert_eq!(guard.wait(index), 0, "pgrun exits although its guard is stopped");
     assert!(!std::path::Path::new(&format!("/proc/{keeper}")).exists(), "the guard outlived pgrun");
 }
+
+/// strace, for the tests that watch pgrun's syscalls: a clear failure if it
+/// is missing.
+fn strace() -> Command {
+    let found = Command::new("strace").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    assert!(found.is_ok_and(|s| s.success()), "this test needs strace (6.1 or later) on PATH");
+    Command::new("strace")
+}
+
+#[test]
+fn a_guard_that_died_before_a_failed_publish_is_never_signalled_again() {
+    // The guard dies while the command starts; publishing then fails, so
+    // pgrun stops the unpublished run, and its supervisor reaps the dead
+    // guard. The guard's pid is free from then on: pgrun must neither
+    // signal nor wait for it again (it may be somebody else's by then).
+    let mut strace = strace();
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let trace = scratch.path("trace");
+    let pause = Pause::new(&scratch, "spawned");
+    strace
+        .args(["-f", "-qq", "-e", "trace=kill,wait4", "-o"])
+        .arg(&trace)
+        .arg(pgrun_path())
+        .args(["-p", pidfile.to_str().unwrap(), "--", "sleep", "300"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    default_signals(&mut strace);
+    pause.arm(&mut strace);
+    let index = guard.spawn(&mut strace);
+    pause.wait_reached();
+    let strace_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(strace_pid);
+    guard.record(keeper);
+    send(keeper, libc::SIGKILL);
+    eventually("the guard to die", || state(keeper).as_deref() == Some("Z"));
+    // Somebody else's pid file now stands where pgrun would publish.
+    fs::write(&pidfile, "1\n").unwrap();
+    pause.release();
+    assert_eq!(guard.wait(index), 125, "a run that cannot be published is pgrun's failure");
+    let trace = fs::read_to_string(&trace).unwrap();
+    let reaped = trace.lines().filter(|l| l.contains("wait4(-1") && l.contains(&format!("= {keeper}"))).count();
+    assert_eq!(reaped, 1, "the guard {keeper} was not reaped once by the supervisor:\n{trace}");
+    let after: Vec<_> = trace
+        .lines()
+        .skip_while(|l| !(l.contains("wait4(-1") && l.contains(&format!("= {keeper}"))))
+        .skip(1)
+        .filter(|l| l.contains(&format!("kill({keeper},")) || l.contains(&format!("wait4({keeper},")))
+        .collect();
+    assert!(after.is_empty(), "pgrun signalled or waited for the reaped guard's pid {keeper}: {after:?}");
+}
+
+/// Run `extra` pgrun options with a command that writes its pid and
+/// sleeps; pause pgrun right after the command's process exists, SIGKILL
+/// pgrun there, and check that the guard stops the command.
+fn kill_pgrun_as_the_command_is_created(extra: &[&str]) {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pause = Pause::new(&scratch, "created");
+    let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    args.extend(["--", "sh", "-c", &format!("echo $$ > {dir}/cmd.pid; exec sleep 300")].map(String::from));
+    let mut cmd = pgrun(args);
+    pause.arm(&mut cmd);
+    let index = guard.spawn(&mut cmd);
+    pause.wait_reached();
+    let pgrun_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
+    guard.record_group(command);
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(command);
+    wait_dead(keeper);
+}
+
+#[test]
+fn pgrun_killed_as_the_command_is_created_leaves_nothing_running() {
+    // posix_spawn: pgrun learns the pid once the exec is done.
+    kill_pgrun_as_the_command_is_created(&[]);
+}
+
+#[test]
+fn pgrun_killed_before_the_commands_exec_is_confirmed_leaves_nothing_running() {
+    // fork and exec (--setsid): pgrun pauses right after the fork, before
+    // it reads how the exec went.
+    kill_pgrun_as_the_command_is_created(&["--setsid"]);
+}
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path has no pidfds: the guard signals by number, as the man page says"
+)]
+fn the_guard_never_stops_a_group_that_took_the_number_after_the_run_ended() {
+    // The run's group ends and pgrun is held before it releases its guard;
+    // the group's number is handed to an unrelated process (ns_last_pid,
+    // in a PID namespace of our own); then pgrun is SIGKILLed. The guard
+    // must see that the run is over, and leave the newcomer alone.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"PGRUN_TEST_PAUSE=run-gone=$PWD/gate {pg} -v -p job.pid -- sh -c 'echo $$ > g.pid' 2> run.log &
+R=$!
+until [ -e gate.reached ]; do sleep 0.01; done
+G=$(cat g.pid)
+"#,
+        pg = pgrun_path()
+    );
+    let after = r#"for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = pgrun-guard ] && GP=${p#/proc/}; done
+kill -KILL "$R"; wait "$R"; echo "run=$?"
+while [ "$(cut -d' ' -f3 /proc/$GP/stat 2>/dev/null)" = S ]; do sleep 0.01; done
+"#;
+    let script = format!("{before}{}{after}", crate::protocol::HAND_OVER);
+    crate::protocol::assert_number_handed_over_untouched(&scratch, &script, "run=137", "run.log");
+}
+
+#[test]
+fn a_failed_wait_of_the_guard_is_not_taken_for_pgruns_death() {
+    // The guard's first wait for pgrun fails (EIO, by a test hook): pgrun
+    // is alive, so the run goes on, and the guard still guards it.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pidfile = scratch.path("job.pid");
+    let log = scratch.path("pgrun.log");
+    let mut cmd = pgrun([
+        "-p",
+        pidfile.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &format!("echo $$ > {dir}/cmd.pid; trap 'echo TERM > {dir}/term; exit 1' TERM; while :; do sleep 0.01; done"),
+    ]);
+    cmd.env("PGRUN_TEST_HOOK", "guard-wait-fails").stderr(fs::File::create(&log).unwrap());
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
+    guard.record_group(command);
+    // The guard has seen the failure once it says so, or (wrongly) acts.
+    eventually("the guard to act on its failed wait", || fs::read_to_string(&log).is_ok_and(|l| l.contains("guard: ")));
+    let said = fs::read_to_string(&log).unwrap();
+    assert!(said.contains("guard: cannot wait for pgrun"), "{said}");
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun ended: {said}");
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    assert!(!scratch.path("term").exists(), "the guard stopped a run whose pgrun is alive");
+    assert!(pidfile.exists(), "the guard removed a live run's pid file");
+    // Still on guard: pgrun killed now leaves nothing.
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(command);
+    wait_dead(keeper);
+    eventually("the pid file to be removed", || !pidfile.exists());
+}
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path has no pidfds nor /proc: the guard learns the group once the spawn returns"
+)]
+fn pgrun_killed_while_posix_spawn_waits_for_the_exec_leaves_nothing_running() {
+    // posix_spawn holds pgrun (vfork) until the command's exec, so pgrun
+    // cannot hand the process to its guard before then. strace holds the
+    // child's execve there for a second; pgrun is SIGKILLed meanwhile.
+    let mut strace = strace();
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    strace
+        .args(["-f", "-qq", "-e", "trace=execve", "-e", "inject=execve:delay_enter=300000", "-o"])
+        .arg(scratch.path("trace"))
+        .arg(pgrun_path())
+        .args(["-k", "1", "--", "sh", "-c", &format!("echo $$ > {dir}/cmd.pid; exec sleep 300")])
+        .stdin(Stdio::null());
+    default_signals(&mut strace);
+    let index = guard.spawn(&mut strace);
+    let strace_pid = guard.child(index).id() as i32;
+    let comm = |p: i32| fs::read_to_string(format!("/proc/{p}/comm")).map(|c| c.trim_end().to_string()).ok();
+    let mut pgrun_pid = 0;
+    eventually("strace to start pgrun", || {
+        pgrun_pid = descendants(strace_pid).into_iter().find(|&p| comm(p).as_deref() == Some("pgrun")).unwrap_or(0);
+        pgrun_pid != 0
+    });
+    guard.record(pgrun_pid);
+    let mut child = 0;
+    eventually("the command's process to wait in its execve", || {
+        child = descendants(pgrun_pid)
+            .into_iter()
+            .find(|&p| comm(p).as_deref() == Some("pgrun") && state(p).as_deref() == Some("t"))
+            .unwrap_or(0);
+        child != 0
+    });
+    guard.record(child);
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    assert_eq!(state(pgrun_pid).as_deref(), Some("D"), "pgrun is not waiting in posix_spawn");
+    send(pgrun_pid, libc::SIGKILL);
+    wait_dead(child);
+    wait_dead(keeper);
+    // The command's process, after its exec, is the same process.
+    guard.wait(index);
+}

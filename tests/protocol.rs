@@ -897,7 +897,7 @@ done
 /// Shell lines that hand the number of the group `$G` (ended and reaped)
 /// to the canary: the next pid in the namespace is `$G`, and the canary
 /// takes it with a new session, so a new group with that number appears.
-const HAND_OVER: &str = r#"echo $((G - 1)) > /proc/sys/kernel/ns_last_pid
+pub(crate) const HAND_OVER: &str = r#"echo $((G - 1)) > /proc/sys/kernel/ns_last_pid
 setsid python3 canary.py &
 until [ -e canary.ready ]; do sleep 0.01; done
 [ "$(cat /proc/$G/comm)" = python3 ] || echo "number-not-reused"
@@ -910,7 +910,7 @@ until [ -e canary.ready ]; do sleep 0.01; done
 /// group's number to the canary and prints `number-not-reused` if that
 /// failed, `want` (the stopper's exit) and `canary-alive`. The canary must
 /// be alive and have received nothing; `log` is the stopper's -v output.
-fn assert_number_handed_over_untouched(scratch: &Scratch, script: &str, want: &str, log: &str) {
+pub(crate) fn assert_number_handed_over_untouched(scratch: &Scratch, script: &str, want: &str, log: &str) {
     fs::write(scratch.path("canary.py"), canary_script(scratch)).unwrap();
     let script = format!("cd {}\n{script}[ -e /proc/$G ] && echo canary-alive\n", scratch.sh());
     let script = script.as_str();

@@ -305,10 +305,10 @@ impl Leaf {
         }
     }
 
-    /// The command's group, once it is known (the guard's copy).
-    pub fn set_group(&mut self, pgid: Option<Pid>) {
-        self.pgid = pgid;
-        self.group = pgid.map(Group::new);
+    /// The command's group, once it is known (as the guard holds it).
+    pub fn set_group(&mut self, group: Option<Group>) {
+        self.pgid = group.as_ref().map(Group::pgid);
+        self.group = group;
     }
 
     /// Remove the leaf (and any cgroup below it), once it is empty; EBUSY

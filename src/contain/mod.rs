@@ -60,8 +60,9 @@ impl Mode {
 pub struct Scope {
     mode: Mode,
     pgid: Pid,
-    /// The guard's pid: a child of pgrun that is not part of the run.
-    guard: Option<Pid>,
+    /// The guard: a child of pgrun that is not part of the run (its pid
+    /// while unreaped, as the guard's handle says).
+    guard: crate::guard::GuardChild,
     leaf: Option<cgroup::Leaf>,
     /// Processes outside the group that a stop step reached.
     escaped: BTreeSet<Pid>,
@@ -98,7 +99,14 @@ impl Scope {
         if let Some(leaf) = &leaf {
             verbose!("created cgroup {}", leaf.dir().display());
         }
-        Ok(Scope { mode, pgid: 0, guard: None, leaf, escaped: BTreeSet::new(), group_ended: Default::default() })
+        Ok(Scope {
+            mode,
+            pgid: 0,
+            guard: Default::default(),
+            leaf,
+            escaped: BTreeSet::new(),
+            group_ended: Default::default(),
+        })
     }
 
     /// The mode in force.
@@ -122,17 +130,8 @@ impl Scope {
     }
 
     /// pgrun's guard, which is not part of the run.
-    pub fn set_guard(&mut self, guard: Option<Pid>) {
+    pub fn set_guard(&mut self, guard: crate::guard::GuardChild) {
         self.guard = guard;
-    }
-
-    /// The guard was reaped (it died): forget it.
-    pub fn guard_gone(&mut self) {
-        self.guard = None;
-    }
-
-    pub fn guard(&self) -> Option<Pid> {
-        self.guard
     }
 
     /// One step of the stop sequence: `signal` to the group, then to what
@@ -148,7 +147,7 @@ impl Scope {
             let _ = self.signal_group(Signal::CONT);
         }
         match (self.mode, &self.leaf) {
-            (Mode::Tree, _) => tree::signal_escapees(self.pgid, self.guard, signal, cont, &mut self.escaped),
+            (Mode::Tree, _) => tree::signal_escapees(self.pgid, self.guard.pid(), signal, cont, &mut self.escaped),
             (Mode::Cgroup, Some(leaf)) => {
                 // Count the members outside the group before the kill, then
                 // kill them all at once.
@@ -213,7 +212,7 @@ impl Scope {
     /// mode).
     pub fn is_gone_except_group(&self) -> bool {
         match (self.mode, &self.leaf) {
-            (Mode::Tree, _) => !tree::has_children_besides(self.guard),
+            (Mode::Tree, _) => !tree::has_children_besides(self.guard.pid()),
             (Mode::Cgroup, Some(leaf)) => !leaf.populated(),
             _ => true,
         }

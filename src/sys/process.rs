@@ -106,7 +106,7 @@ const REPORT_LEN: usize = 5;
 
 /// How to start the command.
 #[derive(Clone, Copy)]
-pub struct SpawnOptions {
+pub struct SpawnOptions<'a> {
     pub detach: Detach,
     /// The signal mask the command starts with: the one pgrun was given.
     pub child_mask: SigSet,
@@ -122,6 +122,9 @@ pub struct SpawnOptions {
     /// An fd of a cgroup's `cgroup.procs`: the child writes `0` to it before
     /// exec, so the command is born in that cgroup (`--contain cgroup`).
     pub join_cgroup: Option<libc::c_int>,
+    /// Called with the child's pid the moment it exists (in the parent,
+    /// before waiting for the exec's outcome), so the guard can hold it.
+    pub on_created: Option<&'a dyn Fn(Pid)>,
 }
 
 /// Start the command: fork, detach the child into a new group or session,
@@ -132,7 +135,7 @@ pub struct SpawnOptions {
 /// Returns once the child has exec'd (or failed to), so the new group exists
 /// before the caller can publish its id: the child's setpgid/setsid happens
 /// before its exec closes the close-on-exec error pipe the parent reads.
-pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError> {
+pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Pid, SpawnError> {
     assert!(!argv.is_empty(), "spawn needs a program name");
     // posix_spawn can set a signal to its default, not to "ignored": an
     // ignored SIGCHLD to hand on takes the fork path. So does every system
@@ -149,7 +152,14 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
         && let Some(defaults) = reserved_signal_defaults()
     {
         match spawn_posix(argv, &options.child_mask, &defaults, options.stdout_stderr) {
-            Ok(pid) => return Ok(pid),
+            // posix_spawnp returns once the child has exec'd: this is the
+            // first moment its pid is known.
+            Ok(pid) => {
+                if let Some(created) = options.on_created {
+                    created(pid);
+                }
+                return Ok(pid);
+            }
             // Not found is not found either way (the fork path would only
             // search PATH again).
             Err(SpawnError::Exec(e)) if e.raw_os_error() == Some(libc::ENOENT) => return Err(SpawnError::Exec(e)),
@@ -184,6 +194,9 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
         child_after_fork(&ptrs, &options, write_end.as_raw_fd());
     }
     drop(write_end);
+    if let Some(created) = options.on_created {
+        created(pid);
+    }
 
     // Only EOF with no byte at all means the exec worked (the pipe is
     // close-on-exec). A whole message says which step failed; anything
