@@ -18,7 +18,8 @@
 //!   readers [`cancel`] and [`status`];
 //! - the terminal and job control: [`terminal`];
 //! - `--max-output`: [`output`]; `--report`: [`report`]; `--die-with-parent`:
-//!   [`parent_death`]; a panic: [`panic_stop`];
+//!   [`parent_death`]; a panic: [`panic_stop`]; the hint for `pgrun 30 ...`:
+//!   [`timeout_hint`];
 //! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
 //!   event announces), [`say`] (pgrun's only voice on stderr), [`test_hook`]
 //!   (pauses for the test suite, debug builds only).
@@ -48,6 +49,7 @@ pub mod supervisor;
 pub mod sys;
 pub mod terminal;
 pub mod test_hook;
+pub mod timeout_hint;
 pub mod unsupervised;
 
 use clap::Parser;

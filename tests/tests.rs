@@ -19,3 +19,4 @@ mod robustness;
 mod status;
 mod stopping;
 mod terminal;
+mod timeout_hint;
