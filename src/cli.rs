@@ -120,14 +120,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
     pub max_output: Option<u64>,
 
-    /// What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere].
-    ///
-    /// What is stopped and waited for: group (the command's process group),
-    /// tree (the group and every descendant of pgrun, wherever it moved),
-    /// cgroup (everything in a new cgroup v2 leaf the command is born in),
-    /// auto (cgroup where a leaf can be created, else tree) [default: tree
-    /// on Linux, group elsewhere].
-    #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true)]
+    // What is stopped and waited for. The long text (--help, the man page)
+    // is given apart from the short one, so that it is printed once.
+    #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true,
+          help = "What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]",
+          long_help = CONTAIN_LONG_HELP)]
     pub contain: Option<crate::contain::Mode>,
 
     /// Run without the guard that stops the run if pgrun is killed with

@@ -336,6 +336,14 @@ Examples:
   A container entrypoint (as PID 1 pgrun reaps every zombie):
     ENTRYPOINT [\"pgrun\", \"--\", \"/app/server\"]";
 
+/// `--contain` in `--help` and the man page (`-h` has a one-line summary).
+pub const CONTAIN_LONG_HELP: &str = "\
+What is stopped and waited for: group (the command's process group), tree \
+(the group and every descendant of pgrun, wherever it moved), cgroup \
+(everything in a new cgroup v2 leaf the command is born in), auto (cgroup \
+where a leaf can be created, else tree) [default: tree on Linux, group \
+elsewhere].";
+
 pub const CANCEL_ABOUT: &str = "Stop a run from another process, by its pid file.";
 
 pub const CANCEL_LONG_ABOUT: &str = "\

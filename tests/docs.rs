@@ -118,3 +118,15 @@ fn long_help_answers_the_2am_questions_and_short_help_stays_short() {
         assert!(help.contains("Exit status:"), "{sub} --help lacks its exit statuses");
     }
 }
+
+#[test]
+fn contain_is_described_once_in_help_and_man_page() {
+    let long = String::from_utf8(run(&mut pgrun(["--help"])).stdout).unwrap();
+    let man = String::from_utf8(run(&mut pgrun(["--generate", "man"])).stdout).unwrap();
+    for (what, text) in [("--help", &long), ("man page", &man)] {
+        let times = text.matches("What is stopped and waited for").count();
+        assert_eq!(times, 1, "{what} describes --contain {times} times");
+    }
+    let short = String::from_utf8(run(&mut pgrun(["-h"])).stdout).unwrap();
+    assert!(short.contains("What is stopped and waited for: group, tree, cgroup or auto"), "{short}");
+}
