@@ -20,3 +20,4 @@ mod status;
 mod stopping;
 mod terminal;
 mod timeout_hint;
+mod wait;
