@@ -181,6 +181,20 @@ fn wait_report_gives_the_runs_own_status() {
     let waiter = spawn_waiting(&mut guard, &["--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
     assert_eq!(guard.wait(waiter), 124, "wait --report of a timed-out run");
     assert_eq!(guard.wait(index), 124);
+    // A cancelled run: 143.
+    let pidfile = scratch.path("cancelled.pid");
+    let report = scratch.path("cancelled.json");
+    let (index, _) = start_published(
+        &mut guard,
+        &pidfile,
+        &["--report", report.to_str().unwrap()],
+        &format!("echo ready > {dir}/cancelled.ready; sleep 300"),
+    );
+    wait_line(&scratch.path("cancelled.ready"));
+    let waiter = spawn_waiting(&mut guard, &["--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
+    assert_status(&run(&mut pgrun(["cancel", pidfile.to_str().unwrap()])), 0, "cancel");
+    assert_eq!(guard.wait(waiter), 143, "wait --report of a cancelled run");
+    assert_eq!(guard.wait(index), 143);
 }
 
 #[test]
@@ -200,6 +214,15 @@ fn wait_with_a_missing_report_is_125() {
     assert!(last.starts_with("pgrun: cannot read report") && last.contains("none.json"), "{err}");
     assert!(scratch.path("end").exists(), "the report was looked for before the run was over");
     assert_eq!(guard.wait(index), 0);
+    // A report left by another run (another group) is not this run's.
+    let (index, pgid) = start_published(&mut guard, &pidfile, &[], &format!("echo again > {dir}/again; sleep 300"));
+    wait_line(&scratch.path("again"));
+    fs::write(&report, format!("{{\"exit_code\": 0, \"pgid\": {}}}\n", pgid + 1)).unwrap();
+    let waiter = spawn_waiting(&mut guard, &["--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
+    assert_status(&run(&mut pgrun(["cancel", pidfile.to_str().unwrap()])), 0, "cancel");
+    assert_eq!(guard.wait(waiter), 125, "wait --report with another run's report");
+    assert!(rest_of_stderr(&mut guard, waiter).contains("not the run's"));
+    assert_eq!(guard.wait(index), 143);
 }
 
 #[test]
