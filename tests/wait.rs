@@ -309,3 +309,37 @@ fn unsafe_pid_files_are_refused_with_125() {
     assert_status(&run(&mut pgrun(["cancel", pidfile.to_str().unwrap()])), 0, "cancel");
     assert_eq!(guard.wait(index), 143);
 }
+
+/// A process's context switches so far, from `/proc/PID/status`.
+#[cfg(not(feature = "posix-fallback"))]
+fn context_switches(pid: i32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .filter(|l| l.starts_with("voluntary_ctxt_switches:") || l.starts_with("nonvoluntary_ctxt_switches:"))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+        .sum()
+}
+
+/// With pidfds (the Linux build): the portable build polls the lock.
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn a_waiter_does_not_wake_up_while_the_run_runs() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let (index, _) = start_published(&mut guard, &pidfile, &[], &gated_payload(&dir, 0));
+    wait_line(&scratch.path("ready"));
+    let waiter = spawn_waiting(&mut guard, &[pidfile.to_str().unwrap()]);
+    let pid = guard.child(waiter).id() as i32;
+    // Not a synchronisation: the window in which an idle waiter must not
+    // run at all (a 20 ms poll would switch about 25 times in it).
+    let before = context_switches(pid);
+    std::thread::sleep(Duration::from_millis(500));
+    let woke = context_switches(pid) - before;
+    assert!(woke <= 2, "wait woke up {woke} times in 0.5 s while the run simply ran");
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(waiter), 0);
+    assert_eq!(guard.wait(index), 0);
+}
