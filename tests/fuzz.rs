@@ -62,6 +62,7 @@ const FLAGS: &[&str] = &[
     "--signal=INT",
     "cancel",
     "status",
+    "wait",
 ];
 
 /// Values: durations and signals (valid ones are short or terminating, so
@@ -108,6 +109,7 @@ const COMMANDS: &[&[&str]] = &[
     &["pgrun-test-no-such-command"],
     &["cancel"],
     &["status"],
+    &["wait"],
     &["-v"],
 ];
 
@@ -144,9 +146,9 @@ fn random_command_lines_never_panic_hang_or_touch_a_bystander() {
                 _ => rng.pick(&paths),
             };
             args.push(word.to_string());
-            // cancel waits up to --wait-start (5s) for a run that never
-            // comes: keep each case short.
-            if word == "cancel" {
+            // cancel and wait wait up to --wait-start (5s) for a run that
+            // never comes: keep each case short.
+            if word == "cancel" || word == "wait" {
                 args.extend(["--wait-start".to_string(), "0.02".to_string()]);
             }
         }
