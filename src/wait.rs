@@ -142,7 +142,7 @@ impl Waiter<'_> {
         // 2. A pgrun that ended normally removed its pid file first, with
         //    its run gone. One whose file is still in place died: its
         //    guard, if it has one, is stopping the run.
-        if pidfile::still_names(path, record) {
+        if !withdrawn(path, record) {
             if let Some(fd) = &guard_fd {
                 verbose!("pgrun {holder} died; waiting for its guard to stop the run");
                 if !self.wait_readable(fd.as_fd()).context("cannot wait for the guard")? {
@@ -194,6 +194,17 @@ impl Waiter<'_> {
     fn timed_out(&self) -> WaitExit {
         say::line(format_args!("the run at {} is still running after --timeout", self.args.pidfile.display()));
         WaitExit::TimedOut
+    }
+}
+
+/// Whether the pid file `record` was read from is gone from `path` (or
+/// replaced by another run's). A path that cannot be looked at proves
+/// nothing: not withdrawn, so wait goes on to wait for the group.
+fn withdrawn(path: &Path, record: &Record) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(now) => now.dev() != record.meta.dev() || now.ino() != record.meta.ino(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
 }
 
