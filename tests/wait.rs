@@ -100,6 +100,31 @@ fn wait_returns_0_once_the_run_is_over_and_not_before() {
     assert_eq!(guard.wait(index), 0);
 }
 
+/// In tree mode (the Linux default) the run includes a descendant that
+/// left the group: wait returns only once that one is gone too.
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn in_tree_mode_wait_waits_for_a_descendant_that_left_the_group() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let payload = format!(
+        "setsid sh -c 'echo $$ > {dir}/esc; while [ ! -e {dir}/gate ]; do sleep 0.05; done; sleep 0.3; echo done > {dir}/esc.done' & \
+         {}",
+        gated_payload(&dir, 0)
+    );
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["--wait-group", "--contain", "tree"], &payload);
+    let escapee = wait_pid(&scratch.path("esc"), &mut guard);
+    assert_ne!(pgrp(escapee), Some(pgid), "the escapee did not leave the group");
+    wait_line(&scratch.path("ready"));
+    let waiter = spawn_waiting(&mut guard, &[pidfile.to_str().unwrap()]);
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(waiter), 0, "wait");
+    assert!(scratch.path("esc.done").exists() && is_dead(escapee), "wait returned while the escapee lived");
+    assert_eq!(guard.wait(index), 0);
+}
+
 #[test]
 fn wait_timeout_is_124_and_leaves_the_run_alone() {
     let scratch = Scratch::new();
