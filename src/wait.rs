@@ -163,8 +163,9 @@ impl Waiter<'_> {
             None => Ok(WaitExit::Over),
             Some(report) if holder_exited => read_report(report, record.pgid).map(WaitExit::RunStatus),
             Some(report) => {
-                // Without a pidfd the report may still be on its way.
-                let until = earliest(Some(Instant::now() + REPORT_SETTLE), self.deadline);
+                // Without a pidfd the report may still be on its way. The
+                // run is over: --timeout no longer applies.
+                let until = Some(Instant::now() + REPORT_SETTLE);
                 let mut found = read_report(report, record.pgid);
                 let mut backoff = Backoff::default();
                 while found.is_err() && backoff.pause_until(until) {
