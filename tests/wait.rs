@@ -96,7 +96,13 @@ fn wait_returns_0_once_the_run_is_over_and_not_before() {
     let pgrun_pid = guard.child(index).id() as i32;
     assert!(scratch.path("end").exists(), "wait returned before the payload's last act");
     assert!(scratch.path("bg.done").exists(), "wait returned before the background member ended");
-    assert!(is_dead(pgid) && is_dead(pgrun_pid), "wait returned while the run or its pgrun lived");
+    // SAFETY: kill(-pgid, 0) only probes.
+    assert_eq!(unsafe { libc::kill(-pgid, 0) }, -1, "wait returned while group {pgid} existed");
+    // With a pidfd wait returns once that pgrun has exited; the portable
+    // build polls the lock, which pgrun lets go of just before it exits.
+    #[cfg(not(feature = "posix-fallback"))]
+    assert!(is_dead(pgrun_pid), "wait returned while the run's pgrun lived");
+    let _ = pgrun_pid;
     assert_eq!(guard.wait(index), 0);
 }
 
@@ -145,7 +151,9 @@ fn wait_timeout_is_124_and_leaves_the_run_alone() {
     let out = run(&mut pgrun(["cancel", pidfile.to_str().unwrap()]));
     assert_status(&out, 0, "cancel");
     assert_eq!(guard.wait(index), 143);
-    assert_eq!(fs::read_to_string(scratch.path("signals.log")).unwrap_or_default(), "TERM\n", "cancel's TERM");
+    // (The stop sequence's SIGCONT may be logged too.)
+    let log = fs::read_to_string(scratch.path("signals.log")).unwrap_or_default();
+    assert!(log.starts_with("TERM\n"), "cancel's TERM: {log:?}");
 }
 
 #[test]
