@@ -14,6 +14,7 @@ import signal
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 
 ap = argparse.ArgumentParser()
@@ -350,10 +351,46 @@ def zombie_holder():
         f"worst {ms(max(took))}; timeout/setsid/tini: never (they do not wait for the group)", "", "< 100 ms")
 
 
+def wait_latency():
+    """`pgrun wait` from another process: how soon after the run's pgrun
+    exits it returns, and its context switches while the run simply runs;
+    next to `tail --pid`, which polls."""
+    n, secs = (3, 1) if QUICK else (20, 3)
+    ours, tails, idle = [], [], None
+    for i in range(n):
+        pidfile = os.path.join(TMP, f"wait{i}.pid")
+        go = os.path.join(TMP, f"wait{i}.go")
+        run, _ = start_published(pidfile, f"while [ ! -e {go} ]; do sleep 0.01; done")
+        waiter = subprocess.Popen([PGRUN, "wait", "-v", pidfile], stderr=subprocess.PIPE, text=True)
+        while "waiting for pgrun" not in waiter.stderr.readline():
+            pass
+        tail = subprocess.Popen(["tail", f"--pid={run.pid}", "-f", "/dev/null"])
+        if idle is None:
+            first = read_status(f"/proc/{waiter.pid}/status")
+            time.sleep(secs)
+            idle = switches(read_status(f"/proc/{waiter.pid}/status")) - switches(first)
+        ended = {}
+
+        def reap(name, p):
+            p.wait()
+            ended[name] = time.monotonic()
+
+        threads = [threading.Thread(target=reap, args=a) for a in (("run", run), ("wait", waiter), ("tail", tail))]
+        for t in threads:
+            t.start()
+        open(go, "w").close()
+        for t in threads:
+            t.join()
+        ours.append(ended["wait"] - ended["run"])
+        tails.append(ended["tail"] - ended["run"])
+    row("pgrun wait: return after the run's end", ms(statistics.median(ours)), f"tail --pid {ms(statistics.median(tails))}",
+        f"{statistics.median(tails) / max(statistics.median(ours), 1e-6):.0f}x sooner", "< 5 ms")
+    row(f"pgrun wait: context switches over {secs}s while the run runs", str(idle), "", "", "0")
+
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
     for measure in [startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
-                    idle_and_memory, scale, output_relay]:
+                    idle_and_memory, scale, output_relay, wait_latency]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()
 finally:

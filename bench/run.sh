@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pgrun's benchmark: start-up cost, cancel latency, timeout precision, idle
+# pgrun's benchmark: start-up cost, cancel and wait latency, timeout precision, idle
 # cost, memory and scale, each next to GNU timeout, setsid and tini measured
 # in the same run, as ratios. `bench/run.sh --quick` runs a few iterations of
 # everything (CI uses it so the script cannot rot); figures from it are not

@@ -48,6 +48,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('cancel', 'cancel', [CompletionResultType]::ParameterValue, 'Stop a run from another process, by its pid file.')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Say whether a run is alive, by its pid file.')
+            [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait for a run to be over, by its pid file.')
             break
         }
         'pgrun;cancel' {
@@ -67,6 +68,17 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
         'pgrun;status' {
             [CompletionResult]::new('--cancel-file', '--cancel-file', [CompletionResultType]::ParameterName, 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of a line')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'pgrun;wait' {
+            [CompletionResult]::new('--wait-start', '--wait-start', [CompletionResultType]::ParameterName, 'How long to wait for a pid file to appear')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Give up after DUR (exit 124), leaving the run alone')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up after DUR (exit 124), leaving the run alone')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'The run''s report (the PATH it was given): exit with the run''s own status')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say what wait does, on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say what wait does, on stderr')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break

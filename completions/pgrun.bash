@@ -22,6 +22,9 @@ _pgrun() {
             pgrun,status)
                 cmd="pgrun__subcmd__status"
                 ;;
+            pgrun,wait)
+                cmd="pgrun__subcmd__wait"
+                ;;
             *)
                 ;;
         esac
@@ -29,7 +32,7 @@ _pgrun() {
 
     case "${cmd}" in
         pgrun)
-            opts="-t -s -k -p -v -h -V --timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --contain --no-guard --die-with-parent --setsid --verbose --generate --help --version cancel status"
+            opts="-t -s -k -p -v -h -V --timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --contain --no-guard --die-with-parent --setsid --verbose --generate --help --version cancel status wait"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -132,7 +135,7 @@ _pgrun() {
                     return 0
                     ;;
                 --generate)
-                    COMPREPLY=($(compgen -W "man man-cancel man-status bash zsh fish elvish powershell" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "man man-cancel man-status man-wait bash zsh fish elvish powershell" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -191,6 +194,47 @@ _pgrun() {
             fi
             case "${prev}" in
                 --cancel-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pgrun__subcmd__wait)
+            opts="-t -v -h --wait-start --timeout --report --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --wait-start)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --report)
                     local oldifs
                     if [ -n "${IFS+x}" ]; then
                         oldifs="$IFS"

@@ -45,6 +45,7 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand --version 'Print version'
             cand cancel 'Stop a run from another process, by its pid file.'
             cand status 'Say whether a run is alive, by its pid file.'
+            cand wait 'Wait for a run to be over, by its pid file.'
         }
         &'pgrun;cancel'= {
             cand --wait-start 'How long to wait for a pid file to appear'
@@ -62,6 +63,16 @@ set edit:completion:arg-completer[pgrun] = {|@words|
         &'pgrun;status'= {
             cand --cancel-file 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]'
             cand --json 'Print one JSON object instead of a line'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'pgrun;wait'= {
+            cand --wait-start 'How long to wait for a pid file to appear'
+            cand -t 'Give up after DUR (exit 124), leaving the run alone'
+            cand --timeout 'Give up after DUR (exit 124), leaving the run alone'
+            cand --report 'The run''s report (the PATH it was given): exit with the run''s own status'
+            cand -v 'Say what wait does, on stderr'
+            cand --verbose 'Say what wait does, on stderr'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

@@ -50,6 +50,7 @@ auto\t'cgroup where a leaf can be created, else tree'"
 complete -c pgrun -n "__fish_pgrun_needs_command" -l generate -d 'Print the man page or a shell\'s completion script, for packagers' -r -f -a "man\t'man/pgrun.1'
 man-cancel\t'man/pgrun-cancel.1'
 man-status\t'man/pgrun-status.1'
+man-wait\t'man/pgrun-wait.1'
 bash\t''
 zsh\t''
 fish\t''
@@ -65,6 +66,7 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -s h -l help -d 'Print help (s
 complete -c pgrun -n "__fish_pgrun_needs_command" -s V -l version -d 'Print version'
 complete -c pgrun -n "__fish_pgrun_needs_command" -a "cancel" -d 'Stop a run from another process, by its pid file.'
 complete -c pgrun -n "__fish_pgrun_needs_command" -a "status" -d 'Say whether a run is alive, by its pid file.'
+complete -c pgrun -n "__fish_pgrun_needs_command" -a "wait" -d 'Wait for a run to be over, by its pid file.'
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l wait-start -d 'How long to wait for a pid file to appear' -r
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -s t -l timeout -d 'Bound the wait for the run to stop; past it, SIGKILL the group' -r
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l cancel-file -d 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]' -r -F
@@ -76,3 +78,8 @@ complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -s h -l help -d 'Pri
 complete -c pgrun -n "__fish_pgrun_using_subcommand status" -l cancel-file -d 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]' -r -F
 complete -c pgrun -n "__fish_pgrun_using_subcommand status" -l json -d 'Print one JSON object instead of a line'
 complete -c pgrun -n "__fish_pgrun_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -l wait-start -d 'How long to wait for a pid file to appear' -r
+complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s t -l timeout -d 'Give up after DUR (exit 124), leaving the run alone' -r
+complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -l report -d 'The run\'s report (the PATH it was given): exit with the run\'s own status' -r -F
+complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s v -l verbose -d 'Say what wait does, on stderr'
+complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s h -l help -d 'Print help (see more with \'--help\')'

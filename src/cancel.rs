@@ -115,7 +115,7 @@ impl Canceller<'_> {
         loop {
             match pidfile::read_record(path, true) {
                 Ok(record) => {
-                    self.check_safe(path, &record)?;
+                    check_safe(path, &record)?;
                     match record.liveness().map_err(|e| lock_error(path, e))? {
                         Liveness::Live(holder) => return self.stop_live_run(&record, holder),
                         Liveness::Claimed => {
@@ -207,30 +207,6 @@ impl Canceller<'_> {
         if self.created {
             pidfile::consume_marker(&self.marker, sys::geteuid());
         }
-    }
-
-    /// Refuse pid files that someone else could have planted, and group ids
-    /// whose signalling would hit more than one run.
-    fn check_safe(&self, path: &Path, record: &Record) -> Result<()> {
-        let me = sys::geteuid();
-        let owner = record.meta.uid();
-        if owner != me {
-            bail!("refusing pid file {}: owned by uid {owner}, not {me}", path.display());
-        }
-        if record.meta.permissions().mode() & 0o002 != 0 {
-            bail!("refusing pid file {}: it is world-writable", path.display());
-        }
-        let pgid = record.pgid;
-        if pgid <= 1 {
-            bail!("refusing pid file {}: unsafe process-group id {pgid}", path.display());
-        }
-        if pgid == sys::getpgrp() {
-            bail!("refusing pid file {}: process group {pgid} is cancel's own", path.display());
-        }
-        if sys::getpgid(sys::getppid()) == Some(pgid) {
-            bail!("refusing pid file {}: process group {pgid} is cancel's caller's", path.display());
-        }
-        Ok(())
     }
 
     /// Ask the pgrun holding the lock to stop (SIGTERM through a pidfd where
@@ -396,6 +372,31 @@ impl Canceller<'_> {
     }
 }
 
-fn lock_error(path: &Path, e: std::io::Error) -> anyhow::Error {
+/// Refuse pid files that someone else could have planted, and group ids
+/// whose signalling would hit more than one run (`pgrun wait` applies the
+/// same refusals).
+pub(crate) fn check_safe(path: &Path, record: &Record) -> Result<()> {
+    let me = sys::geteuid();
+    let owner = record.meta.uid();
+    if owner != me {
+        bail!("refusing pid file {}: owned by uid {owner}, not {me}", path.display());
+    }
+    if record.meta.permissions().mode() & 0o002 != 0 {
+        bail!("refusing pid file {}: it is world-writable", path.display());
+    }
+    let pgid = record.pgid;
+    if pgid <= 1 {
+        bail!("refusing pid file {}: unsafe process-group id {pgid}", path.display());
+    }
+    if pgid == sys::getpgrp() {
+        bail!("refusing pid file {}: process group {pgid} is cancel's own", path.display());
+    }
+    if sys::getpgid(sys::getppid()) == Some(pgid) {
+        bail!("refusing pid file {}: process group {pgid} is cancel's caller's", path.display());
+    }
+    Ok(())
+}
+
+pub(crate) fn lock_error(path: &Path, e: std::io::Error) -> anyhow::Error {
     anyhow!("cannot read the lock of pid file {}: {e}", path.display())
 }

@@ -50,7 +50,7 @@ impl clap::builder::TypedValueParser for SignalParser {
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true,
     subcommand_negates_reqs = true,
-    override_usage = "pgrun [OPTIONS] [--] COMMAND [ARG]...\n       pgrun cancel [OPTIONS] PIDFILE\n       pgrun status [--json] PIDFILE"
+    override_usage = "pgrun [OPTIONS] [--] COMMAND [ARG]...\n       pgrun cancel [OPTIONS] PIDFILE\n       pgrun status [--json] PIDFILE\n       pgrun wait [OPTIONS] PIDFILE"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -70,6 +70,8 @@ pub enum Action {
     Cancel(CancelArgs),
     #[command(about = STATUS_ABOUT, long_about = STATUS_LONG_ABOUT, after_long_help = render(STATUS_AFTER_LONG_HELP))]
     Status(StatusArgs),
+    #[command(about = WAIT_ABOUT, long_about = WAIT_LONG_ABOUT, after_long_help = render(WAIT_AFTER_LONG_HELP))]
+    Wait(WaitArgs),
 }
 
 /// Options of the run mode: `pgrun [OPTIONS] [--] COMMAND [ARG]...`.
@@ -120,14 +122,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
     pub max_output: Option<u64>,
 
-    /// What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere].
-    ///
-    /// What is stopped and waited for: group (the command's process group),
-    /// tree (the group and every descendant of pgrun, wherever it moved),
-    /// cgroup (everything in a new cgroup v2 leaf the command is born in),
-    /// auto (cgroup where a leaf can be created, else tree) [default: tree
-    /// on Linux, group elsewhere].
-    #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true)]
+    // What is stopped and waited for. The long text (--help, the man page)
+    // is given apart from the short one, so that it is printed once.
+    #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true,
+          help = "What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]",
+          long_help = CONTAIN_LONG_HELP)]
     pub contain: Option<crate::contain::Mode>,
 
     /// Run without the guard that stops the run if pgrun is killed with
@@ -224,6 +223,30 @@ pub struct StatusArgs {
     pub pidfile: PathBuf,
 }
 
+/// `pgrun wait [OPTIONS] PIDFILE`.
+#[derive(Args, Debug)]
+pub struct WaitArgs {
+    /// How long to wait for a pid file to appear.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "5s")]
+    pub wait_start: Duration,
+
+    /// Give up after DUR (exit 124), leaving the run alone.
+    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+
+    /// The run's report (the PATH it was given): exit with the run's own status.
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub report: Option<PathBuf>,
+
+    /// Say what wait does, on stderr.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// The run's pid file.
+    #[arg(value_name = "PIDFILE", value_hint = clap::ValueHint::FilePath)]
+    pub pidfile: PathBuf,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +275,10 @@ mod tests {
         assert!(cli.action.is_none());
         assert_eq!(cli.run.command, ["cancel", "x"]);
         assert!(matches!(parse(&["cancel", "x"]).unwrap().action, Some(Action::Cancel(_))));
+        let cli = parse(&["--", "wait", "x"]).unwrap();
+        assert!(cli.action.is_none());
+        assert_eq!(cli.run.command, ["wait", "x"]);
+        assert!(matches!(parse(&["wait", "x"]).unwrap().action, Some(Action::Wait(_))));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Every exit status pgrun has, of all three modes, in one place: the enums
+//! Every exit status pgrun has, of all its modes, in one place: the enums
 //! that `main` turns into a process status, and the tables that document
 //! them. `--help`, the man pages and `README.md` are generated from these
 //! tables (a test fails when a committed copy is stale, and another when a
@@ -141,6 +141,45 @@ impl StatusExit {
     }
 }
 
+/// `pgrun wait PIDFILE`.
+pub const WAIT_TABLE: &[Row] = &[
+    row("0", "the run is over"),
+    row("1", "no live run was found: none appeared within --wait-start, or the pid file is stale (left in place)"),
+    row("124", "--timeout passed while the run still lives (the run is left alone)"),
+    row(
+        "125",
+        "error: the refusals of cancel (another user's pid file, a world-writable one, a symlink, content that is not a group id), a usage error; with --report, a report that is missing or unreadable",
+    ),
+    row("N", "with --report: the run's own exit status, as its report gives it"),
+];
+
+/// How `pgrun wait` ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitExit {
+    /// 0: the run is over.
+    Over,
+    /// 1: no live run was found.
+    NoRun,
+    /// 124: --timeout passed while the run still lives.
+    TimedOut,
+    /// 125: an error (a refused pid file, a missing report).
+    Failed,
+    /// With --report: the run's own exit status.
+    RunStatus(u8),
+}
+
+impl WaitExit {
+    pub fn code(self) -> u8 {
+        match self {
+            WaitExit::Over => 0,
+            WaitExit::NoRun => 1,
+            WaitExit::TimedOut => 124,
+            WaitExit::Failed => 125,
+            WaitExit::RunStatus(code) => code,
+        }
+    }
+}
+
 /// A table as `--help` prose shows it: indented, the meaning wrapped at 78
 /// columns under itself.
 pub fn help_table(rows: &[Row]) -> String {
@@ -197,6 +236,10 @@ mod tests {
         {
             assert!(documented(STATUS_TABLE, exit.code()), "{exit:?}");
         }
+        for exit in [WaitExit::Over, WaitExit::NoRun, WaitExit::TimedOut, WaitExit::Failed] {
+            assert!(documented(WAIT_TABLE, exit.code()), "{exit:?}");
+        }
+        assert_eq!(WaitExit::Failed.code(), crate::USAGE_ERROR);
         assert_eq!(StatusExit::Usage.code(), crate::USAGE_ERROR);
         assert_eq!(CancelExit::Failed.code(), crate::USAGE_ERROR);
     }

@@ -25,6 +25,8 @@ pub enum Artifact {
     ManCancel,
     /// man/pgrun-status.1
     ManStatus,
+    /// man/pgrun-wait.1
+    ManWait,
     Bash,
     Zsh,
     Fish,
@@ -42,6 +44,7 @@ impl Artifact {
             Artifact::Man => "man/pgrun.1",
             Artifact::ManCancel => "man/pgrun-cancel.1",
             Artifact::ManStatus => "man/pgrun-status.1",
+            Artifact::ManWait => "man/pgrun-wait.1",
             Artifact::Bash => "completions/pgrun.bash",
             Artifact::Zsh => "completions/_pgrun",
             Artifact::Fish => "completions/pgrun.fish",
@@ -58,10 +61,13 @@ pub fn render(what: Artifact) -> Vec<u8> {
     cmd.build();
     let mut out = Vec::new();
     let shell = match what {
-        Artifact::Man => return man_page(&cmd, "pgrun", &["pgrun-cancel", "pgrun-status"]),
-        Artifact::ManCancel | Artifact::ManStatus => {
-            let (name, page) =
-                if what == Artifact::ManCancel { ("cancel", "pgrun-cancel") } else { ("status", "pgrun-status") };
+        Artifact::Man => return man_page(&cmd, "pgrun", &["pgrun-cancel", "pgrun-status", "pgrun-wait"]),
+        Artifact::ManCancel | Artifact::ManStatus | Artifact::ManWait => {
+            let (name, page) = match what {
+                Artifact::ManCancel => ("cancel", "pgrun-cancel"),
+                Artifact::ManStatus => ("status", "pgrun-status"),
+                _ => ("wait", "pgrun-wait"),
+            };
             let sub = cmd.find_subcommand(name).expect("subcommand").clone();
             let sub = sub.name(page).bin_name(format!("pgrun {name}")).version(env!("CARGO_PKG_VERSION"));
             return man_page(&sub, page, &["pgrun"]);
@@ -79,12 +85,13 @@ pub fn render(what: Artifact) -> Vec<u8> {
 
 /// The block of `README.md` between its exit-status markers.
 fn readme_exit_status() -> String {
-    use crate::exit::{CANCEL_TABLE, RUN_TABLE, STATUS_TABLE, markdown_table};
+    use crate::exit::{CANCEL_TABLE, RUN_TABLE, STATUS_TABLE, WAIT_TABLE, markdown_table};
     format!(
-        "{}\n`pgrun cancel`:\n\n{}\n`pgrun status`:\n\n{}",
+        "{}\n`pgrun cancel`:\n\n{}\n`pgrun status`:\n\n{}\n`pgrun wait`:\n\n{}",
         markdown_table(RUN_TABLE),
         markdown_table(CANCEL_TABLE),
-        markdown_table(STATUS_TABLE)
+        markdown_table(STATUS_TABLE),
+        markdown_table(WAIT_TABLE)
     )
 }
 

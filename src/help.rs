@@ -4,8 +4,8 @@
 //! mechanically to roff (see `generate`): a line at column 0 ending in `:`
 //! is a section heading, lines indented by two spaces are running prose
 //! (paragraphs split by blank lines), and lines indented by four or more
-//! are kept as they are (tables, examples). `{RUN_EXIT}`, `{CANCEL_EXIT}`
-//! and `{STATUS_EXIT}` stand for the exit-status tables of [`crate::exit`],
+//! are kept as they are (tables, examples). `{RUN_EXIT}`, `{CANCEL_EXIT}`,
+//! `{STATUS_EXIT}` and `{WAIT_EXIT}` stand for the exit-status tables of [`crate::exit`],
 //! `{SIGNALS}` for the table of [`crate::signal_policy`]; [`render`] fills
 //! them in.
 
@@ -224,6 +224,20 @@ Cancel and status:
   that pgrun finishes is not the run's.
 {STATUS_EXIT}
 
+Waiting for a run:
+  `pgrun wait PIDFILE` waits, from any process of the run's user (or root),
+  until the run published in PIDFILE is over: its pgrun has exited and, if
+  that pgrun was killed, its guard has stopped the run and the group is
+  gone. Like cancel, it waits up to --wait-start for a run to publish and
+  refuses the same pid files. Waiting is event-driven (a pidfd of the pgrun
+  holding the lock, on Linux): a waiter does not wake up while the run
+  runs. --timeout DUR gives up after DUR (124), leaving the run alone.
+  --report PATH (the path the run was given) makes wait exit with the
+  run's own status, read from that report. wait never signals anything and
+  creates or removes no file (a stale pid file is left as it is); any
+  number of waiters may wait on one run.
+{WAIT_EXIT}
+
 Report:
   --report PATH writes one JSON object atomically at exit, for example
     {\"exit_code\": 124, \"reason\": \"timeout\",
@@ -382,6 +396,14 @@ Examples:
   A container entrypoint (as PID 1 pgrun reaps every zombie):
     ENTRYPOINT [\"pgrun\", \"--\", \"/app/server\"]";
 
+/// `--contain` in `--help` and the man page (`-h` has a one-line summary).
+pub const CONTAIN_LONG_HELP: &str = "\
+What is stopped and waited for: group (the command's process group), tree \
+(the group and every descendant of pgrun, wherever it moved), cgroup \
+(everything in a new cgroup v2 leaf the command is born in), auto (cgroup \
+where a leaf can be created, else tree) [default: tree on Linux, group \
+elsewhere].";
+
 pub const CANCEL_ABOUT: &str = "Stop a run from another process, by its pid file.";
 
 pub const CANCEL_LONG_ABOUT: &str = "\
@@ -417,11 +439,30 @@ pub const STATUS_AFTER_LONG_HELP: &str = "\
 Exit status:
 {STATUS_EXIT}";
 
+pub const WAIT_ABOUT: &str = "Wait for a run to be over, by its pid file.";
+
+pub const WAIT_LONG_ABOUT: &str = "\
+Wait, from another process of the run's user (or root), until the run \
+published in PIDFILE is over. If no run is published yet, wait looks for one \
+up to --wait-start, as cancel does. It then waits until the pgrun holding the \
+lock has exited and, if that pgrun was killed, until its guard has stopped the \
+run and the group is gone: event-driven (a pidfd on Linux), no ticks while the \
+run runs. wait never signals anything and creates or removes no file; a stale \
+pid file is left as it is. Pid files owned by another user, world-writable \
+ones and symlinks are refused, as cancel refuses them. With --report PATH \
+(the path the run was given), wait exits with the run's own exit status from \
+that report.";
+
+pub const WAIT_AFTER_LONG_HELP: &str = "\
+Exit status:
+{WAIT_EXIT}";
+
 /// A help text with its exit-status tables filled in from [`crate::exit`].
 pub fn render(text: &str) -> String {
-    use crate::exit::{CANCEL_TABLE, RUN_TABLE, STATUS_TABLE, help_table};
+    use crate::exit::{CANCEL_TABLE, RUN_TABLE, STATUS_TABLE, WAIT_TABLE, help_table};
     text.replace("{RUN_EXIT}", &help_table(RUN_TABLE))
         .replace("{CANCEL_EXIT}", &help_table(CANCEL_TABLE))
         .replace("{STATUS_EXIT}", &help_table(STATUS_TABLE))
+        .replace("{WAIT_EXIT}", &help_table(WAIT_TABLE))
         .replace("{SIGNALS}", &crate::signal_policy::help_table())
 }

@@ -17,10 +17,11 @@
 //!   [`guard`]);
 //! - what "the run" is (`--contain`): [`contain`];
 //! - the pid file protocol and the cancel marker: [`pidfile`], and its
-//!   readers [`cancel`] and [`status`];
+//!   readers [`cancel`], [`status`] and [`wait`];
 //! - the terminal and job control: [`terminal`];
 //! - `--max-output`: [`output`]; `--report`: [`report`]; `--die-with-parent`:
-//!   [`parent_death`]; a panic: [`panic_stop`];
+//!   [`parent_death`]; a panic: [`panic_stop`]; the hint for `pgrun 30 ...`:
+//!   [`timeout_hint`];
 //! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
 //!   event announces), [`say`] (pgrun's only voice on stderr), [`test_hook`]
 //!   (pauses for the test suite, debug builds only).
@@ -51,7 +52,9 @@ pub mod supervisor;
 pub mod sys;
 pub mod terminal;
 pub mod test_hook;
+pub mod timeout_hint;
 pub mod unsupervised;
+pub mod wait;
 
 use clap::Parser;
 use clap::error::ErrorKind;
@@ -87,6 +90,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
         None => run::run(&cli.run, started),
         Some(Action::Cancel(args)) => cancel::cancel(&args).code(),
         Some(Action::Status(args)) => status::status(&args).code(),
+        Some(Action::Wait(args)) => wait::wait(&args).code(),
     }
 }
 

@@ -122,6 +122,11 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
     if let Some(err) = &outcome.error {
         say::line(format_args!("{err:#}"));
     }
+    if outcome.exit == RunExit::NotFound
+        && let Some(hint) = crate::timeout_hint::for_missing_command(&args.command)
+    {
+        say::line(format_args!("{hint}"));
+    }
     if let Some(report) = crate::panic_stop::take_report() {
         let message = outcome.error.as_ref().map(say::error_text);
         let contents = Contents {

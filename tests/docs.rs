@@ -5,10 +5,11 @@ use crate::util::*;
 use std::path::Path;
 use std::process::Command;
 
-const ARTIFACTS: [(&str, &str); 8] = [
+const ARTIFACTS: [(&str, &str); 9] = [
     ("man", "man/pgrun.1"),
     ("man-cancel", "man/pgrun-cancel.1"),
     ("man-status", "man/pgrun-status.1"),
+    ("man-wait", "man/pgrun-wait.1"),
     ("bash", "completions/pgrun.bash"),
     ("zsh", "completions/_pgrun"),
     ("fish", "completions/pgrun.fish"),
@@ -112,9 +113,21 @@ fn long_help_answers_the_2am_questions_and_short_help_stays_short() {
         assert!(long.contains(needle), "--help lacks {needle:?}");
     }
     let short = String::from_utf8(run(&mut pgrun(["-h"])).stdout).unwrap();
-    assert!(short.lines().count() < 40 && !short.contains("Examples:"), "-h is not short:\n{short}");
-    for sub in ["cancel", "status"] {
+    assert!(short.lines().count() < 42 && !short.contains("Examples:"), "-h is not short:\n{short}");
+    for sub in ["cancel", "status", "wait"] {
         let help = String::from_utf8(run(&mut pgrun([sub, "--help"])).stdout).unwrap();
         assert!(help.contains("Exit status:"), "{sub} --help lacks its exit statuses");
     }
+}
+
+#[test]
+fn contain_is_described_once_in_help_and_man_page() {
+    let long = String::from_utf8(run(&mut pgrun(["--help"])).stdout).unwrap();
+    let man = String::from_utf8(run(&mut pgrun(["--generate", "man"])).stdout).unwrap();
+    for (what, text) in [("--help", &long), ("man page", &man)] {
+        let times = text.matches("What is stopped and waited for").count();
+        assert_eq!(times, 1, "{what} describes --contain {times} times");
+    }
+    let short = String::from_utf8(run(&mut pgrun(["-h"])).stdout).unwrap();
+    assert!(short.contains("What is stopped and waited for: group, tree, cgroup or auto"), "{short}");
 }

@@ -20,3 +20,5 @@ mod robustness;
 mod status;
 mod stopping;
 mod terminal;
+mod timeout_hint;
+mod wait;

@@ -1,0 +1,61 @@
+//! The hint for `timeout`'s syntax: `pgrun 30 make test` runs a command
+//! named `30`, which is not found (127, as for any missing command); when
+//! the missing command's name is a duration, one more line says how to
+//! write the timeout: `pgrun --timeout 30 -- make test`.
+
+use crate::duration::parse_duration;
+use std::ffi::OsString;
+
+/// The hint for a run whose `command` was not found, if its first word is
+/// a duration (a duration holds no `/`, so it was looked for in `PATH`
+/// only, and is not there); the rest of the words quoted as a shell needs.
+pub fn for_missing_command(command: &[OsString]) -> Option<String> {
+    let (first, rest) = command.split_first()?;
+    let word = first.to_str()?;
+    parse_duration(word).ok()?;
+    let mut line = format!("for a timeout, write: pgrun --timeout {word} --");
+    if rest.is_empty() {
+        line.push_str(" COMMAND");
+    }
+    for arg in rest {
+        line.push(' ');
+        line.push_str(&shell_quote(&arg.to_string_lossy()));
+    }
+    Some(line)
+}
+
+/// `word` as a POSIX shell reads it back: as is when it has nothing the
+/// shell would act on, else in single quotes (a `'` written `'\''`).
+fn shell_quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-.,/:=@%+".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hint(words: &[&str]) -> Option<String> {
+        for_missing_command(&words.iter().map(OsString::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn durations_get_the_hint_with_the_rest_quoted() {
+        assert_eq!(hint(&["30", "make", "test"]).unwrap(), "for a timeout, write: pgrun --timeout 30 -- make test");
+        assert_eq!(
+            hint(&["2m", "sh", "-c", "echo it's $HOME", ""]).unwrap(),
+            "for a timeout, write: pgrun --timeout 2m -- sh -c 'echo it'\\''s $HOME' ''"
+        );
+        assert_eq!(hint(&["1.5"]).unwrap(), "for a timeout, write: pgrun --timeout 1.5 -- COMMAND");
+    }
+
+    #[test]
+    fn other_words_get_none() {
+        for first in ["foo", "./30", "30x", "", "-5", "make"] {
+            assert_eq!(hint(&[first, "x"]), None, "{first}");
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! `pgrun wait PIDFILE`: wait, from another process, for a run to be over.
+//!
+//! wait only looks: it signals nothing, takes no lock and creates or
+//! removes no file, so any number of waiters can wait on one run and none
+//! changes what a starting run, `cancel` or `status` sees. Like cancel, it
+//! waits up to `--wait-start` for a run to publish, and refuses the pid
+//! files cancel refuses. A live run is then waited for by events: a pidfd
+//! of the pgrun holding the lock (readable when that pgrun exits, after it
+//! removed the pid file and wrote the report). A pgrun ends only once its
+//! run is gone, so its exit is the run's end, unless it died (SIGKILL):
+//! then the pid file is still in place, and wait goes on waiting for the
+//! guard (a pidfd found among that pgrun's children when the run was
+//! found) and for the group itself, which no event announces (a backoff).
+//! Without pidfds (off Linux, or the holder in a PID namespace we cannot
+//! see) the lock is polled with the same backoff. The file's group number
+//! is used only when the pgrun holding the lock shares our PID namespace.
+
+use crate::backoff::{self, Backoff};
+use crate::cancel::{check_safe, lock_error};
+use crate::cli::WaitArgs;
+use crate::exit::WaitExit;
+use crate::pidfile::{self, Liveness, Record, RecordError};
+use crate::sys::{self, Pid, process};
+use crate::{say, verbose};
+use anyhow::{Context, Result, anyhow, bail};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long, without a pidfd, wait gives a pgrun that released its lock to
+/// write its report (it does so right after).
+const REPORT_SETTLE: Duration = Duration::from_secs(5);
+
+/// `pgrun wait`: wait for the run, or say the one error; the exit status.
+pub fn wait(args: &WaitArgs) -> WaitExit {
+    say::set_verbose(args.verbose);
+    let started = Instant::now();
+    let deadline = args.timeout.filter(|t| !t.is_zero()).and_then(|t| started.checked_add(t));
+    let waiter = Waiter { args, started, deadline };
+    match waiter.find_and_wait() {
+        Ok(exit) => exit,
+        Err(err) => {
+            say::line(format_args!("{err:#}"));
+            WaitExit::Failed
+        }
+    }
+}
+
+struct Waiter<'a> {
+    args: &'a WaitArgs,
+    started: Instant,
+    /// `--timeout`: past it, the run is left alone and wait exits 124.
+    deadline: Option<Instant>,
+}
+
+/// The earlier of two optional instants (`None`: no limit).
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+impl Waiter<'_> {
+    /// Look for a published run until `--wait-start` has passed (or
+    /// `--timeout`, if sooner), then wait for it.
+    fn find_and_wait(&self) -> Result<WaitExit> {
+        let path = &self.args.pidfile;
+        let until = earliest(self.started.checked_add(self.args.wait_start), self.deadline);
+        let mut backoff = Backoff::default();
+        let mut said_claimed = false;
+        loop {
+            match pidfile::read_record(path, false) {
+                Ok(record) => {
+                    check_safe(path, &record)?;
+                    match record.liveness().map_err(|e| lock_error(path, e))? {
+                        Liveness::Live(holder) => return self.wait_for_run(&record, holder),
+                        Liveness::Claimed => {
+                            if !said_claimed {
+                                verbose!("a run is starting on {}; waiting for it to publish", path.display());
+                                said_claimed = true;
+                            }
+                        }
+                        Liveness::Stale => {
+                            say::line(format_args!(
+                                "no live run at {}: the pid file is stale (left in place)",
+                                path.display()
+                            ));
+                            return Ok(WaitExit::NoRun);
+                        }
+                    }
+                }
+                Err(RecordError::Missing) => {}
+                Err(e) => bail!("cannot use pid file {}: {e}", path.display()),
+            }
+            if !backoff.pause_until(until) {
+                say::line(format_args!("no run at {}", path.display()));
+                return Ok(WaitExit::NoRun);
+            }
+        }
+    }
+
+    /// The run published in `record` is live, its lock held by `holder`:
+    /// wait until it is over, then give its status.
+    fn wait_for_run(&self, record: &Record, holder: Pid) -> Result<WaitExit> {
+        let path = &self.args.pidfile;
+        // Handles first, then make sure the lock still names the same
+        // pgrun: so they name that pgrun (and its guard), never a process
+        // that reused a pid.
+        let holder_fd = (holder > 0).then(|| process::pidfd_open(holder)).flatten();
+        let own_namespace = holder > 0 && process::in_own_pid_namespace(holder);
+        let guard_fd = holder_fd.as_ref().and_then(|fd| find_guard(holder, fd.as_fd()));
+        let still_live = record.liveness().map_err(|e| lock_error(path, e))? == Liveness::Live(holder);
+        let holder_fd = holder_fd.filter(|_| still_live);
+        let guard_fd = guard_fd.filter(|_| still_live);
+        let pgid = own_namespace.then_some(record.pgid);
+        if !own_namespace {
+            verbose!("pgrun {holder} runs in another PID namespace: waiting only for it, not on group {}", record.pgid);
+        }
+        verbose!("waiting for pgrun {holder} (process group {})", record.pgid);
+
+        // 1. The pgrun holding the lock ends (or, without a pidfd, lets go
+        //    of the lock).
+        let holder_exited = match &holder_fd {
+            Some(fd) => {
+                if !self.wait_readable(fd.as_fd()).with_context(|| format!("cannot wait for pgrun {holder}"))? {
+                    return Ok(self.timed_out());
+                }
+                true
+            }
+            None => {
+                let released = || record.liveness().ok().is_some_and(|l| l != Liveness::Live(holder));
+                if still_live && !backoff::poll_until(self.deadline, released) {
+                    return Ok(self.timed_out());
+                }
+                false
+            }
+        };
+        verbose!("pgrun {holder} has {}", if holder_exited { "exited" } else { "released the pid file" });
+
+        // 2. A pgrun that ended normally removed its pid file first, with
+        //    its run gone. One whose file is still in place died: its
+        //    guard, if it has one, is stopping the run.
+        if !withdrawn(path, record) {
+            if let Some(fd) = &guard_fd {
+                verbose!("pgrun {holder} died; waiting for its guard to stop the run");
+                if !self.wait_readable(fd.as_fd()).context("cannot wait for the guard")? {
+                    return Ok(self.timed_out());
+                }
+            }
+            if let Some(pgid) = pgid {
+                verbose!("waiting for process group {pgid} to be gone");
+                if !backoff::poll_until(self.deadline, || !process::group_exists(pgid)) {
+                    return Ok(self.timed_out());
+                }
+            }
+        }
+        verbose!("the run at {} is over", path.display());
+
+        // 3. Its own status, if asked for.
+        match &self.args.report {
+            None => Ok(WaitExit::Over),
+            Some(report) if holder_exited => read_report(report, record.pgid).map(WaitExit::RunStatus),
+            Some(report) => {
+                // Without a pidfd the report may still be on its way. The
+                // run is over: --timeout no longer applies.
+                let until = Some(Instant::now() + REPORT_SETTLE);
+                let mut found = read_report(report, record.pgid);
+                let mut backoff = Backoff::default();
+                while found.is_err() && backoff.pause_until(until) {
+                    found = read_report(report, record.pgid);
+                }
+                found.map(WaitExit::RunStatus)
+            }
+        }
+    }
+
+    /// Wait until `fd` is readable (its process exited); false if the
+    /// deadline passed first.
+    fn wait_readable(&self, fd: BorrowedFd<'_>) -> std::io::Result<bool> {
+        loop {
+            let now = Instant::now();
+            let left = match self.deadline {
+                Some(d) if now >= d => return sys::wait_readable(fd, Some(Duration::ZERO)),
+                Some(d) => Some(d - now),
+                None => None,
+            };
+            if sys::wait_readable(fd, left)? {
+                return Ok(true);
+            }
+        }
+    }
+
+    fn timed_out(&self) -> WaitExit {
+        say::line(format_args!("the run at {} is still running after --timeout", self.args.pidfile.display()));
+        WaitExit::TimedOut
+    }
+}
+
+/// Whether the pid file `record` was read from is gone from `path` (or
+/// replaced by another run's). A path that cannot be looked at proves
+/// nothing: not withdrawn, so wait goes on to wait for the group.
+fn withdrawn(path: &Path, record: &Record) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(now) => now.dev() != record.meta.dev() || now.ino() != record.meta.ino(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// The guard of pgrun `holder`: its child named [`crate::guard::NAME`],
+/// with a pidfd opened while it was still that child (and `holder` still
+/// alive, so the pid could not have been reused).
+fn find_guard(holder: Pid, holder_fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    let children = sys::proc::children(holder).ok()?;
+    let named = |pid: Pid| sys::proc::comm(pid).is_some_and(|name| name == crate::guard::NAME);
+    children.into_iter().filter(|&pid| named(pid)).find_map(|pid| {
+        let fd = process::pidfd_open(pid)?;
+        let alive = !sys::wait_readable(holder_fd, Some(Duration::ZERO)).unwrap_or(true);
+        let still_child = sys::proc::stat(pid).is_some_and(|s| s.ppid == holder);
+        (alive && still_child && named(pid)).then_some(fd)
+    })
+}
+
+/// The run's own exit status from the report at `path`, which must be the
+/// report of the run of group `pgid`.
+fn read_report(path: &Path, pgid: Pid) -> Result<u8> {
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read report {}: {e}", path.display()))?;
+    let report: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| anyhow!("cannot read report {}: {e}", path.display()))?;
+    if report.get("pgid").and_then(serde_json::Value::as_i64) != Some(i64::from(pgid)) {
+        bail!("report {} is not the run's: it names another process group than {pgid}", path.display());
+    }
+    report
+        .get("exit_code")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|code| u8::try_from(code).ok())
+        .ok_or_else(|| anyhow!("cannot read report {}: no exit_code from 0 to 255", path.display()))
+}

@@ -1,0 +1,378 @@
+//! `pgrun wait PIDFILE`: waiting from another process for a run to be over,
+//! every exit status, and that wait touches nothing (no signal, no file).
+
+use crate::util::*;
+use std::fs;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn wait_cmd(args: &[&str]) -> Command {
+    let mut all = vec!["wait"];
+    all.extend_from_slice(args);
+    let mut cmd = pgrun(&all);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+fn wait(args: &[&str]) -> std::process::Output {
+    run(&mut wait_cmd(args))
+}
+
+/// Spawn `pgrun wait -v ARGS...` and return once it has found the live
+/// run and is waiting for it (its verbose line says so).
+fn spawn_waiting(guard: &mut Guard, args: &[&str]) -> usize {
+    let mut all = vec!["-v"];
+    all.extend_from_slice(args);
+    let index = guard.spawn(&mut wait_cmd(&all));
+    let stderr = guard.child(index).stderr.as_mut().unwrap();
+    let mut line = Vec::new();
+    loop {
+        let mut byte = [0u8];
+        // One byte at a time: nothing after the line is taken from the pipe.
+        let n = std::io::Read::read(stderr, &mut byte).unwrap();
+        assert!(n == 1, "wait ended before it waited: {}", String::from_utf8_lossy(&line));
+        line.push(byte[0]);
+        if byte[0] == b'\n' {
+            if String::from_utf8_lossy(&line).contains("waiting for pgrun") {
+                return index;
+            }
+            line.clear();
+        }
+    }
+}
+
+/// The rest of a spawned wait's stderr, once it has ended.
+fn rest_of_stderr(guard: &mut Guard, index: usize) -> String {
+    let mut err = String::new();
+    std::io::Read::read_to_string(guard.child(index).stderr.as_mut().unwrap(), &mut err).unwrap();
+    err
+}
+
+/// The names in a folder, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// A payload that writes `ready`, waits for the test to create `gate`, then
+/// writes `end` as its very last act and exits with `code`.
+fn gated_payload(dir: &str, code: i32) -> String {
+    format!(
+        "echo ready > {dir}/ready; while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo end > {dir}/end; exit {code}"
+    )
+}
+
+/// Shell code that logs every catchable signal the shell gets to `log`.
+fn log_signals(dir: &str) -> String {
+    ["HUP", "INT", "QUIT", "USR1", "USR2", "ALRM", "TERM", "CONT", "WINCH", "PIPE"]
+        .iter()
+        .map(|s| {
+            // TERM (cancel's, at the end of the test) ends the run.
+            let then = if *s == "TERM" { "; exit 143" } else { "" };
+            format!("trap 'echo {s} >> {dir}/signals.log{then}' {s}; ")
+        })
+        .collect()
+}
+
+#[test]
+fn wait_returns_0_once_the_run_is_over_and_not_before() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    // A member in the background outlives the leader for a moment: the run
+    // is over only when it is gone too.
+    let payload =
+        format!("sh -c 'sleep 0.3; echo $$ > {dir}/bg.done' & echo $! > {dir}/bg; {}", gated_payload(&dir, 0));
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["--wait-group"], &payload);
+    wait_line(&scratch.path("ready"));
+    let waiter = spawn_waiting(&mut guard, &[pidfile.to_str().unwrap()]);
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(waiter), 0, "wait");
+    let pgrun_pid = guard.child(index).id() as i32;
+    assert!(scratch.path("end").exists(), "wait returned before the payload's last act");
+    assert!(scratch.path("bg.done").exists(), "wait returned before the background member ended");
+    // SAFETY: kill(-pgid, 0) only probes.
+    assert_eq!(unsafe { libc::kill(-pgid, 0) }, -1, "wait returned while group {pgid} existed");
+    // With a pidfd wait returns once that pgrun has exited; the portable
+    // build polls the lock, which pgrun lets go of just before it exits.
+    #[cfg(not(feature = "posix-fallback"))]
+    assert!(is_dead(pgrun_pid), "wait returned while the run's pgrun lived");
+    let _ = pgrun_pid;
+    assert_eq!(guard.wait(index), 0);
+}
+
+/// In tree mode (the Linux default) the run includes a descendant that
+/// left the group: wait returns only once that one is gone too.
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn in_tree_mode_wait_waits_for_a_descendant_that_left_the_group() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let payload = format!(
+        "setsid sh -c 'echo $$ > {dir}/esc; while [ ! -e {dir}/gate ]; do sleep 0.05; done; sleep 0.3; echo done > {dir}/esc.done' & \
+         {}",
+        gated_payload(&dir, 0)
+    );
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["--wait-group", "--contain", "tree"], &payload);
+    let escapee = wait_pid(&scratch.path("esc"), &mut guard);
+    assert_ne!(pgrp(escapee), Some(pgid), "the escapee did not leave the group");
+    wait_line(&scratch.path("ready"));
+    let waiter = spawn_waiting(&mut guard, &[pidfile.to_str().unwrap()]);
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(waiter), 0, "wait");
+    assert!(scratch.path("esc.done").exists() && is_dead(escapee), "wait returned while the escapee lived");
+    assert_eq!(guard.wait(index), 0);
+}
+
+#[test]
+fn wait_timeout_is_124_and_leaves_the_run_alone() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let payload = format!("{}echo ready > {dir}/ready; while :; do sleep 0.05; done", log_signals(&dir));
+    let (index, pgid) = start_published(&mut guard, &pidfile, &[], &payload);
+    wait_line(&scratch.path("ready"));
+    let before = listing(scratch.dir());
+    let started = Instant::now();
+    let out = wait(&["--timeout", "0.3", pidfile.to_str().unwrap()]);
+    assert_status(&out, 124, "wait --timeout");
+    assert!(started.elapsed() >= Duration::from_millis(300), "returned before --timeout");
+    assert!(guard.child(index).try_wait().unwrap().is_none() && !is_dead(pgid), "wait --timeout touched the run");
+    assert_eq!(listing(scratch.dir()), before, "wait created or removed a file");
+    assert_eq!(fs::read_to_string(scratch.path("signals.log")).unwrap_or_default(), "", "the run got a signal");
+    let out = run(&mut pgrun(["cancel", pidfile.to_str().unwrap()]));
+    assert_status(&out, 0, "cancel");
+    assert_eq!(guard.wait(index), 143);
+    // (The stop sequence's SIGCONT may be logged too.)
+    let log = fs::read_to_string(scratch.path("signals.log")).unwrap_or_default();
+    assert!(log.starts_with("TERM\n"), "cancel's TERM: {log:?}");
+}
+
+#[test]
+fn wait_with_no_run_is_1_after_wait_start() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let started = Instant::now();
+    let out = wait(&["--wait-start", "0.2", pidfile.to_str().unwrap()]);
+    assert_status(&out, 1, "no run");
+    assert!(started.elapsed() >= Duration::from_millis(200), "gave up before --wait-start");
+    assert!(stderr_of(&out).starts_with("pgrun: "), "{}", stderr_of(&out));
+    assert!(listing(scratch.dir()).is_empty(), "wait created a file: {:?}", listing(scratch.dir()));
+}
+
+#[test]
+fn wait_waits_for_a_run_that_starts_during_wait_start() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    // wait looks for the file before the run starts; it says when it
+    // found the run, which cannot end before the gate is opened.
+    let waiter = guard.spawn(&mut wait_cmd(&["-v", "--wait-start", "30s", pidfile.to_str().unwrap()]));
+    let (index, _) = start_published(&mut guard, &pidfile, &[], &gated_payload(&dir, 0));
+    wait_line(&scratch.path("ready"));
+    assert!(guard.child(waiter).try_wait().unwrap().is_none(), "wait returned while the run was live");
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(waiter), 0, "wait");
+    assert!(scratch.path("end").exists(), "wait returned before the run ended");
+    assert_eq!(guard.wait(index), 0);
+}
+
+#[test]
+fn wait_report_gives_the_runs_own_status() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    // exit 3
+    let pidfile = scratch.path("three.pid");
+    let report = scratch.path("three.json");
+    let (index, _) =
+        start_published(&mut guard, &pidfile, &["--report", report.to_str().unwrap()], &gated_payload(&dir, 3));
+    wait_line(&scratch.path("ready"));
+    let waiter = spawn_waiting(&mut guard, &["--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(waiter), 3, "wait --report of exit 3");
+    assert_eq!(guard.wait(index), 3);
+    // A timed-out run: 124.
+    let pidfile = scratch.path("slow.pid");
+    let report = scratch.path("slow.json");
+    let (index, _) = start_published(
+        &mut guard,
+        &pidfile,
+        &["-t", "1", "--report", report.to_str().unwrap()],
+        &format!("echo ready > {dir}/slow.ready; sleep 300"),
+    );
+    wait_line(&scratch.path("slow.ready"));
+    let waiter = spawn_waiting(&mut guard, &["--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
+    assert_eq!(guard.wait(waiter), 124, "wait --report of a timed-out run");
+    assert_eq!(guard.wait(index), 124);
+    // A cancelled run: 143.
+    let pidfile = scratch.path("cancelled.pid");
+    let report = scratch.path("cancelled.json");
+    let (index, _) = start_published(
+        &mut guard,
+        &pidfile,
+        &["--report", report.to_str().unwrap()],
+        &format!("echo ready > {dir}/cancelled.ready; sleep 300"),
+    );
+    wait_line(&scratch.path("cancelled.ready"));
+    let waiter = spawn_waiting(&mut guard, &["--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
+    assert_status(&run(&mut pgrun(["cancel", pidfile.to_str().unwrap()])), 0, "cancel");
+    assert_eq!(guard.wait(waiter), 143, "wait --report of a cancelled run");
+    assert_eq!(guard.wait(index), 143);
+}
+
+#[test]
+fn wait_with_a_missing_report_is_125() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let (index, _) = start_published(&mut guard, &pidfile, &[], &gated_payload(&dir, 0));
+    wait_line(&scratch.path("ready"));
+    let report = scratch.path("none.json");
+    let waiter = spawn_waiting(&mut guard, &["--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(waiter), 125, "wait --report with no report");
+    let err = rest_of_stderr(&mut guard, waiter);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("pgrun: cannot read report") && last.contains("none.json"), "{err}");
+    assert!(scratch.path("end").exists(), "the report was looked for before the run was over");
+    assert_eq!(guard.wait(index), 0);
+    // A report left by another run (another group) is not this run's.
+    let (index, pgid) = start_published(&mut guard, &pidfile, &[], &format!("echo again > {dir}/again; sleep 300"));
+    wait_line(&scratch.path("again"));
+    fs::write(&report, format!("{{\"exit_code\": 0, \"pgid\": {}}}\n", pgid + 1)).unwrap();
+    let waiter = spawn_waiting(&mut guard, &["--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
+    assert_status(&run(&mut pgrun(["cancel", pidfile.to_str().unwrap()])), 0, "cancel");
+    assert_eq!(guard.wait(waiter), 125, "wait --report with another run's report");
+    assert!(rest_of_stderr(&mut guard, waiter).contains("not the run's"));
+    assert_eq!(guard.wait(index), 143);
+}
+
+#[test]
+fn several_waiters_all_return_0() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let (index, _) = start_published(&mut guard, &pidfile, &[], &gated_payload(&dir, 0));
+    wait_line(&scratch.path("ready"));
+    let waiters: Vec<usize> = (0..5).map(|_| spawn_waiting(&mut guard, &[pidfile.to_str().unwrap()])).collect();
+    fs::write(scratch.path("gate"), "").unwrap();
+    for w in waiters {
+        assert_eq!(guard.wait(w), 0, "waiter {w}");
+    }
+    assert!(scratch.path("end").exists());
+    assert_eq!(guard.wait(index), 0);
+}
+
+#[test]
+fn wait_outlasts_a_sigkilled_pgrun_until_its_guard_has_stopped_the_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    // The payload ignores TERM (and logs it): the guard's stop sequence
+    // needs its KILL, 5 s later.
+    let payload =
+        format!("trap 'echo TERM >> {dir}/term.log' TERM; echo $$ > {dir}/leader; while :; do sleep 0.05; done");
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["-k", "5"], &payload);
+    let leader = wait_pid(&scratch.path("leader"), &mut guard);
+    let waiter = spawn_waiting(&mut guard, &[pidfile.to_str().unwrap()]);
+    let pgrun_pid = guard.child(index).id() as i32;
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    // The guard sent TERM; the payload lives on, and so does the wait.
+    wait_line(&scratch.path("term.log"));
+    assert!(!is_dead(leader), "the payload did not survive TERM");
+    assert!(guard.child(waiter).try_wait().unwrap().is_none(), "wait returned while the guard was stopping the run");
+    assert_eq!(guard.wait(waiter), 0, "wait");
+    assert!(is_dead(leader), "wait returned while the run lived");
+    // SAFETY: kill(-pgid, 0) only probes.
+    let probe = unsafe { libc::kill(-pgid, 0) };
+    assert_eq!(probe, -1, "wait returned while group {pgid} still existed");
+}
+
+#[test]
+fn a_stale_pid_file_is_1_and_left_in_place() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    fs::write(&pidfile, "999999\n").unwrap();
+    fs::set_permissions(&pidfile, fs::Permissions::from_mode(0o644)).unwrap();
+    let before = listing(scratch.dir());
+    let out = wait(&["--wait-start", "0.2", pidfile.to_str().unwrap()]);
+    assert_status(&out, 1, "stale pid file");
+    assert!(stderr_of(&out).contains("stale"), "{}", stderr_of(&out));
+    assert_eq!(listing(scratch.dir()), before, "wait created or removed a file");
+    assert_eq!(fs::read_to_string(&pidfile).unwrap(), "999999\n");
+}
+
+#[test]
+fn unsafe_pid_files_are_refused_with_125() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let (index, _) = start_published(&mut guard, &pidfile, &[], &format!("echo ready > {dir}/ready; sleep 300"));
+    wait_line(&scratch.path("ready"));
+    let check = |path: &Path, what: &str| {
+        let out = wait(&[path.to_str().unwrap()]);
+        assert_status(&out, 125, what);
+        let err = stderr_of(&out);
+        assert!(err.starts_with("pgrun: ") && err.lines().count() == 1, "{what}: {err}");
+    };
+    let link = scratch.path("link.pid");
+    symlink(&pidfile, &link).unwrap();
+    check(&link, "symlink to a live run's pid file");
+    fs::set_permissions(&pidfile, fs::Permissions::from_mode(0o666)).unwrap();
+    check(&pidfile, "world-writable");
+    fs::set_permissions(&pidfile, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::write(scratch.path("garbage.pid"), "not a group\n").unwrap();
+    check(&scratch.path("garbage.pid"), "garbage");
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "a refused wait touched the run");
+    assert_status(&run(&mut pgrun(["cancel", pidfile.to_str().unwrap()])), 0, "cancel");
+    assert_eq!(guard.wait(index), 143);
+}
+
+/// A process's context switches so far, from `/proc/PID/status`.
+#[cfg(not(feature = "posix-fallback"))]
+fn context_switches(pid: i32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .filter(|l| l.starts_with("voluntary_ctxt_switches:") || l.starts_with("nonvoluntary_ctxt_switches:"))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+        .sum()
+}
+
+/// With pidfds (the Linux build): the portable build polls the lock.
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn a_waiter_does_not_wake_up_while_the_run_runs() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let (index, _) = start_published(&mut guard, &pidfile, &[], &gated_payload(&dir, 0));
+    wait_line(&scratch.path("ready"));
+    let waiter = spawn_waiting(&mut guard, &[pidfile.to_str().unwrap()]);
+    let pid = guard.child(waiter).id() as i32;
+    // Not a synchronisation: the window in which an idle waiter must not
+    // run at all (a 20 ms poll would switch about 25 times in it).
+    let before = context_switches(pid);
+    std::thread::sleep(Duration::from_millis(500));
+    let woke = context_switches(pid) - before;
+    assert!(woke <= 2, "wait woke up {woke} times in 0.5 s while the run simply ran");
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(waiter), 0);
+    assert_eq!(guard.wait(index), 0);
+}
