@@ -140,7 +140,7 @@ fn a_zombie_held_by_an_escaped_parent_does_not_hold_pgrun_in_any_mode() {
         let mut guard = Guard::new();
         let dir = scratch.sh();
         let report = scratch.path("r.json");
-        let mut cmd = pgrun(["--contain", mode, "--timeout", "1", "-k", "1", "--report", report.to_str().unwrap()]);
+        let mut cmd = pgrun(["--contain", mode, "--timeout", "60", "-k", "1", "--report", report.to_str().unwrap()]);
         cmd.args(["--", "sh", "-c", &holder_script(&dir)]);
         let (status, stderr) = run_detached(&mut guard, &scratch, &mut cmd);
         let holder = wait_pid(&scratch.path("holder.pid"), &mut guard);
