@@ -120,8 +120,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
     pub max_output: Option<u64>,
 
-    /// Also write COMMAND's stdout and stderr, complete and in the order
-    /// read, to PATH (created or truncated, mode 0644).
+    /// Also write stdout and stderr, complete and in read order, to PATH.
     ///
     /// Also write COMMAND's stdout and stderr, complete and in the order
     /// pgrun read them, to PATH (created or truncated, mode 0644); the
