@@ -19,11 +19,12 @@
 //!
 //! No write ever blocks, so a reader that stops reading never makes pgrun
 //! deaf to its timeout or to signals, and O_NONBLOCK is never set on a file
-//! description pgrun shares with its caller: a pipe is written `PIPE_BUF`
-//! bytes at a time, each only once `poll` says it is writable; a terminal,
-//! where even that can wait, through a non-blocking description of pgrun's
-//! own (on Linux; elsewhere as a pipe); a socket with `MSG_DONTWAIT`; a
-//! file at once. EAGAIN (the caller's own O_NONBLOCK) means "wait for
+//! description pgrun shares with its caller: a pipe or a terminal through a
+//! non-blocking description of pgrun's own (on Linux, opened anew from
+//! `/proc/self/fd`: a write takes what fits, a whole pipe buffer at once);
+//! elsewhere, or when that cannot be had, a pipe is written `PIPE_BUF`
+//! bytes at a time, each only once `poll` says it is writable (a terminal
+//! likewise); a socket with `MSG_DONTWAIT`; a file at once. EAGAIN (the caller's own O_NONBLOCK) means "wait for
 //! POLLOUT", like a full pipe. Only a write error means the reader is gone:
 //! EPIPE (the reader left) quietly, any other error with one line. A stream
 //! whose reader is gone is closed at once, so the command gets EPIPE or
@@ -322,7 +323,7 @@ impl Stream {
         let mut dest = Dest::Shared(dest);
         if kind == WriteKind::Waits
             && let Dest::Shared(fd) = dest
-            && let Some(own) = pipe::reopen_terminal_nonblocking(fd)
+            && let Some(own) = pipe::reopen_pipe_nonblocking(fd).or_else(|| pipe::reopen_terminal_nonblocking(fd))
         {
             (dest, kind) = (Dest::Own(own), WriteKind::NonBlocking);
         }
