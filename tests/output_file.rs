@@ -296,3 +296,56 @@ fn a_failed_write_to_the_file_is_said_once_and_the_run_goes_on() {
     assert_eq!(r["output"]["stdout"]["bytes"], 20, "{r}");
     assert!(r["output"]["stdout"].get("error").is_none(), "{r}");
 }
+
+#[test]
+fn a_stalled_stdout_holds_up_neither_the_file_nor_stderr_nor_sigterm() {
+    // pgrun's stdout is a pipe the test holds and does not read: once it is
+    // full, pgrun stops reading the command's stdout (the command waits, as
+    // on a direct pipe), but stderr still flows, into the file too, and
+    // SIGTERM is still heard. When the reader reads, it gets every byte
+    // pgrun read, as the file did; the caller's pipe keeps its flags.
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let file = scratch.path("out.log");
+    let errors = scratch.path("stderr");
+    let report = scratch.path("report.json");
+    let mut guard = Guard::new();
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let probe = writer.try_clone().unwrap();
+    let payload = format!(
+        "echo $$ > {dir}/pid; head -c 64M /dev/zero & i=0; while [ $i -lt 3000 ]; do i=$((i+1)); echo \"err $i\" >&2; \
+         done; exec sleep 300"
+    );
+    let a = ["--output-file", file.to_str().unwrap(), "--report", report.to_str().unwrap(), "--", "sh", "-c", &payload];
+    let index = guard.spawn(pgrun(a).stdout(writer).stderr(fs::File::create(&errors).unwrap()));
+    let pid = wait_pid(&scratch.path("pid"), &mut guard);
+    let want_err: String = (1..=3000).map(|i| format!("err {i}\n")).collect();
+    eventually("all of stderr in the file while stdout stalls", || {
+        let got = fs::read(&file).unwrap_or_default();
+        got.iter().filter(|&&b| b != 0).count() == want_err.len()
+    });
+    {
+        use std::os::fd::AsRawFd;
+        let mut p = libc::pollfd { fd: probe.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+        // SAFETY: one valid pollfd, no waiting.
+        assert_eq!(unsafe { libc::poll(&mut p, 1, 0) }, 0, "pgrun's stdout pipe is not full: the test is void");
+        // SAFETY: F_GETFL reads the flags of an fd we own.
+        let flags = unsafe { libc::fcntl(probe.as_raw_fd(), libc::F_GETFL) };
+        assert!(flags >= 0 && flags & libc::O_NONBLOCK == 0, "the caller's pipe was made non-blocking");
+    }
+    drop(probe);
+    send(guard.child(index).id() as i32, libc::SIGTERM);
+    eventually("the command to stop while pgrun's reader stalls", || is_dead(pid));
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun exited with output still owed");
+    let mut stdout = Vec::new();
+    reader.read_to_end(&mut stdout).unwrap();
+    assert_eq!(guard.wait(index), 143);
+    let in_file = fs::read(&file).unwrap();
+    let zeros = in_file.iter().filter(|&&b| b == 0).count();
+    assert!(stdout.len() == zeros && stdout.iter().all(|&b| b == 0), "stdout is not what the file has of it");
+    let text: Vec<u8> = in_file.iter().copied().filter(|&b| b != 0).collect();
+    assert!(text == want_err.as_bytes(), "the file's stderr lines are not complete and in order");
+    assert!(fs::read(&errors).unwrap() == want_err.as_bytes(), "stderr is not byte-identical");
+    let r = json(&report);
+    assert_eq!(r["output"]["stdout"]["bytes"], zeros as u64, "{r}");
+}
