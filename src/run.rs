@@ -249,7 +249,7 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     }
     // Given back when dropped, on every way out, a failed spawn included.
     let terminal = Terminal::new(args.setsid);
-    let (relay, child_ends) = start_relay(args)?.unzip();
+    let (relay, child_ends) = start_relay(args, marker.as_deref())?.unzip();
     let guard = start_guard(args, &scope, marker.as_deref()).map_err(failure)?;
     scope.set_guard(guard.as_ref().map(Guard::pid));
     Ok(Prepared {
@@ -271,10 +271,20 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
 /// The output relay, if the streams go through pgrun: `--max-output`
 /// bounds them, `--output-file` (opened and truncated only now, once the
 /// pid file is claimed: a run refused for a live one must not truncate its
-/// output) copies them.
-fn start_relay(args: &RunArgs) -> Step<Option<(Relay, ChildEnds)>> {
+/// output) copies them. The file may not be one of the run's own files.
+fn start_relay(args: &RunArgs, marker: Option<&Path>) -> Step<Option<(Relay, ChildEnds)>> {
     if !args.relays_output() {
         return Ok(None);
+    }
+    if let Some(path) = &args.output_file {
+        let own = [
+            ("the pid file", args.pidfile.as_deref()),
+            ("the cancel marker", marker),
+            ("the report", args.report.as_deref()),
+        ];
+        if let Some((what, _)) = own.iter().find(|(_, p)| p.is_some_and(|p| pidfile::same_file(path, p))) {
+            return Err(failure(anyhow!("--output-file {} names {what}", path.display())));
+        }
     }
     let file = args.output_file.as_deref().map(OutputFile::open).transpose().map_err(failure)?;
     let limit = args.max_output.map_or(Limit::None, Limit::Bytes);

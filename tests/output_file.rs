@@ -349,3 +349,42 @@ fn a_stalled_stdout_holds_up_neither_the_file_nor_stderr_nor_sigterm() {
     let r = json(&report);
     assert_eq!(r["output"]["stdout"]["bytes"], zeros as u64, "{r}");
 }
+
+#[test]
+fn the_file_cannot_be_the_pid_file_the_marker_or_the_report() {
+    let scratch = Scratch::new();
+    let witness = scratch.path("ran");
+    let pidfile = scratch.path("job.pid");
+    let marker = format!("{}/./job.pid.cancel", scratch.sh());
+    let report = scratch.path("r.json");
+    let p = pidfile.to_str().unwrap();
+    for (same, what) in
+        [(p, "the pid file"), (marker.as_str(), "the cancel marker"), (report.to_str().unwrap(), "the report")]
+    {
+        let out = run(pgrun(["-p", p, "--report", report.to_str().unwrap(), "--output-file", same, "--", "touch"])
+            .arg(&witness)
+            .stdin(Stdio::null()));
+        assert_status(&out, 125, what);
+        assert!(stderr_of(&out).contains(&format!("names {what}")), "{}", stderr_of(&out));
+    }
+    assert!(!witness.exists());
+}
+
+#[test]
+fn a_run_refused_for_a_live_pid_file_leaves_the_live_runs_file_alone() {
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let file = scratch.path("out.log");
+    let (p, f) = (pidfile.to_str().unwrap(), file.to_str().unwrap());
+    let payload = format!("echo $$ > {dir}/pid; echo hello; exec sleep 300");
+    let index = guard.spawn(pgrun(["-p", p, "--output-file", f, "--", "sh", "-c", &payload]).stdout(Stdio::null()));
+    wait_pid(&scratch.path("pid"), &mut guard);
+    eventually("hello in the file", || fs::read(&file).unwrap_or_default() == b"hello\n");
+    let out = run(pgrun(["-p", p, "--output-file", f, "--", "true"]).stdin(Stdio::null()));
+    assert_status(&out, 125, "a second run on a live pid file");
+    assert_eq!(fs::read(&file).unwrap(), b"hello\n", "the refused run truncated the live run's output file");
+    assert_status(&run(&mut pgrun(["cancel", p])), 0, "cancel");
+    assert_eq!(guard.wait(index), 143);
+}
