@@ -252,9 +252,10 @@ Output limit:
   error, or a failed read of COMMAND's output, ends that stream the same
   way, with one line on stderr. The report gains output: per stream, bytes
   (what COMMAND wrote) and omitted, and error when the stream was cut short
-  by such a failure; null without --max-output or --output-file. pgrun's own error lines
-  still go straight to its stderr. If the head is empty (SIZE 1, or a first
-  character longer than SIZE/2), the marker line is the first line.
+  by such a failure; null without --max-output or --output-file. pgrun's
+  own error lines still go straight to its stderr. If the head is empty
+  (SIZE 1, or a first character longer than SIZE/2), the marker line is the
+  first line.
 
 Output file:
   --output-file PATH writes every byte of COMMAND's stdout and stderr,
@@ -263,8 +264,8 @@ Output file:
   destinations: bounded by --max-output if given, else whole (a tee), as
   above. PATH gets the report path's checks before COMMAND starts (a
   missing folder, a symlink, a folder, a read-only or full file system, a
-  name too long: exit 125), and is truncated only once the pid file is
-  claimed. Nothing pgrun read is lost from it, however the run ends. A
+  name too long, the pid file, the marker or the report: exit 125), and is
+  truncated only once the pid file is claimed. Nothing pgrun read is lost from it, however the run ends. A
   failed write to it (a full disk) is said in one line and ends the copy,
   not the run: the file keeps what came before, the streams go on, and the
   report's output gains file_error. The report's output is an object with
