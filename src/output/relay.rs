@@ -24,9 +24,10 @@
 //! `/proc/self/fd`: a write takes what fits, a whole pipe buffer at once);
 //! elsewhere, or when that cannot be had, a pipe is written `PIPE_BUF`
 //! bytes at a time, each only once `poll` says it is writable (a terminal
-//! likewise); a socket with `MSG_DONTWAIT`; a file at once. EAGAIN (the caller's own O_NONBLOCK) means "wait for
-//! POLLOUT", like a full pipe. Only a write error means the reader is gone:
-//! EPIPE (the reader left) quietly, any other error with one line. A stream
+//! likewise); a socket with `MSG_DONTWAIT`; a file at once. EAGAIN (the
+//! caller's own O_NONBLOCK) means "wait for POLLOUT", like a full pipe.
+//! Only a write error means the reader is gone: EPIPE (the reader left)
+//! quietly, any other error with one line. A stream
 //! whose reader is gone is closed at once, so the command gets EPIPE or
 //! SIGPIPE on its next write, as it would without pgrun; the run goes on. A
 //! read error on an inner pipe ends that stream with one line, and the
