@@ -1,6 +1,7 @@
 //! Pipes and plain reads and writes, for relaying the command's output
-//! (`--max-output`): creating the inner pipes, non-blocking reads of their
-//! read ends, writes to pgrun's own stdout and stderr, and the few questions
+//! (`--max-output`, `--output-file`): creating the inner pipes,
+//! non-blocking reads of their read ends, writes to pgrun's own stdout and
+//! stderr (or a non-blocking description of their pipe), and the few questions
 //! the relay asks about an fd.
 
 use nix::errno::Errno;
