@@ -244,6 +244,25 @@ def output_relay():
         "<= 1.5x direct pipe")
 
 
+def output_file():
+    """--output-file: a tee of a big stream to a file and on to stdout, next
+    to a direct pipe and to `tee FILE | cat`, in the same rounds. The file
+    is rewritten by every run, in the bench's temporary folder."""
+    size = (64 << 20) if QUICK else (1 << 30)
+    runs = 2 if QUICK else 5
+    produce = f"head -c {size} /dev/zero"
+    log = os.path.join(TMP, "output.log")
+    direct, tee, ours = hyperfine([
+        f"sh -c '{produce} | cat >/dev/null'",
+        f"sh -c '{produce} | tee {log} | cat >/dev/null'",
+        f"sh -c '{PGRUN} --output-file {log} -- {produce} | cat >/dev/null'",
+    ], runs)
+    os.unlink(log)
+    gib = size / (1 << 30)
+    row(f"--output-file: a tee of {size >> 20} MiB to a file and stdout", f"{ms(ours)} ({gib / ours:.2f} GiB/s)",
+        f"direct pipe {ms(direct)}, tee FILE piped to cat {ms(tee)}", f"{ours / tee:.2f}x tee", "<= 1.2x tee")
+
+
 def containment_startup():
     """Start-up of each --contain mode and of the guard, next to group
     without a guard and setsid/timeout, all in the same hyperfine rounds."""
@@ -390,7 +409,7 @@ def wait_latency():
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
     for measure in [startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
-                    idle_and_memory, scale, output_relay, wait_latency]:
+                    idle_and_memory, scale, output_relay, output_file, wait_latency]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()
 finally:

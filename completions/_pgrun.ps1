@@ -33,6 +33,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('--cancel-file', '--cancel-file', [CompletionResultType]::ParameterName, 'The cancel marker [default: PIDFILE.cancel]')
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write a JSON outcome report to PATH at exit')
             [CompletionResult]::new('--max-output', '--max-output', [CompletionResultType]::ParameterName, 'Bound COMMAND''s stdout and stderr to SIZE bytes each (e.g. 64K, 1M, 10MB): a longer stream keeps its first and last SIZE/2 bytes around a line `[pgrun: N bytes omitted]`')
+            [CompletionResult]::new('--output-file', '--output-file', [CompletionResultType]::ParameterName, 'Also write stdout and stderr, complete and in read order, to PATH')
             [CompletionResult]::new('--contain', '--contain', [CompletionResultType]::ParameterName, 'What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]')
             [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Print the man page or a shell''s completion script, for packagers')
             [CompletionResult]::new('--preserve-status', '--preserve-status', [CompletionResultType]::ParameterName, 'On timeout, exit with COMMAND''s status instead of 124')

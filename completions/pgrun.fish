@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_pgrun_global_optspecs
-    string join \n t/timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= contain= no-guard die-with-parent setsid v/verbose generate= h/help V/version
+    string join \n t/timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= output-file= contain= no-guard die-with-parent setsid v/verbose generate= h/help V/version
 end
 
 function __fish_pgrun_needs_command
@@ -43,6 +43,7 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -s p -l pidfile -d 'Publish th
 complete -c pgrun -n "__fish_pgrun_needs_command" -l cancel-file -d 'The cancel marker [default: PIDFILE.cancel]' -r -F
 complete -c pgrun -n "__fish_pgrun_needs_command" -l report -d 'Write a JSON outcome report to PATH at exit' -r -F
 complete -c pgrun -n "__fish_pgrun_needs_command" -l max-output -d 'Bound COMMAND\'s stdout and stderr to SIZE bytes each (e.g. 64K, 1M, 10MB): a longer stream keeps its first and last SIZE/2 bytes around a line `[pgrun: N bytes omitted]`' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -l output-file -d 'Also write stdout and stderr, complete and in read order, to PATH' -r -F
 complete -c pgrun -n "__fish_pgrun_needs_command" -l contain -d 'What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]' -r -f -a "group\t'The command\'s process group only'
 tree\t'The group and every descendant of pgrun (Linux)'
 cgroup\t'Everything in a new cgroup v2 leaf (Linux, delegated cgroup2)'

@@ -122,6 +122,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
     pub max_output: Option<u64>,
 
+    /// Also write stdout and stderr, complete and in read order, to PATH.
+    ///
+    /// Also write COMMAND's stdout and stderr, complete and in the order
+    /// pgrun read them, to PATH (created or truncated, mode 0644); the
+    /// streams still go to their own destinations, whole or bounded by
+    /// --max-output.
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub output_file: Option<PathBuf>,
+
     // What is stopped and waited for. The long text (--help, the man page)
     // is given apart from the short one, so that it is printed once.
     #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true,
@@ -154,6 +163,12 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// Whether the command's stdout and stderr go through pgrun (rather
+    /// than pass through untouched): `--max-output` or `--output-file`.
+    pub fn relays_output(&self) -> bool {
+        self.max_output.is_some() || self.output_file.is_some()
+    }
+
     /// The `--contain` mode asked for, or this platform's default.
     pub fn contain_mode(&self) -> crate::contain::Mode {
         self.contain.unwrap_or_else(crate::contain::Mode::default_here)

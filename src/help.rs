@@ -23,7 +23,7 @@ stops every descendant that left the group. A guard process stops the run \
 if pgrun itself is killed with SIGKILL.
 
 COMMAND inherits pgrun's stdin, stdout, stderr and every other fd unchanged \
-(no pipes in between; --max-output puts one under stdout and stderr), its environment, working directory, signal mask and \
+(no pipes in between; --max-output and --output-file put one under stdout and stderr), its environment, working directory, signal mask and \
 ignored signals. pgrun stays in its caller's process group and session. It \
 writes to stdout only for --help and --version, and to stderr only its own \
 errors (one line, prefixed 'pgrun: ') and, with --verbose, one line per action.";
@@ -255,8 +255,8 @@ Report:
   stopped waiting for (see below and Containment), unstopped the processes
   pgrun gave up on because it may not signal them (see below); contain is the
   --contain mode in force, escaped the processes outside the group the stop
-  reached; output (--max-output) gives bytes and
-  omitted per stream. The path is checked before anything else,
+  reached; output (--max-output, --output-file) gives bytes and
+  omitted per stream, and file, the --output-file PATH. The path is checked before anything else,
   so every exit after that writes the report; cancelled is written only
   once the group is confirmed gone.
 
@@ -296,9 +296,25 @@ Output limit:
   error, or a failed read of COMMAND's output, ends that stream the same
   way, with one line on stderr. The report gains output: per stream, bytes
   (what COMMAND wrote) and omitted, and error when the stream was cut short
-  by such a failure; null without --max-output. pgrun's own error lines
-  still go straight to its stderr. If the head is empty (SIZE 1, or a first
-  character longer than SIZE/2), the marker line is the first line.
+  by such a failure; null without --max-output or --output-file. pgrun's
+  own error lines still go straight to its stderr. If the head is empty
+  (SIZE 1, or a first character longer than SIZE/2), the marker line is the
+  first line.
+
+Output file:
+  --output-file PATH writes every byte of COMMAND's stdout and stderr,
+  complete and in the order pgrun read them, to PATH (created or truncated,
+  mode 0644 whatever the umask), while the streams still reach their own
+  destinations: bounded by --max-output if given, else whole (a tee), as
+  above. PATH gets the report path's checks before COMMAND starts (a
+  missing folder, a symlink, a folder, a read-only or full file system, a
+  name too long, the pid file, the marker or the report: exit 125), and is
+  truncated only once the pid file is claimed. Nothing pgrun read is lost from it, however the run ends. A
+  failed write to it (a full disk) is said in one line and ends the copy,
+  not the run: the file keeps what came before, the streams go on, and the
+  report's output gains file_error. The report's output is an object with
+  --output-file too, naming the file and counting per stream the bytes
+  COMMAND wrote.
 
 Terminal:
   pgrun behaves like a shell running one job: COMMAND gets the terminal when

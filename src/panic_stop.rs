@@ -45,8 +45,11 @@ pub struct PanicReport {
     pub started: Instant,
     /// The `--contain` mode's name.
     pub contain: &'static str,
-    /// `--max-output` was given: the report's `output` is an object.
+    /// `--max-output` or `--output-file` was given: the report's `output`
+    /// is an object.
     pub max_output: bool,
+    /// `--output-file`, for the report.
+    pub output_file: Option<std::path::PathBuf>,
 }
 
 /// Install the hook; call once, first thing.
@@ -134,6 +137,8 @@ fn write_report(what: &str, pgid: Option<Pid>, status: Option<ChildStatus>) {
         signals: &[],
         stragglers: 0,
         output: report.max_output.then(Default::default),
+        output_file: report.output_file.as_deref(),
+        output_file_error: None,
         contain: report.contain,
         escaped: 0,
         unreaped: 0,

@@ -6,7 +6,7 @@
 //! cannot be written to is found before the command starts.
 
 use crate::atomic_file::TempFile;
-use crate::output::Relayed;
+use crate::output::{Relayed, StreamError};
 use crate::pidfile::check_target;
 use crate::stop_plan::SentSignal;
 use crate::sys::Pid;
@@ -51,7 +51,8 @@ struct ReportJson<'a> {
     unreaped: usize,
     /// Processes pgrun could not stop (every KILL refused) and left.
     unstopped: usize,
-    /// `--max-output` only (null without it): bytes and omitted per stream.
+    /// `--max-output` or `--output-file` only (null without either): bytes
+    /// and omitted per stream, the output file and its error.
     output: Option<Output>,
     /// The `--contain` mode in force.
     contain: &'a str,
@@ -82,6 +83,13 @@ impl From<Relayed> for StreamEntry {
 
 #[derive(Serialize)]
 struct Output {
+    /// `--output-file`'s PATH; absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+    /// The failed write that ended the output file's copy early; absent
+    /// when nothing failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file_error: Option<String>,
     stdout: StreamEntry,
     stderr: StreamEntry,
 }
@@ -99,8 +107,12 @@ pub struct Contents<'a> {
     pub unreaped: usize,
     /// Processes pgrun could not stop (every KILL refused) and left.
     pub unstopped: usize,
-    /// stdout's and stderr's, with `--max-output`.
+    /// stdout's and stderr's, with `--max-output` or `--output-file`.
     pub output: Option<[Relayed; 2]>,
+    /// `--output-file`'s PATH.
+    pub output_file: Option<&'a Path>,
+    /// The failed write that ended the output file's copy early.
+    pub output_file_error: Option<StreamError>,
     pub contain: &'a str,
     pub escaped: usize,
     /// The cgroup leaf pgrun could not remove.
@@ -150,7 +162,12 @@ impl ReportTarget {
             stragglers: contents.stragglers,
             unreaped: contents.unreaped,
             unstopped: contents.unstopped,
-            output: contents.output.map(|[out, err]| Output { stdout: out.into(), stderr: err.into() }),
+            output: contents.output.map(|[out, err]| Output {
+                file: contents.output_file.map(|p| p.display().to_string()),
+                file_error: contents.output_file_error.map(|e| e.to_string()),
+                stdout: out.into(),
+                stderr: err.into(),
+            }),
             contain: contents.contain,
             escaped: contents.escaped,
             cgroup_left: contents.cgroup_left.map(|p| p.display().to_string()),

@@ -6,15 +6,16 @@
 //! `--die-with-parent`, fork the guard, spawn the command into its new
 //! group, publish the group id, check the marker again, supervise until the
 //! run is gone, then remove the pid file and the marker, release the guard,
-//! write the output still held (`--max-output`) and the report. Every refusal comes before the spawn,
+//! write the output still held (`--max-output`, `--output-file`) and the report. Every refusal comes before the spawn,
 //! so bad input never half-runs a command.
 
 use crate::cli::RunArgs;
 use crate::contain::{Mode, Scope};
 use crate::exit::RunExit;
 use crate::guard::{self, Guard};
-use crate::output::Relayed;
-use crate::output::relay::{ChildEnds, Relay};
+use crate::output::file::OutputFile;
+use crate::output::relay::{ChildEnds, Limit, Relay};
+use crate::output::{RelayEnd, Relayed, StreamError};
 use crate::parent_death::ParentWatch;
 use crate::pidfile::{self, Claimed, Marker};
 use crate::report::{Contents, Reason, ReportTarget};
@@ -49,8 +50,11 @@ struct Outcome {
     /// Processes pgrun could not stop (every KILL refused) and left.
     unstopped: usize,
     error: Option<anyhow::Error>,
-    /// `--max-output`: what became of stdout and stderr, once relayed.
+    /// `--max-output`, `--output-file`: what became of stdout and stderr,
+    /// once relayed.
     output: Option<[Relayed; 2]>,
+    /// `--output-file`: the write that ended its copy early.
+    file_error: Option<StreamError>,
     /// The `--contain` mode in force (the one asked for, if the run ended
     /// before it was settled).
     contain: Option<Mode>,
@@ -76,10 +80,19 @@ impl Outcome {
             unstopped: 0,
             error: None,
             output: None,
+            file_error: None,
             contain: None,
             escaped: 0,
             cgroup_left: None,
             guard: None,
+        }
+    }
+
+    /// What the relay came to, if there was one.
+    fn take_relay_end(&mut self, end: Option<RelayEnd>) {
+        if let Some(end) = end {
+            self.output = Some(end.streams);
+            self.file_error = end.file_error;
         }
     }
 
@@ -111,8 +124,15 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
     // Held where the panic hook can write it too.
     if let Some(target) = report {
         let contain = args.contain_mode().name();
-        let max_output = args.max_output.is_some();
-        crate::panic_stop::hold_report(crate::panic_stop::PanicReport { target, started, contain, max_output });
+        let max_output = args.relays_output();
+        let output_file = args.output_file.clone();
+        crate::panic_stop::hold_report(crate::panic_stop::PanicReport {
+            target,
+            started,
+            contain,
+            max_output,
+            output_file,
+        });
     }
     let outcome = execute(args, started, parent);
     let exit = match outcome.exit {
@@ -136,7 +156,9 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             pgid: outcome.pgid,
             signals: &outcome.signals,
             stragglers: outcome.stragglers,
-            output: args.max_output.map(|_| outcome.output.unwrap_or_default()),
+            output: args.relays_output().then(|| outcome.output.unwrap_or_default()),
+            output_file: args.output_file.as_deref(),
+            output_file_error: outcome.file_error,
             contain: outcome.contain.unwrap_or_else(|| args.contain_mode()).name(),
             escaped: outcome.escaped,
             cgroup_left: outcome.cgroup_left.as_deref(),
@@ -233,7 +255,7 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     }
     // Given back when dropped, on every way out, a failed spawn included.
     let terminal = Terminal::new(args.setsid);
-    let (relay, child_ends) = args.max_output.map(Relay::new).transpose().map_err(failure)?.unzip();
+    let (relay, child_ends) = start_relay(args, marker.as_deref())?.unzip();
     let guard = start_guard(args, &scope, marker.as_deref()).map_err(failure)?;
     test_hook::pause("guard-started");
     if let Some(guard) = &guard {
@@ -253,6 +275,29 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
         child_ends,
         guard,
     })
+}
+
+/// The output relay, if the streams go through pgrun: `--max-output`
+/// bounds them, `--output-file` (opened and truncated only now, once the
+/// pid file is claimed: a run refused for a live one must not truncate its
+/// output) copies them. The file may not be one of the run's own files.
+fn start_relay(args: &RunArgs, marker: Option<&Path>) -> Step<Option<(Relay, ChildEnds)>> {
+    if !args.relays_output() {
+        return Ok(None);
+    }
+    if let Some(path) = &args.output_file {
+        let own = [
+            ("the pid file", args.pidfile.as_deref()),
+            ("the cancel marker", marker),
+            ("the report", args.report.as_deref()),
+        ];
+        if let Some((what, _)) = own.iter().find(|(_, p)| p.is_some_and(|p| pidfile::same_file(path, p))) {
+            return Err(failure(anyhow!("--output-file {} names {what}", path.display())));
+        }
+    }
+    let file = args.output_file.as_deref().map(OutputFile::open).transpose().map_err(failure)?;
+    let limit = args.max_output.map_or(Limit::None, Limit::Bytes);
+    Relay::new(limit, file).map(Some).map_err(failure)
 }
 
 /// COMMAND and its arguments as C strings.
@@ -420,7 +465,7 @@ fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: 
         relay.close();
     }
     outcome.guard = withdraw(run);
-    outcome.output = run.relay.take().map(|relay| relay.flush_rest(&run.signals));
+    outcome.take_relay_end(run.relay.take().map(|relay| relay.flush_rest(&run.signals)));
     outcome
 }
 
@@ -487,7 +532,7 @@ fn clean_up(
     outcome.guard = withdraw(&mut run);
     // The leaf is empty: removed before a flush that may wait on a reader.
     outcome.cgroup_left = run.scope.remove_leaf();
-    outcome.output = run.relay.take().map(|relay| relay.flush_rest(&run.signals));
+    outcome.take_relay_end(run.relay.take().map(|relay| relay.flush_rest(&run.signals)));
     outcome.contain = Some(run.scope.mode());
     outcome
 }

@@ -12,6 +12,7 @@ mod fuzz;
 mod guard;
 mod inheritance;
 mod output;
+mod output_file;
 mod parent_death;
 mod properties;
 mod protocol;

@@ -1,25 +1,33 @@
 //! Moving the command's stdout and stderr through pgrun, for
-//! `--max-output`.
+//! `--max-output` and `--output-file`.
 //!
 //! The relay owns the two inner pipes (the command writes to their write
-//! ends, pgrun reads their read ends) and each stream's [`Cut`]. It never
+//! ends, pgrun reads their read ends) and each stream's [`Shape`]: its
+//! [`Cut`] under a [`Limit::Bytes`], or the whole stream under
+//! [`Limit::None`] (a pass-through: every byte, in order). With
+//! `--output-file`, every read goes to the [`OutputFile`] first, in the
+//! order pgrun read it, whatever the streams' readers do. It never
 //! blocks and never wakes on its own: the supervisor's event loop polls the
 //! fds the relay names ([`Relay::interest`]) together with the signal fd and
 //! calls [`Relay::on_ready`]. Head bytes are written as they arrive; while
 //! pgrun's own stdout cannot take them, they wait in the stream's outbox
 //! (at most one read's worth) and the relay stops reading that stream's
 //! head, so the command waits, as it would on a direct pipe. Past the head,
-//! bytes go into the ring and reading never stops.
+//! bytes go into the ring and reading never stops. A whole stream is like a
+//! head that never ends: a stalled reader stops the reading of its stream
+//! (the output file then waits too, and still gets every byte in order).
 //!
 //! No write ever blocks, so a reader that stops reading never makes pgrun
 //! deaf to its timeout or to signals, and O_NONBLOCK is never set on a file
-//! description pgrun shares with its caller: a pipe is written `PIPE_BUF`
-//! bytes at a time, each only once `poll` says it is writable; a terminal,
-//! where even that can wait, through a non-blocking description of pgrun's
-//! own (on Linux; elsewhere as a pipe); a socket with `MSG_DONTWAIT`; a
-//! file at once. EAGAIN (the caller's own O_NONBLOCK) means "wait for
-//! POLLOUT", like a full pipe. Only a write error means the reader is gone:
-//! EPIPE (the reader left) quietly, any other error with one line. A stream
+//! description pgrun shares with its caller: a pipe or a terminal through a
+//! non-blocking description of pgrun's own (on Linux, opened anew from
+//! `/proc/self/fd`: a write takes what fits, a whole pipe buffer at once);
+//! elsewhere, or when that cannot be had, a pipe is written `PIPE_BUF`
+//! bytes at a time, each only once `poll` says it is writable (a terminal
+//! likewise); a socket with `MSG_DONTWAIT`; a file at once. EAGAIN (the
+//! caller's own O_NONBLOCK) means "wait for POLLOUT", like a full pipe.
+//! Only a write error means the reader is gone: EPIPE (the reader left)
+//! quietly, any other error with one line. A stream
 //! whose reader is gone is closed at once, so the command gets EPIPE or
 //! SIGPIPE on its next write, as it would without pgrun; the run goes on. A
 //! read error on an inner pipe ends that stream with one line, and the
@@ -34,6 +42,7 @@
 //! over, and everything pgrun read is written (SIGKILL ends pgrun, which
 //! holds nothing but its output by then).
 
+use super::file::OutputFile;
 use super::limit::{Cut, StreamStats};
 use crate::sys::PollFd;
 use crate::sys::pipe::{self, WriteKind};
@@ -51,6 +60,23 @@ const READ_SIZE: usize = 256 * 1024;
 const WRITES_PER_TURN: usize = 256;
 /// The inner pipes' buffer on Linux (best effort).
 const PIPE_CAPACITY: usize = 1024 * 1024;
+
+/// How much of each stream reaches its destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// All of it, byte-identical (`--output-file` without `--max-output`).
+    None,
+    /// `--max-output SIZE`: at most SIZE bytes, head, marker and tail.
+    Bytes(u64),
+}
+
+/// What became of the relay: each stream, and the output file's failed
+/// write, if one failed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RelayEnd {
+    pub streams: [Relayed; 2],
+    pub file_error: Option<StreamError>,
+}
 
 /// What became of one stream: the cut's numbers, and the error that cut it
 /// short, if any.
@@ -93,10 +119,11 @@ impl ChildEnds {
     }
 }
 
-/// Both streams' relays.
+/// Both streams' relays, and the output file they share.
 pub struct Relay {
     streams: [Stream; 2],
     scratch: Vec<u8>,
+    file: Option<OutputFile>,
 }
 
 struct Stream {
@@ -108,7 +135,8 @@ struct Stream {
     dest: Dest,
     /// How `dest` is written without blocking.
     kind: WriteKind,
-    cut: Option<Cut>,
+    /// `None` once the stream has ended and its stats are known.
+    shape: Option<Shape>,
     /// Bytes to write to `dest`, in order; the front one from `written` on.
     outbox: VecDeque<Vec<u8>>,
     written: usize,
@@ -133,17 +161,56 @@ impl Dest {
     }
 }
 
+/// What a stream's bytes become on their way to its destination.
+enum Shape {
+    /// `--max-output`: head, marker, tail.
+    Cut(Cut),
+    /// Every byte as it comes; how many so far.
+    Whole(u64),
+}
+
+impl Shape {
+    /// The bytes to write now for `bytes` read, appended to `out`.
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        match self {
+            Shape::Cut(cut) => cut.feed(bytes, out),
+            Shape::Whole(count) => {
+                *count += bytes.len() as u64;
+                out.extend_from_slice(bytes);
+            }
+        }
+    }
+
+    /// Whether what is read from now on is only kept, not written (so
+    /// reading need not wait for the reader).
+    fn past_head(&self) -> bool {
+        matches!(self, Shape::Cut(cut) if cut.past_head())
+    }
+
+    /// The stream has ended: what is still to write, and the stats.
+    fn finish(self, out: &mut Vec<u8>) -> (Vec<u8>, StreamStats) {
+        match self {
+            Shape::Cut(cut) => cut.finish(out),
+            Shape::Whole(bytes) => (Vec::new(), StreamStats { bytes, omitted: 0 }),
+        }
+    }
+}
+
 impl Relay {
-    /// Create the pipes and reserve each stream's ring for SIZE `size`.
-    /// Everything that can fail fails here, before the command starts.
-    pub fn new(size: u64) -> Result<(Relay, ChildEnds)> {
+    /// Create the pipes and, under [`Limit::Bytes`], reserve each stream's
+    /// ring. `file` (already open) gets every byte read. Everything that
+    /// can fail fails here, before the command starts.
+    pub fn new(limit: Limit, file: Option<OutputFile>) -> Result<(Relay, ChildEnds)> {
         let (out_read, out_write) = pipe::output_pipe(PIPE_CAPACITY).context("cannot create the output pipes")?;
         let (err_read, err_write) = pipe::output_pipe(PIPE_CAPACITY).context("cannot create the output pipes")?;
         let mut scratch = Vec::new();
         scratch.try_reserve_exact(READ_SIZE).context("cannot reserve the output buffer")?;
         scratch.resize(READ_SIZE, 0);
-        let reserve = || {
-            Cut::new(size).with_context(|| format!("cannot reserve memory for --max-output {size} (2 x {size} bytes)"))
+        let reserve = || match limit {
+            Limit::None => Ok(Shape::Whole(0)),
+            Limit::Bytes(size) => Cut::new(size)
+                .map(Shape::Cut)
+                .with_context(|| format!("cannot reserve memory for --max-output {size} (2 x {size} bytes)")),
         };
         let (stdout, stderr) = pipe::own_stdout_stderr();
         let relay = Relay {
@@ -152,6 +219,7 @@ impl Relay {
                 Stream::new("stderr", err_read, stderr, reserve()?),
             ],
             scratch,
+            file,
         };
         Ok((relay, ChildEnds { stdout: out_write, stderr: err_write }))
     }
@@ -161,7 +229,7 @@ impl Relay {
         let mut n = 0;
         for s in &self.streams {
             if let Some(source) = &s.source
-                && (s.outbox.is_empty() || s.cut.as_ref().is_some_and(Cut::past_head))
+                && (s.outbox.is_empty() || s.shape.as_ref().is_some_and(Shape::past_head))
             {
                 set[n] = PollFd::read(source.as_fd());
                 n += 1;
@@ -181,7 +249,7 @@ impl Relay {
                 if entry.write && entry.fd == s.dest.fd().as_raw_fd() && !s.outbox.is_empty() {
                     s.flush();
                 } else if !entry.write && s.source.as_ref().is_some_and(|fd| fd.as_raw_fd() == entry.fd) {
-                    s.read_once(&mut self.scratch);
+                    s.read_once(&mut self.scratch, &mut self.file);
                 }
             }
         }
@@ -192,7 +260,7 @@ impl Relay {
     /// take at once; the rest is for [`Relay::flush_rest`].
     pub fn close(&mut self) {
         for s in &mut self.streams {
-            s.drain(&mut self.scratch);
+            s.drain(&mut self.scratch, &mut self.file);
             s.end();
             s.flush();
         }
@@ -200,9 +268,10 @@ impl Relay {
 
     /// After [`Relay::close`]: write everything still owed, waiting for the
     /// readers as long as they take (or until they leave), and return what
-    /// became of stdout and stderr. Signals that arrive meanwhile are read
-    /// and change nothing: the run is over, and nothing read is lost.
-    pub fn flush_rest(mut self, signals: &SignalSource) -> [Relayed; 2] {
+    /// became of stdout, stderr and the output file (which has everything
+    /// already). Signals that arrive meanwhile are read and change nothing:
+    /// the run is over, and nothing read is lost.
+    pub fn flush_rest(mut self, signals: &SignalSource) -> RelayEnd {
         let mut watch_signals = true;
         loop {
             let mut set = [PollFd::read(signals.as_fd()); 3];
@@ -242,17 +311,20 @@ impl Relay {
                 }
             }
         }
-        self.streams.map(|s| Relayed { stats: s.stats.unwrap_or_default(), error: s.error })
+        RelayEnd {
+            streams: self.streams.map(|s| Relayed { stats: s.stats.unwrap_or_default(), error: s.error }),
+            file_error: self.file.and_then(OutputFile::finish),
+        }
     }
 }
 
 impl Stream {
-    fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, cut: Cut) -> Stream {
+    fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, shape: Shape) -> Stream {
         let mut kind = pipe::write_kind(dest);
         let mut dest = Dest::Shared(dest);
         if kind == WriteKind::Waits
             && let Dest::Shared(fd) = dest
-            && let Some(own) = pipe::reopen_terminal_nonblocking(fd)
+            && let Some(own) = pipe::reopen_pipe_nonblocking(fd).or_else(|| pipe::reopen_terminal_nonblocking(fd))
         {
             (dest, kind) = (Dest::Own(own), WriteKind::NonBlocking);
         }
@@ -261,7 +333,7 @@ impl Stream {
             source: Some(source),
             dest,
             kind,
-            cut: Some(cut),
+            shape: Some(shape),
             outbox: VecDeque::new(),
             written: 0,
             stats: None,
@@ -270,8 +342,8 @@ impl Stream {
     }
 
     /// One read (the loop comes back while there is more); returns whether
-    /// bytes came.
-    fn read_once(&mut self, scratch: &mut [u8]) -> bool {
+    /// bytes came. They go to `file` first, then on their way to `dest`.
+    fn read_once(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) -> bool {
         let Some(source) = &self.source else { return false };
         match pipe::read(source.as_fd(), scratch) {
             Ok(0) => {
@@ -280,6 +352,9 @@ impl Stream {
                 false
             }
             Ok(n) => {
+                if let Some(file) = file {
+                    file.write(&scratch[..n]);
+                }
                 self.feed(&scratch[..n]);
                 true
             }
@@ -300,9 +375,9 @@ impl Stream {
     }
 
     fn feed(&mut self, bytes: &[u8]) {
-        let Some(cut) = &mut self.cut else { return };
+        let Some(shape) = &mut self.shape else { return };
         let mut head = Vec::new();
-        cut.feed(bytes, &mut head);
+        shape.feed(bytes, &mut head);
         if !head.is_empty() {
             self.outbox.push_back(head);
             self.flush();
@@ -312,12 +387,12 @@ impl Stream {
     /// Read what the pipe holds right now, and no more: a writer outside
     /// the run must not keep pgrun here. What the head gains is queued (at
     /// most SIZE/2 in all), never waited for.
-    fn drain(&mut self, scratch: &mut [u8]) {
+    fn drain(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) {
         let Some(source) = &self.source else { return };
         let mut left = pipe::bytes_readable(source.as_fd()).unwrap_or(PIPE_CAPACITY);
         while left > 0 {
             let want = left.min(scratch.len());
-            if !self.read_once(&mut scratch[..want]) {
+            if !self.read_once(&mut scratch[..want], file) {
                 break;
             }
             left = left.saturating_sub(want);
@@ -328,9 +403,9 @@ impl Stream {
     /// pipe and queue what the cut still owes.
     fn end(&mut self) {
         self.source = None;
-        if let Some(cut) = self.cut.take() {
+        if let Some(shape) = self.shape.take() {
             let mut held = Vec::new();
-            let (rest, stats) = cut.finish(&mut held);
+            let (rest, stats) = shape.finish(&mut held);
             for bytes in [held, rest] {
                 if !bytes.is_empty() {
                     self.outbox.push_back(bytes);
@@ -398,8 +473,8 @@ impl Stream {
         self.outbox.clear();
         self.written = 0;
         self.source = None;
-        if let Some(cut) = self.cut.take() {
-            self.stats = Some(cut.finish(&mut Vec::new()).1);
+        if let Some(shape) = self.shape.take() {
+            self.stats = Some(shape.finish(&mut Vec::new()).1);
         }
     }
 }

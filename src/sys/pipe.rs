@@ -1,6 +1,7 @@
 //! Pipes and plain reads and writes, for relaying the command's output
-//! (`--max-output`): creating the inner pipes, non-blocking reads of their
-//! read ends, writes to pgrun's own stdout and stderr, and the few questions
+//! (`--max-output`, `--output-file`): creating the inner pipes,
+//! non-blocking reads of their read ends, writes to pgrun's own stdout and
+//! stderr (or a non-blocking description of their pipe), and the few questions
 //! the relay asks about an fd.
 
 use nix::errno::Errno;
@@ -77,7 +78,8 @@ pub enum WriteKind {
     /// writable (then a pipe takes it without blocking).
     Waits,
     /// A description of pgrun's own with O_NONBLOCK (a terminal, see
-    /// [`reopen_terminal_nonblocking`]): a write takes what fits.
+    /// [`reopen_terminal_nonblocking`], or a pipe, see
+    /// [`reopen_pipe_nonblocking`]): a write takes what fits.
     NonBlocking,
 }
 
@@ -109,6 +111,35 @@ pub fn reopen_terminal_nonblocking(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
         let own = nix::fcntl::open(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_str(), flags, Mode::empty()).ok()?;
         let (theirs, ours) = (fstat(fd).ok()?, fstat(&own).ok()?);
         let same = theirs.st_rdev == ours.st_rdev && nix::unistd::isatty(&own).unwrap_or(false);
+        same.then_some(own)
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = fd;
+        None
+    }
+}
+
+/// A file description of pgrun's own for the pipe or FIFO `fd`, opened
+/// write-only and non-blocking (on Linux: `/proc/self/fd/N` opens the same
+/// pipe anew): written through it, a write takes what fits (up to the
+/// pipe's whole buffer at once, not `PIPE_BUF` after each `poll`) and never
+/// waits, while the caller's description keeps its flags. `None` if it
+/// cannot be had (no reader left: ENXIO; another user's FIFO; no /proc;
+/// not Linux) or is not the same pipe.
+pub fn reopen_pipe_nonblocking(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    #[cfg(linux_strengths)]
+    {
+        use nix::sys::stat::{Mode, fstat};
+        let theirs = fstat(fd).ok()?;
+        if theirs.st_mode & libc::S_IFMT != libc::S_IFIFO {
+            return None;
+        }
+        let flags = OFlag::O_WRONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+        let own = nix::fcntl::open(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_str(), flags, Mode::empty()).ok()?;
+        let ours = fstat(&own).ok()?;
+        let same = ours.st_mode & libc::S_IFMT == libc::S_IFIFO
+            && (ours.st_dev, ours.st_ino) == (theirs.st_dev, theirs.st_ino);
         same.then_some(own)
     }
     #[cfg(not(linux_strengths))]
