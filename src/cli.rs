@@ -3,29 +3,29 @@
 
 use crate::duration::parse_duration;
 use crate::help::*;
-use crate::signame::{Signal, parse_signal};
-use crate::stop_sequence::StopSequence;
+use crate::signame::Signal;
+use crate::stop_sequence::{StepSignal, StopSequence, parse_step_signal};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Parses SIG; its possible values are the common names, which shells
-/// complete (any other valid spelling is accepted too).
+/// Parses SIG or `leader:SIG`; its possible values are the common names,
+/// which shells complete (any other valid spelling is accepted too).
 #[derive(Clone)]
 struct SignalParser;
 
 impl clap::builder::TypedValueParser for SignalParser {
-    type Value = Signal;
+    type Value = StepSignal;
 
     fn parse_ref(
         &self,
         cmd: &clap::Command,
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
-    ) -> Result<Signal, clap::Error> {
+    ) -> Result<StepSignal, clap::Error> {
         let text = value.to_str().ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidUtf8).with_cmd(cmd))?;
-        parse_signal(text).map_err(|e| {
+        parse_step_signal(text).map_err(|e| {
             let name = arg.map_or_else(|| "SIG".to_string(), |a| a.to_string());
             clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("invalid value for '{name}': {e}\n"))
                 .with_cmd(cmd)
@@ -79,9 +79,10 @@ pub struct RunArgs {
     #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 
-    /// First signal of the stop sequence [default: TERM].
+    /// First signal of the stop sequence; leader:SIG sends it to COMMAND's
+    /// own process only [default: TERM].
     #[arg(short = 's', long, value_name = "SIG", value_parser = SignalParser, hide_possible_values = true)]
-    pub signal: Option<Signal>,
+    pub signal: Option<StepSignal>,
 
     /// Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s].
     #[arg(short = 'k', long, value_name = "DUR", value_parser = parse_duration)]
@@ -164,8 +165,8 @@ impl RunArgs {
     pub fn stop_sequence(&self) -> StopSequence {
         match &self.escalate {
             Some(seq) => seq.clone(),
-            None => StopSequence::simple(
-                self.signal.unwrap_or(Signal::TERM),
+            None => StopSequence::first_then_kill(
+                self.signal.unwrap_or(StepSignal { signal: Signal::TERM, leader: false }),
                 self.kill_after.unwrap_or(crate::stop_sequence::DEFAULT_GRACE),
             ),
         }

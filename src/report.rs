@@ -145,7 +145,7 @@ impl ReportTarget {
             signals: contents
                 .signals
                 .iter()
-                .map(|s| SignalEntry { signal: s.signal.name(), at_ms: s.at.as_millis() as u64 })
+                .map(|s| SignalEntry { signal: s.name(), at_ms: s.at.as_millis() as u64 })
                 .collect(),
             stragglers: contents.stragglers,
             unreaped: contents.unreaped,

@@ -500,25 +500,44 @@ impl Supervisor<'_> {
     /// Do what the stop plan says at `now`: send the next step, or KILL
     /// again (after the final KILL something is still there: a member we
     /// may not signal, one that forked in the meantime, or a zombie whose
-    /// parent may yet reap it), or give up on a run that refuses KILL.
+    /// parent may yet reap it), or give up on a run that refuses KILL. A
+    /// `leader:` step goes to the command's own process only, and only
+    /// while pgrun has not reaped it (its parent, pgrun is the one that
+    /// frees the pid, so until then the pid is the command's); once the
+    /// command has exited the step is skipped.
     fn advance_stop(&mut self, now: Instant) {
-        let Phase::Stopping(plan) = &mut self.phase else { return };
-        let send = match plan.next(now) {
-            Action::Send(send) => send,
-            Action::WaitUntil(_) => return,
-            Action::GiveUp(_) => return self.give_up_refused(),
-        };
-        if send.repeat {
-            verbose!("process group {} survived KILL; sending it again", self.pgid);
-        } else {
-            self.sent.push(SentSignal { signal: send.signal, at: now.saturating_duration_since(self.w.started) });
-            verbose!("sending {} to process group {}", send.signal, self.pgid);
-            self.poll_backoff = Backoff::up_to(MAX_POLL);
-        }
-        let result = self.w.scope.signal(send.signal, send.cont, send.last);
-        plan.sent(result.is_ok());
-        if let Err(err) = result {
-            self.send_error = Some(err);
+        loop {
+            let Phase::Stopping(plan) = &mut self.phase else { return };
+            let send = match plan.next(now) {
+                Action::Send(send) => send,
+                Action::WaitUntil(_) => return,
+                Action::GiveUp(_) => return self.give_up_refused(),
+            };
+            if send.leader && !matches!(self.leader, Leader::Running) {
+                verbose!("the command has exited: skipping the step leader:{}", send.signal);
+                plan.skip(now);
+                continue;
+            }
+            if send.repeat {
+                verbose!("process group {} survived KILL; sending it again", self.pgid);
+            } else {
+                let at = now.saturating_duration_since(self.w.started);
+                self.sent.push(SentSignal { signal: send.signal, at, leader: send.leader });
+                match send.leader {
+                    true => verbose!("sending {} to process {} (the command) alone", send.signal, self.pgid),
+                    false => verbose!("sending {} to process group {}", send.signal, self.pgid),
+                }
+                self.poll_backoff = Backoff::up_to(MAX_POLL);
+            }
+            let result = match send.leader {
+                true => signal_leader(self.pgid, send.signal, send.cont),
+                false => self.w.scope.signal(send.signal, send.cont, send.last),
+            };
+            plan.sent(result.is_ok());
+            if let Err(err) = result {
+                self.send_error = Some(err);
+            }
+            return;
         }
     }
 
@@ -583,4 +602,17 @@ impl Supervisor<'_> {
         let check = Instant::now() + self.poll_backoff.next_pause();
         Some(deadline.map_or(check, |d| d.min(check)))
     }
+}
+
+/// A `leader:` step: `signal` to the command's own process `pid` alone,
+/// then SIGCONT to it if `cont`. Only for a leader pgrun has not reaped.
+fn signal_leader(pid: Pid, signal: Signal, cont: bool) -> std::io::Result<()> {
+    let sent = process::signal_process(pid, signal);
+    if let Err(err) = &sent {
+        verbose!("cannot send {signal} to process {pid} (the command): {err}");
+    }
+    if cont {
+        let _ = process::signal_process(pid, Signal::CONT);
+    }
+    sent.map(|_| ())
 }
