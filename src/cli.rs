@@ -79,6 +79,11 @@ pub struct RunArgs {
     #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 
+    /// Stop the run, as --timeout does, when COMMAND has written nothing to
+    /// stdout or stderr for DUR (both then go through pgrun; 0 = none) [default: none].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub idle_timeout: Option<Duration>,
+
     /// First signal of the stop sequence; leader:SIG sends it to COMMAND's
     /// own process only [default: TERM].
     #[arg(short = 's', long, value_name = "SIG", value_parser = SignalParser, hide_possible_values = true)]
@@ -159,6 +164,17 @@ impl RunArgs {
     /// The `--contain` mode asked for, or this platform's default.
     pub fn contain_mode(&self) -> crate::contain::Mode {
         self.contain.unwrap_or_else(crate::contain::Mode::default_here)
+    }
+
+    /// `--idle-timeout`, if one is in force (0 means none).
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout.filter(|t| !t.is_zero())
+    }
+
+    /// Whether the command's stdout and stderr go through pgrun's relay
+    /// (`--max-output`, `--idle-timeout`) instead of passing untouched.
+    pub fn relays_output(&self) -> bool {
+        self.max_output.is_some() || self.idle_timeout().is_some()
     }
 
     /// The stop sequence these options ask for.

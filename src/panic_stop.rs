@@ -45,7 +45,8 @@ pub struct PanicReport {
     pub started: Instant,
     /// The `--contain` mode's name.
     pub contain: &'static str,
-    /// `--max-output` was given: the report's `output` is an object.
+    /// The output went through pgrun (`--max-output`, `--idle-timeout`):
+    /// the report's `output` is an object.
     pub max_output: bool,
 }
 

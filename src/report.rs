@@ -23,6 +23,7 @@ pub enum Reason {
     Exited,
     Signaled,
     Timeout,
+    IdleTimeout,
     Cancelled,
     CancelledBeforeStart,
     Error,
@@ -51,7 +52,8 @@ struct ReportJson<'a> {
     unreaped: usize,
     /// Processes pgrun could not stop (every KILL refused) and left.
     unstopped: usize,
-    /// `--max-output` only (null without it): bytes and omitted per stream.
+    /// Only when the output went through pgrun (`--max-output`,
+    /// `--idle-timeout`; null otherwise): bytes and omitted per stream.
     output: Option<Output>,
     /// The `--contain` mode in force.
     contain: &'a str,

@@ -111,7 +111,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
     // Held where the panic hook can write it too.
     if let Some(target) = report {
         let contain = args.contain_mode().name();
-        let max_output = args.max_output.is_some();
+        let max_output = args.relays_output();
         crate::panic_stop::hold_report(crate::panic_stop::PanicReport { target, started, contain, max_output });
     }
     let outcome = execute(args, started, parent);
@@ -131,7 +131,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             pgid: outcome.pgid,
             signals: &outcome.signals,
             stragglers: outcome.stragglers,
-            output: args.max_output.map(|_| outcome.output.unwrap_or_default()),
+            output: args.relays_output().then(|| outcome.output.unwrap_or_default()),
             contain: outcome.contain.unwrap_or_else(|| args.contain_mode()).name(),
             escaped: outcome.escaped,
             cgroup_left: outcome.cgroup_left.as_deref(),
@@ -227,7 +227,8 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     }
     // Given back when dropped, on every way out, a failed spawn included.
     let terminal = Terminal::new(args.setsid);
-    let (relay, child_ends) = args.max_output.map(Relay::new).transpose().map_err(failure)?.unzip();
+    let (relay, child_ends) =
+        args.relays_output().then(|| Relay::new(args.max_output)).transpose().map_err(failure)?.unzip();
     let guard = start_guard(args, &scope, marker.as_deref()).map_err(failure)?;
     scope.set_guard(guard.as_ref().map(Guard::pid));
     Ok(Prepared {
@@ -420,6 +421,7 @@ fn supervise(
         scope: &mut run.scope,
         sequence: &sequence,
         timeout: args.timeout.filter(|t| !t.is_zero()),
+        idle_timeout: args.idle_timeout(),
         wait_group: args.wait_group,
         signals: &run.signals,
         started,
@@ -544,6 +546,7 @@ fn outcome_of(ended: GroupEnd, pgid: Pid) -> Outcome {
     };
     let (exit, reason) = match (ended.stop_reason, status) {
         (Some(StopReason::Timeout), _) => (RunExit::Timeout, Reason::Timeout),
+        (Some(StopReason::IdleTimeout), _) => (RunExit::Timeout, Reason::IdleTimeout),
         (Some(StopReason::Cancel), status) => (RunExit::Command(status), Reason::Cancelled),
         (_, status @ ChildStatus::Exited(_)) => (RunExit::Command(status), Reason::Exited),
         (_, status @ ChildStatus::Signaled(_)) => (RunExit::Command(status), Reason::Signaled),

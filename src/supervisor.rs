@@ -48,6 +48,8 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
     Timeout,
+    /// `--idle-timeout`: no output for that long.
+    IdleTimeout,
     Cancel,
     /// The command exited and left members behind.
     Stragglers,
@@ -100,6 +102,9 @@ pub struct Supervised<'a> {
     pub scope: &'a mut Scope,
     pub sequence: &'a StopSequence,
     pub timeout: Option<Duration>,
+    /// `--idle-timeout`: stop when the relay has read nothing for this long
+    /// (needs `relay`).
+    pub idle_timeout: Option<Duration>,
     pub wait_group: bool,
     pub signals: &'a SignalSource,
     /// When pgrun started: report times count from here.
@@ -139,6 +144,9 @@ struct Supervisor<'a> {
     phase: Phase,
     leader: Leader,
     timeout_at: Option<Instant>,
+    /// The idle deadline: the last read of the command's output (or the
+    /// start) plus `--idle-timeout`; moved on each read.
+    idle_at: Option<Instant>,
     stop_reason: Option<StopReason>,
     sent: Vec<SentSignal>,
     stragglers: usize,
@@ -164,6 +172,7 @@ struct Supervisor<'a> {
 /// sequence at once (a cancel marker found right after publishing).
 pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Result<GroupEnd> {
     let timeout_at = w.timeout.and_then(|t| Instant::now().checked_add(t));
+    let idle_at = w.idle_timeout.and_then(|t| Instant::now().checked_add(t));
     let pgid = w.scope.pgid();
     let parent_check_at = w.parent.and_then(|p| p.check_every()).and_then(|every| Instant::now().checked_add(every));
     let mut s = Supervisor {
@@ -171,6 +180,7 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
         phase: Phase::Running,
         leader: Leader::Running,
         timeout_at,
+        idle_at,
         stop_reason: None,
         sent: Vec::new(),
         stragglers: 0,
@@ -273,8 +283,12 @@ impl Supervisor<'_> {
             n += relay.interest(&mut set[first_relay..]);
         }
         sys::poll(&mut set[..n], wait)?;
-        if let Some(relay) = &mut self.w.relay {
-            relay.on_ready(&set[first_relay..n]);
+        if let Some(relay) = &mut self.w.relay
+            && relay.on_ready(&set[first_relay..n])
+            && let Some(idle) = self.w.idle_timeout
+        {
+            // Output came: the one idle deadline moves (no tick does).
+            self.idle_at = Instant::now().checked_add(idle);
         }
         if events.is_some() && set[1].ready {
             // Reading cgroup.events re-arms its notification (the run's end
@@ -374,12 +388,13 @@ impl Supervisor<'_> {
     }
 
     /// A child was stopped: job control, see [`crate::terminal`]. The
-    /// timeout keeps counting meanwhile: its deadline is on the monotonic
-    /// clock.
+    /// timeout (and the idle timeout) keeps counting meanwhile: its
+    /// deadline is on the monotonic clock.
     fn on_stopped(&mut self, pid: Pid, signal: i32) {
         if let Some(terminal) = self.w.terminal {
             let stopping = matches!(self.phase, Phase::Stopping(_));
-            terminal.on_stopped(pid, signal, RunState { stopping, timed: self.timeout_at.is_some() });
+            let timed = self.timeout_at.is_some() || self.idle_at.is_some();
+            terminal.on_stopped(pid, signal, RunState { stopping, timed });
         }
     }
 
@@ -456,6 +471,13 @@ impl Supervisor<'_> {
         {
             verbose!("timeout: stopping process group {}", self.pgid);
             self.start_stop(StopReason::Timeout);
+        }
+        if let Phase::Running | Phase::Draining = self.phase
+            && self.idle_at.is_some_and(|at| now >= at)
+        {
+            let idle = self.w.idle_timeout.map(crate::duration::describe).unwrap_or_default();
+            verbose!("no output for {idle}: stopping process group {}", self.pgid);
+            self.start_stop(StopReason::IdleTimeout);
         }
         let Phase::Stopping(plan) = &self.phase else { return };
         if plan.deadline().is_none_or(|at| now < at) {
@@ -576,7 +598,7 @@ impl Supervisor<'_> {
     /// The next moment the loop must wake without an event, if any.
     fn next_wake(&mut self) -> Option<Instant> {
         let deadline = match &self.phase {
-            Phase::Running | Phase::Draining => self.timeout_at,
+            Phase::Running | Phase::Draining => earliest(self.timeout_at, self.idle_at),
             Phase::Stopping(plan) => plan.deadline(),
         };
         let deadline = match (deadline, self.parent_check_at) {
@@ -601,6 +623,14 @@ impl Supervisor<'_> {
         }
         let check = Instant::now() + self.poll_backoff.next_pause();
         Some(deadline.map_or(check, |d| d.min(check)))
+    }
+}
+
+/// The earlier of two optional deadlines.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

@@ -10,6 +10,7 @@ mod exit_status;
 mod faults_sys;
 mod fuzz;
 mod guard;
+mod idle;
 mod inheritance;
 mod output;
 mod parent_death;

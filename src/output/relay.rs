@@ -1,8 +1,11 @@
 //! Moving the command's stdout and stderr through pgrun, for
-//! `--max-output`.
+//! `--max-output` and `--idle-timeout`.
 //!
 //! The relay owns the two inner pipes (the command writes to their write
-//! ends, pgrun reads their read ends) and each stream's [`Cut`]. It never
+//! ends, pgrun reads their read ends) and each stream's [`Bound`]: a
+//! [`Cut`] with `--max-output`, else the whole stream, byte-identical (an
+//! idle timeout only needs to see the bytes go by). [`Relay::on_ready`]
+//! says whether bytes were read, which is what moves the idle deadline. It never
 //! blocks and never wakes on its own: the supervisor's event loop polls the
 //! fds the relay names ([`Relay::interest`]) together with the signal fd and
 //! calls [`Relay::on_ready`]. Head bytes are written as they arrive; while
@@ -108,12 +111,50 @@ struct Stream {
     dest: Dest,
     /// How `dest` is written without blocking.
     kind: WriteKind,
-    cut: Option<Cut>,
+    cut: Option<Bound>,
     /// Bytes to write to `dest`, in order; the front one from `written` on.
     outbox: VecDeque<Vec<u8>>,
     written: usize,
     stats: Option<StreamStats>,
     error: Option<StreamError>,
+}
+
+/// How much of a stream comes out.
+enum Bound {
+    /// `--max-output`: head, marker, tail.
+    Cut(Cut),
+    /// All of it, as it arrives; the count of bytes read.
+    Whole(u64),
+}
+
+impl Bound {
+    /// Whether what is fed from now on produces no output until the end.
+    fn past_head(&self) -> bool {
+        match self {
+            Bound::Cut(cut) => cut.past_head(),
+            Bound::Whole(_) => false,
+        }
+    }
+
+    /// Take `bytes` read; what to write now goes into `out`.
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        match self {
+            Bound::Cut(cut) => cut.feed(bytes, out),
+            Bound::Whole(count) => {
+                *count += bytes.len() as u64;
+                out.extend_from_slice(bytes);
+            }
+        }
+    }
+
+    /// The stream has ended: what is still owed (held bytes into `held`,
+    /// the rest returned), and the stream's numbers.
+    fn finish(self, held: &mut Vec<u8>) -> (Vec<u8>, StreamStats) {
+        match self {
+            Bound::Cut(cut) => cut.finish(held),
+            Bound::Whole(bytes) => (Vec::new(), StreamStats { bytes, omitted: 0 }),
+        }
+    }
 }
 
 /// Where a stream is written.
@@ -134,16 +175,20 @@ impl Dest {
 }
 
 impl Relay {
-    /// Create the pipes and reserve each stream's ring for SIZE `size`.
-    /// Everything that can fail fails here, before the command starts.
-    pub fn new(size: u64) -> Result<(Relay, ChildEnds)> {
+    /// Create the pipes and reserve each stream's ring for SIZE `size`
+    /// (`None`: no bound, every byte passes). Everything that can fail fails
+    /// here, before the command starts.
+    pub fn new(size: Option<u64>) -> Result<(Relay, ChildEnds)> {
         let (out_read, out_write) = pipe::output_pipe(PIPE_CAPACITY).context("cannot create the output pipes")?;
         let (err_read, err_write) = pipe::output_pipe(PIPE_CAPACITY).context("cannot create the output pipes")?;
         let mut scratch = Vec::new();
         scratch.try_reserve_exact(READ_SIZE).context("cannot reserve the output buffer")?;
         scratch.resize(READ_SIZE, 0);
-        let reserve = || {
-            Cut::new(size).with_context(|| format!("cannot reserve memory for --max-output {size} (2 x {size} bytes)"))
+        let reserve = || match size {
+            Some(size) => Cut::new(size)
+                .map(Bound::Cut)
+                .with_context(|| format!("cannot reserve memory for --max-output {size} (2 x {size} bytes)")),
+            None => Ok(Bound::Whole(0)),
         };
         let (stdout, stderr) = pipe::own_stdout_stderr();
         let relay = Relay {
@@ -161,7 +206,7 @@ impl Relay {
         let mut n = 0;
         for s in &self.streams {
             if let Some(source) = &s.source
-                && (s.outbox.is_empty() || s.cut.as_ref().is_some_and(Cut::past_head))
+                && (s.outbox.is_empty() || s.cut.as_ref().is_some_and(Bound::past_head))
             {
                 set[n] = PollFd::read(source.as_fd());
                 n += 1;
@@ -174,17 +219,20 @@ impl Relay {
         n
     }
 
-    /// Act on the fds `poll` found ready.
-    pub fn on_ready(&mut self, set: &[PollFd]) {
+    /// Act on the fds `poll` found ready; true if bytes of the command's
+    /// output were read.
+    pub fn on_ready(&mut self, set: &[PollFd]) -> bool {
+        let mut read = false;
         for entry in set.iter().filter(|e| e.ready) {
             for s in &mut self.streams {
                 if entry.write && entry.fd == s.dest.fd().as_raw_fd() && !s.outbox.is_empty() {
                     s.flush();
                 } else if !entry.write && s.source.as_ref().is_some_and(|fd| fd.as_raw_fd() == entry.fd) {
-                    s.read_once(&mut self.scratch);
+                    read |= s.read_once(&mut self.scratch);
                 }
             }
         }
+        read
     }
 
     /// The run is over: read what the pipes hold now (and no more), close
@@ -247,7 +295,7 @@ impl Relay {
 }
 
 impl Stream {
-    fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, cut: Cut) -> Stream {
+    fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, cut: Bound) -> Stream {
         let mut kind = pipe::write_kind(dest);
         let mut dest = Dest::Shared(dest);
         if kind == WriteKind::Waits
