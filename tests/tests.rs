@@ -12,6 +12,7 @@ mod fuzz;
 mod guard;
 mod idle;
 mod inheritance;
+mod leader;
 mod output;
 mod parent_death;
 mod properties;
