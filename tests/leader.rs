@@ -140,3 +140,44 @@ fn malformed_leader_steps_are_usage_errors() {
         }
     }
 }
+
+/// pgrun's guard: its child named `pgrun-guard`.
+fn guard_of(pgrun: i32) -> i32 {
+    let mut found = None;
+    eventually("pgrun's guard to appear", || {
+        found = descendants(pgrun)
+            .into_iter()
+            .find(|&p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == "pgrun-guard"));
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+#[test]
+fn the_guard_sends_a_leader_step_to_the_leader_alone_through_its_pidfd() {
+    // pgrun is killed with SIGKILL: its guard, which is not the leader's
+    // parent, runs the run's stop sequence. On Linux it holds the leader
+    // by a pidfd and sends the leader step through it; where it cannot
+    // (the portable build) it skips the step rather than kill(pid).
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let payload = leader_and_member(&dir);
+    let pidfile = scratch.path("job.pid");
+    let (index, pgid) =
+        start_published(&mut guard, &pidfile, &["--escalate", "leader:TERM/700ms/TERM/700ms/KILL"], &payload);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    let member = wait_pid(&scratch.path("member.pid"), &mut guard);
+    let leader = wait_pid(&scratch.path("leader.pid"), &mut guard);
+    assert_eq!(leader, pgid);
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(member);
+    wait_dead(leader);
+    wait_dead(keeper);
+    let leader_terms: &[&str] = if cfg!(feature = "posix-fallback") { &["TERM"] } else { &["TERM", "TERM"] };
+    assert_eq!(log_lines(&scratch.path("leader.log")), leader_terms);
+    assert_eq!(log_lines(&scratch.path("member.log")), ["TERM"]);
+}
