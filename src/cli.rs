@@ -79,14 +79,17 @@ pub struct RunArgs {
     #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 
-    /// Stop the run, as --timeout does, when COMMAND has written nothing to
-    /// stdout or stderr for DUR (both then go through pgrun; 0 = none) [default: none].
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    /// Stop the run when COMMAND has written no output for DUR [default: none].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration,
+          long_help = "Stop the run, as --timeout does (124), when COMMAND has written nothing to \
+                       stdout or stderr for DUR; both then go through pgrun (see Idle timeout \
+                       below; 0 = none) [default: none].")]
     pub idle_timeout: Option<Duration>,
 
-    /// First signal of the stop sequence; leader:SIG sends it to COMMAND's
-    /// own process only [default: TERM].
-    #[arg(short = 's', long, value_name = "SIG", value_parser = SignalParser, hide_possible_values = true)]
+    /// First signal of the stop sequence [default: TERM].
+    #[arg(short = 's', long, value_name = "SIG", value_parser = SignalParser, hide_possible_values = true,
+          long_help = "First signal of the stop sequence; leader:SIG sends it to COMMAND's own \
+                       process only (see Stop sequence below) [default: TERM].")]
     pub signal: Option<StepSignal>,
 
     /// Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s].
@@ -96,10 +99,13 @@ pub struct RunArgs {
     /// The whole stop sequence, SIG/DUR/SIG/DUR/..., e.g. INT/2s/TERM/5s/KILL;
     /// a final KILL is implied, a signal with no DUR gets 10s.
     #[arg(long, value_name = "SCHED", value_parser = StopSequence::parse_escalate,
+          long_help = "The whole stop sequence, SIG/DUR/SIG/DUR/..., e.g. INT/2s/TERM/5s/KILL; a \
+                       final KILL is implied, a signal with no DUR gets 10s; a step leader:SIG goes \
+                       to COMMAND's own process only (see Stop sequence below).",
           conflicts_with_all = ["signal", "kill_after"])]
     pub escalate: Option<StopSequence>,
 
-    /// On timeout, exit with COMMAND's status instead of 124.
+    /// On timeout (or idle timeout), exit with COMMAND's status instead of 124.
     #[arg(long)]
     pub preserve_status: bool,
 
