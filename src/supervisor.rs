@@ -526,7 +526,8 @@ impl Supervisor<'_> {
     /// `leader:` step goes to the command's own process only, and only
     /// while pgrun has not reaped it (its parent, pgrun is the one that
     /// frees the pid, so until then the pid is the command's); once the
-    /// command has exited the step is skipped.
+    /// command has exited (reaped, or a zombie waiting for pgrun) the step
+    /// is skipped.
     fn advance_stop(&mut self, now: Instant) {
         loop {
             let Phase::Stopping(plan) = &mut self.phase else { return };
@@ -535,7 +536,12 @@ impl Supervisor<'_> {
                 Action::WaitUntil(_) => return,
                 Action::GiveUp(_) => return self.give_up_refused(),
             };
-            if send.leader && !matches!(self.leader, Leader::Running) {
+            if send.leader {
+                crate::test_hook::pause("leader-step");
+            }
+            // A leader that exited but is not reaped yet (its SIGCHLD not
+            // read yet) has exited too: skip, as the contract says.
+            if send.leader && (!matches!(self.leader, Leader::Running) || process::exited_unreaped(self.pgid)) {
                 verbose!("the command has exited: skipping the step leader:{}", send.signal);
                 plan.skip(now);
                 continue;

@@ -13,7 +13,8 @@
 //! (no marker was found before the start), `spawned` (the command runs, its
 //! group is not published yet), `draining-census` (with `--wait-group`,
 //! the command has exited and the supervisor is about to ask whether only
-//! zombies it cannot reap are left), `exit` (all is done and written, pgrun is
+//! zombies it cannot reap are left), `leader-step` (the supervisor is
+//! about to decide whether a `leader:` step can still be sent), `exit` (all is done and written, pgrun is
 //! about to exit: its peak memory can be read).
 //!
 //! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise

@@ -181,3 +181,46 @@ fn the_guard_sends_a_leader_step_to_the_leader_alone_through_its_pidfd() {
     assert_eq!(log_lines(&scratch.path("leader.log")), leader_terms);
     assert_eq!(log_lines(&scratch.path("member.log")), ["TERM"]);
 }
+
+#[test]
+fn a_leader_that_exited_but_is_not_reaped_yet_is_skipped_too() {
+    // The window: the timeout fires, and the leader exits before pgrun has
+    // read its SIGCHLD. pgrun is held right before the leader step while
+    // the leader exits and becomes a zombie; the step must be skipped (a
+    // zombie has exited), not "sent" and its long grace waited.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("report.json");
+    let member = term_logger(&dir, "member").replace('"', "\\\"").replace('$', "\\$");
+    let payload = format!(
+        "sh -c \"{member}\" & while [ ! -s {dir}/member.pid ]; do sleep 0.01; done; echo $$ > {dir}/leader.pid; \
+         while [ ! -e {dir}/go ]; do sleep 0.01; done; exit 3"
+    );
+    let pause = Pause::new(&scratch, "leader-step");
+    let mut cmd = pgrun([
+        "--report",
+        report.to_str().unwrap(),
+        "--timeout",
+        "300ms",
+        "--escalate",
+        "leader:TERM/20s/TERM/500ms/KILL",
+        "--",
+        "sh",
+        "-c",
+        &payload,
+    ]);
+    pause.arm(&mut cmd);
+    let index = guard.spawn(&mut cmd);
+    let member_pid = wait_pid(&scratch.path("member.pid"), &mut guard);
+    let leader = wait_pid(&scratch.path("leader.pid"), &mut guard);
+    pause.wait_reached();
+    fs::write(scratch.path("go"), b"").unwrap();
+    eventually("the leader to be a zombie", || state(leader).as_deref() == Some("Z"));
+    pause.release();
+    assert_eq!(guard.wait(index), 124);
+    assert!(is_dead(member_pid), "the member survived");
+    let r = json(&report);
+    assert_eq!(signal_names(&r), ["TERM", "KILL"], "{r}");
+    assert_eq!(r["status"]["code"], 3, "{r}");
+}
