@@ -19,7 +19,8 @@
 //! - the pid file protocol and the cancel marker: [`pidfile`], and its
 //!   readers [`cancel`] and [`status`];
 //! - the terminal and job control: [`terminal`];
-//! - `--max-output`: [`output`]; `--report`: [`report`]; `--die-with-parent`:
+//! - `--max-output` and `--idle-timeout`'s relay: [`output`] (the idle
+//!   deadline itself: [`supervisor`]); `--report`: [`report`]; `--die-with-parent`:
 //!   [`parent_death`]; a panic: [`panic_stop`];
 //! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
 //!   event announces), [`say`] (pgrun's only voice on stderr), [`test_hook`]

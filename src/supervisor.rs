@@ -11,8 +11,9 @@
 //! ```
 //!
 //! Every wake-up comes from a signal read from the [`SignalSource`] (SIGCHLD,
-//! SIGTERM, forwarded signals) or from a deadline (the timeout, a step's
-//! grace). While the command simply runs, nothing else wakes pgrun. The loop
+//! SIGTERM, forwarded signals), from the output relay's fds, or from a
+//! deadline (the timeout, the idle timeout, a step's grace). The idle
+//! timeout is one deadline, moved each time the relay reads output. While the command simply runs, nothing else wakes pgrun. The loop
 //! ends only when the leader has been reaped *and* the run is gone as the
 //! `--contain` mode defines it ([`Scope::is_gone`]): `kill(-pgid, 0)`
 //! reports ESRCH (a zombie leader would still hold the group, so reaping

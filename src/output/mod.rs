@@ -1,7 +1,8 @@
 //! `--max-output SIZE`: the command's stdout and stderr each go through a
 //! pipe that pgrun reads, so that each comes out bounded (head, a marker
 //! line, tail), cut on UTF-8 character boundaries, in bounded memory, and
-//! with nothing pgrun read ever lost.
+//! with nothing pgrun read ever lost. `--idle-timeout` uses the same relay,
+//! unbounded unless `--max-output` is given too, to see output go by.
 //!
 //! [`size`] parses SIZE, [`utf8`] knows where a cut may fall, [`limit`] is
 //! the pure cut of one stream, and [`relay`] moves the bytes: it owns the
