@@ -134,3 +134,82 @@ fn bad_idle_timeouts_are_usage_errors() {
         assert_status(&out, 125, &format!("--idle-timeout {bad:?}"));
     }
 }
+
+#[test]
+fn a_reader_that_leaves_stops_the_whole_stream_relay_not_the_run() {
+    // Without --max-output the stream passes whole (spliced pipe to pipe
+    // on Linux): `head -c 10` leaving still gives the command SIGPIPE, as
+    // without pgrun, and the run goes on.
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let report = scratch.path("report.json");
+    let script = format!(
+        "{} --idle-timeout 30 --report {} -- sh -c 'yes; echo $? > {dir}/status; echo after >&2' | head -c 10 >/dev/null",
+        pgrun_path(),
+        report.display()
+    );
+    let out = run(std::process::Command::new("sh").args(["-c", &script]).stdin(std::process::Stdio::null()));
+    assert_status(&out, 0, "pipeline");
+    assert_eq!(std::fs::read_to_string(scratch.path("status")).unwrap(), "141\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "after\n");
+    let r = json(&report);
+    assert_eq!(r["reason"], "exited", "{r}");
+    assert!(r["output"]["stdout"]["bytes"].as_u64().unwrap() >= 10, "{r}");
+    assert_eq!(r["output"]["stderr"]["bytes"], 6, "{r}");
+}
+
+#[test]
+fn a_command_held_up_by_a_stalled_reader_is_idle_and_loses_nothing() {
+    // pgrun's stdout is a pipe the test does not read: once it is full,
+    // pgrun reads no more, the command blocks in write(2), nothing more is
+    // read, and the idle timeout fires (pgrun is not deaf while it waits
+    // for room, and does not spin either). Everything read is then written
+    // once the reader reads.
+    use std::io::Read;
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let report = scratch.path("report.json");
+    let mut guard = Guard::new();
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let total = 8 * 1024 * 1024;
+    let payload = format!("echo $$ > {dir}/pid; exec head -c {total} /dev/zero");
+    let args = ["--idle-timeout", "3", "--report", report.to_str().unwrap(), "--", "sh", "-c", &payload];
+    let index = guard.spawn(pgrun(args).stdout(writer).stderr(std::process::Stdio::null()));
+    let pid = wait_pid(&scratch.path("pid"), &mut guard);
+    eventually("pgrun's stdout pipe to fill", || pipe_is_full(&reader));
+    eventually("the idle timeout to stop the held-up command", || is_dead(pid));
+    // 3 s of waiting for room cost next to no CPU (a loop that polled the
+    // readable source over and over would burn most of them).
+    let cpu = cpu_ticks(guard.child(index).id() as i32);
+    assert!(cpu < 50, "pgrun used {cpu} ticks of CPU while its reader stalled");
+    let mut all = Vec::new();
+    reader.read_to_end(&mut all).unwrap();
+    assert_eq!(guard.wait(index), 124);
+    let r = json(&report);
+    assert_eq!(r["reason"], "idle-timeout", "{r}");
+    assert!(all.len() < total, "the command was not held up: {} bytes", all.len());
+    assert_eq!(r["output"]["stdout"]["bytes"], all.len(), "{r}");
+    assert!(all.iter().all(|&b| b == 0));
+}
+
+/// Whether the pipe behind `reader` holds as much as it can.
+fn pipe_is_full(reader: &std::io::PipeReader) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut held: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int; F_GETPIPE_SZ reads nothing.
+    let (r, capacity) = unsafe {
+        (
+            libc::ioctl(reader.as_raw_fd(), libc::FIONREAD as _, &mut held),
+            libc::fcntl(reader.as_raw_fd(), libc::F_GETPIPE_SZ),
+        )
+    };
+    assert!(r == 0 && capacity > 0, "FIONREAD/F_GETPIPE_SZ: {}", std::io::Error::last_os_error());
+    held == capacity
+}
+
+/// utime + stime of `pid`, in clock ticks.
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}

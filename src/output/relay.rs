@@ -111,6 +111,13 @@ struct Stream {
     dest: Dest,
     /// How `dest` is written without blocking.
     kind: WriteKind,
+    /// Move the bytes pipe to pipe in the kernel ([`pipe::splice_nowait`]):
+    /// a whole stream (no cut) to a pipe, on Linux; turned off for good if
+    /// the kernel refuses.
+    splice: bool,
+    /// A splicing stream found its destination full: poll it for room
+    /// instead of the source for bytes.
+    wants_room: bool,
     cut: Option<Bound>,
     /// Bytes to write to `dest`, in order; the front one from `written` on.
     outbox: VecDeque<Vec<u8>>,
@@ -205,6 +212,11 @@ impl Relay {
     pub fn interest(&self, set: &mut [PollFd]) -> usize {
         let mut n = 0;
         for s in &self.streams {
+            if s.wants_room && s.source.is_some() {
+                set[n] = PollFd::write(s.dest.fd());
+                n += 1;
+                continue;
+            }
             if let Some(source) = &s.source
                 && (s.outbox.is_empty() || s.cut.as_ref().is_some_and(Bound::past_head))
             {
@@ -225,10 +237,13 @@ impl Relay {
         let mut read = false;
         for entry in set.iter().filter(|e| e.ready) {
             for s in &mut self.streams {
-                if entry.write && entry.fd == s.dest.fd().as_raw_fd() && !s.outbox.is_empty() {
+                if entry.write && entry.fd == s.dest.fd().as_raw_fd() && s.wants_room {
+                    // Room again: read on (on the next turn).
+                    s.wants_room = false;
+                } else if entry.write && entry.fd == s.dest.fd().as_raw_fd() && !s.outbox.is_empty() {
                     s.flush();
                 } else if !entry.write && s.source.as_ref().is_some_and(|fd| fd.as_raw_fd() == entry.fd) {
-                    read |= s.read_once(&mut self.scratch);
+                    read |= s.on_readable(&mut self.scratch);
                 }
             }
         }
@@ -304,16 +319,67 @@ impl Stream {
         {
             (dest, kind) = (Dest::Own(own), WriteKind::NonBlocking);
         }
+        let splice = matches!(cut, Bound::Whole(_)) && kind == WriteKind::Waits && pipe::can_splice_to(dest.fd());
         Stream {
             name,
             source: Some(source),
             dest,
             kind,
+            splice,
+            wants_room: false,
             cut: Some(cut),
             outbox: VecDeque::new(),
             written: 0,
             stats: None,
             error: None,
+        }
+    }
+
+    /// The source is readable: move one splice's worth kernel to kernel if
+    /// this stream splices and the destination has room; if it has none,
+    /// wait for it (POLLOUT, see [`Relay::interest`]) before reading on, as
+    /// for any write; else one read. Returns whether bytes came.
+    fn on_readable(&mut self, scratch: &mut [u8]) -> bool {
+        if self.splice && self.outbox.is_empty() {
+            if !crate::sys::writable_now(self.dest.fd()) {
+                self.wants_room = true;
+                return false;
+            }
+            if let Some(moved) = self.splice_once(scratch.len()) {
+                return moved;
+            }
+        }
+        self.read_once(scratch)
+    }
+
+    /// One splice of up to `len` bytes to a destination that has room;
+    /// `None` if the kernel refuses splicing here (then never again: plain
+    /// reads and writes say what failed and where).
+    fn splice_once(&mut self, len: usize) -> Option<bool> {
+        let source = self.source.as_ref()?;
+        match pipe::splice_nowait(source.as_fd(), self.dest.fd(), len) {
+            Ok(0) => {
+                self.end();
+                self.flush();
+                Some(false)
+            }
+            Ok(n) => {
+                if let Some(Bound::Whole(count)) = &mut self.cut {
+                    *count += n as u64;
+                }
+                Some(true)
+            }
+            // The destination has room, so the source is empty.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(false),
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => {
+                self.reader_gone(&e);
+                Some(false)
+            }
+            Err(e) => {
+                verbose!("cannot splice the command's {}: {e}; copying it instead", self.name);
+                self.splice = false;
+                None
+            }
         }
     }
 
