@@ -133,6 +133,12 @@ fn bad_idle_timeouts_are_usage_errors() {
         let out = run(&mut pgrun(["--idle-timeout", bad, "--", "true"]));
         assert_status(&out, 125, &format!("--idle-timeout {bad:?}"));
     }
+    // 0 is no idle timeout, as for --timeout: the output passes untouched.
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    let out = run(&mut pgrun(["--idle-timeout", "0", "--report", report.to_str().unwrap(), "--", "sleep", "0.3"]));
+    assert_status(&out, 0, "--idle-timeout 0");
+    assert!(json(&report)["output"].is_null());
 }
 
 #[test]
