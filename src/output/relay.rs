@@ -5,7 +5,11 @@
 //! ends, pgrun reads their read ends) and each stream's [`Bound`]: a
 //! [`Cut`] with `--max-output`, else the whole stream, byte-identical (an
 //! idle timeout only needs to see the bytes go by). [`Relay::on_ready`]
-//! says whether bytes were read, which is what moves the idle deadline. It never
+//! says whether bytes were read, which is what moves the idle deadline. A
+//! whole stream whose destination is a pipe is spliced kernel to kernel on
+//! Linux ([`pipe::splice_nowait`]: pipe speed, no copy through pgrun), only
+//! while the destination has room; a full one is polled for POLLOUT while
+//! the source waits, as for any write. It never
 //! blocks and never wakes on its own: the supervisor's event loop polls the
 //! fds the relay names ([`Relay::interest`]) together with the signal fd and
 //! calls [`Relay::on_ready`]. Head bytes are written as they arrive; while
