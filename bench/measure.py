@@ -229,18 +229,23 @@ def scale():
 
 def output_relay():
     """--max-output 1M relaying a big stream (the head passes, the rest goes
-    through the ring) next to a direct pipe and a cat in between."""
+    through the ring), and --idle-timeout passing it whole (spliced pipe to
+    pipe on Linux), next to a direct pipe and a cat in between."""
     size = (64 << 20) if QUICK else (1 << 30)
     runs = 2 if QUICK else 5
     produce = f"head -c {size} /dev/zero"
-    direct, cat, ours = hyperfine([
+    direct, cat, ours, idle = hyperfine([
         f"sh -c '{produce} | cat >/dev/null'",
         f"sh -c '{produce} | cat | cat >/dev/null'",
         f"sh -c '{PGRUN} --max-output 1M -- {produce} | cat >/dev/null'",
+        f"sh -c '{PGRUN} --idle-timeout 1h -- {produce} | cat >/dev/null'",
     ], runs)
     gib = size / (1 << 30)
     row(f"--max-output 1M relaying {size >> 20} MiB", f"{ms(ours)} ({gib / ours:.2f} GiB/s)",
         f"direct pipe {ms(direct)}, through cat {ms(cat)}", f"{ours / direct:.2f}x direct pipe, {ours / cat:.2f}x cat",
+        "<= 1.5x direct pipe")
+    row(f"--idle-timeout passing {size >> 20} MiB whole", f"{ms(idle)} ({gib / idle:.2f} GiB/s)",
+        f"direct pipe {ms(direct)}, through cat {ms(cat)}", f"{idle / direct:.2f}x direct pipe, {idle / cat:.2f}x cat",
         "<= 1.5x direct pipe")
 
 

@@ -23,6 +23,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
         'pgrun' {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none]')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none]')
+            [CompletionResult]::new('--idle-timeout', '--idle-timeout', [CompletionResultType]::ParameterName, 'Stop the run when COMMAND has written no output for DUR [default: none]')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'First signal of the stop sequence [default: TERM]')
             [CompletionResult]::new('--signal', '--signal', [CompletionResultType]::ParameterName, 'First signal of the stop sequence [default: TERM]')
             [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s]')
@@ -36,7 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('--output-file', '--output-file', [CompletionResultType]::ParameterName, 'Also write stdout and stderr, complete and in read order, to PATH')
             [CompletionResult]::new('--contain', '--contain', [CompletionResultType]::ParameterName, 'What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]')
             [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Print the man page or a shell''s completion script, for packagers')
-            [CompletionResult]::new('--preserve-status', '--preserve-status', [CompletionResultType]::ParameterName, 'On timeout, exit with COMMAND''s status instead of 124')
+            [CompletionResult]::new('--preserve-status', '--preserve-status', [CompletionResultType]::ParameterName, 'On timeout (or idle timeout), exit with COMMAND''s status instead of 124')
             [CompletionResult]::new('--wait-group', '--wait-group', [CompletionResultType]::ParameterName, 'When COMMAND exits, let the rest of its group finish on its own instead of stopping it (a timeout or cancel still applies)')
             [CompletionResult]::new('--no-guard', '--no-guard', [CompletionResultType]::ParameterName, 'Run without the guard that stops the run if pgrun is killed with SIGKILL')
             [CompletionResult]::new('--die-with-parent', '--die-with-parent', [CompletionResultType]::ParameterName, 'Stop the run as if cancelled when the process that started pgrun dies')

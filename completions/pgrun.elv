@@ -20,6 +20,7 @@ set edit:completion:arg-completer[pgrun] = {|@words|
         &'pgrun'= {
             cand -t 'Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none]'
             cand --timeout 'Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none]'
+            cand --idle-timeout 'Stop the run when COMMAND has written no output for DUR [default: none]'
             cand -s 'First signal of the stop sequence [default: TERM]'
             cand --signal 'First signal of the stop sequence [default: TERM]'
             cand -k 'Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s]'
@@ -33,7 +34,7 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand --output-file 'Also write stdout and stderr, complete and in read order, to PATH'
             cand --contain 'What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]'
             cand --generate 'Print the man page or a shell''s completion script, for packagers'
-            cand --preserve-status 'On timeout, exit with COMMAND''s status instead of 124'
+            cand --preserve-status 'On timeout (or idle timeout), exit with COMMAND''s status instead of 124'
             cand --wait-group 'When COMMAND exits, let the rest of its group finish on its own instead of stopping it (a timeout or cancel still applies)'
             cand --no-guard 'Run without the guard that stops the run if pgrun is killed with SIGKILL'
             cand --die-with-parent 'Stop the run as if cancelled when the process that started pgrun dies'

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_pgrun_global_optspecs
-    string join \n t/timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= output-file= contain= no-guard die-with-parent setsid v/verbose generate= h/help V/version
+    string join \n t/timeout= idle-timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= output-file= contain= no-guard die-with-parent setsid v/verbose generate= h/help V/version
 end
 
 function __fish_pgrun_needs_command
@@ -25,6 +25,7 @@ function __fish_pgrun_using_subcommand
 end
 
 complete -c pgrun -n "__fish_pgrun_needs_command" -s t -l timeout -d 'Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none]' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -l idle-timeout -d 'Stop the run when COMMAND has written no output for DUR [default: none]' -r
 complete -c pgrun -n "__fish_pgrun_needs_command" -s s -l signal -d 'First signal of the stop sequence [default: TERM]' -r -f -a "TERM\t''
 INT\t''
 HUP\t''
@@ -57,7 +58,7 @@ zsh\t''
 fish\t''
 elvish\t''
 powershell\t''"
-complete -c pgrun -n "__fish_pgrun_needs_command" -l preserve-status -d 'On timeout, exit with COMMAND\'s status instead of 124'
+complete -c pgrun -n "__fish_pgrun_needs_command" -l preserve-status -d 'On timeout (or idle timeout), exit with COMMAND\'s status instead of 124'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l wait-group -d 'When COMMAND exits, let the rest of its group finish on its own instead of stopping it (a timeout or cancel still applies)'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l no-guard -d 'Run without the guard that stops the run if pgrun is killed with SIGKILL'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l die-with-parent -d 'Stop the run as if cancelled when the process that started pgrun dies'

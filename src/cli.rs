@@ -3,29 +3,29 @@
 
 use crate::duration::parse_duration;
 use crate::help::*;
-use crate::signame::{Signal, parse_signal};
-use crate::stop_sequence::StopSequence;
+use crate::signame::Signal;
+use crate::stop_sequence::{StepSignal, StopSequence, parse_step_signal};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Parses SIG; its possible values are the common names, which shells
-/// complete (any other valid spelling is accepted too).
+/// Parses SIG or `leader:SIG`; its possible values are the common names,
+/// which shells complete (any other valid spelling is accepted too).
 #[derive(Clone)]
 struct SignalParser;
 
 impl clap::builder::TypedValueParser for SignalParser {
-    type Value = Signal;
+    type Value = StepSignal;
 
     fn parse_ref(
         &self,
         cmd: &clap::Command,
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
-    ) -> Result<Signal, clap::Error> {
+    ) -> Result<StepSignal, clap::Error> {
         let text = value.to_str().ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidUtf8).with_cmd(cmd))?;
-        parse_signal(text).map_err(|e| {
+        parse_step_signal(text).map_err(|e| {
             let name = arg.map_or_else(|| "SIG".to_string(), |a| a.to_string());
             clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("invalid value for '{name}': {e}\n"))
                 .with_cmd(cmd)
@@ -81,9 +81,18 @@ pub struct RunArgs {
     #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 
+    /// Stop the run when COMMAND has written no output for DUR [default: none].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration,
+          long_help = "Stop the run, as --timeout does (124), when COMMAND has written nothing to \
+                       stdout or stderr for DUR; both then go through pgrun (see Idle timeout \
+                       below; 0 = none) [default: none].")]
+    pub idle_timeout: Option<Duration>,
+
     /// First signal of the stop sequence [default: TERM].
-    #[arg(short = 's', long, value_name = "SIG", value_parser = SignalParser, hide_possible_values = true)]
-    pub signal: Option<Signal>,
+    #[arg(short = 's', long, value_name = "SIG", value_parser = SignalParser, hide_possible_values = true,
+          long_help = "First signal of the stop sequence; leader:SIG sends it to COMMAND's own \
+                       process only (see Stop sequence below) [default: TERM].")]
+    pub signal: Option<StepSignal>,
 
     /// Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s].
     #[arg(short = 'k', long, value_name = "DUR", value_parser = parse_duration)]
@@ -92,10 +101,13 @@ pub struct RunArgs {
     /// The whole stop sequence, SIG/DUR/SIG/DUR/..., e.g. INT/2s/TERM/5s/KILL;
     /// a final KILL is implied, a signal with no DUR gets 10s.
     #[arg(long, value_name = "SCHED", value_parser = StopSequence::parse_escalate,
+          long_help = "The whole stop sequence, SIG/DUR/SIG/DUR/..., e.g. INT/2s/TERM/5s/KILL; a \
+                       final KILL is implied, a signal with no DUR gets 10s; a step leader:SIG goes \
+                       to COMMAND's own process only (see Stop sequence below).",
           conflicts_with_all = ["signal", "kill_after"])]
     pub escalate: Option<StopSequence>,
 
-    /// On timeout, exit with COMMAND's status instead of 124.
+    /// On timeout (or idle timeout), exit with COMMAND's status instead of 124.
     #[arg(long)]
     pub preserve_status: bool,
 
@@ -163,23 +175,29 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// Whether the command's stdout and stderr go through pgrun (rather
-    /// than pass through untouched): `--max-output` or `--output-file`.
-    pub fn relays_output(&self) -> bool {
-        self.max_output.is_some() || self.output_file.is_some()
-    }
-
     /// The `--contain` mode asked for, or this platform's default.
     pub fn contain_mode(&self) -> crate::contain::Mode {
         self.contain.unwrap_or_else(crate::contain::Mode::default_here)
+    }
+
+    /// `--idle-timeout`, if one is in force (0 means none).
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout.filter(|t| !t.is_zero())
+    }
+
+    /// Whether the command's stdout and stderr go through pgrun's relay
+    /// (`--max-output`, `--output-file`, `--idle-timeout`) instead of
+    /// passing untouched.
+    pub fn relays_output(&self) -> bool {
+        self.max_output.is_some() || self.output_file.is_some() || self.idle_timeout().is_some()
     }
 
     /// The stop sequence these options ask for.
     pub fn stop_sequence(&self) -> StopSequence {
         match &self.escalate {
             Some(seq) => seq.clone(),
-            None => StopSequence::simple(
-                self.signal.unwrap_or(Signal::TERM),
+            None => StopSequence::first_then_kill(
+                self.signal.unwrap_or(StepSignal { signal: Signal::TERM, leader: false }),
                 self.kill_after.unwrap_or(crate::stop_sequence::DEFAULT_GRACE),
             ),
         }

@@ -25,7 +25,10 @@ pub const RUN_TABLE: &[Row] = &[
         "128+N",
         "COMMAND was ended by signal N (143 for TERM, 137 for KILL); an exit code, pgrun does not re-raise the signal",
     ),
-    row("124", "the timeout fired, however the group then ended (--preserve-status: COMMAND's own status instead)"),
+    row(
+        "124",
+        "the timeout or the idle timeout fired, however the group then ended (--preserve-status: COMMAND's own status instead)",
+    ),
     row(
         "125",
         "pgrun itself failed, including usage errors and a failure to create the process; COMMAND did not run or was stopped",

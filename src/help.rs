@@ -23,7 +23,7 @@ stops every descendant that left the group. A guard process stops the run \
 if pgrun itself is killed with SIGKILL.
 
 COMMAND inherits pgrun's stdin, stdout, stderr and every other fd unchanged \
-(no pipes in between; --max-output and --output-file put one under stdout and stderr), its environment, working directory, signal mask and \
+(no pipes in between; --max-output, --output-file and --idle-timeout put one under stdout and stderr), its environment, working directory, signal mask and \
 ignored signals. pgrun stays in its caller's process group and session. It \
 writes to stdout only for --help and --version, and to stderr only its own \
 errors (one line, prefixed 'pgrun: ') and, with --verbose, one line per action.";
@@ -41,6 +41,28 @@ Stop sequence:
   When COMMAND exits, whatever is left in its group is stopped with the same
   sequence (--wait-group: waited for instead), and pgrun exits with COMMAND's
   status once the group is gone.
+
+  The leader first: a step written leader:SIG (in --escalate, or -s
+  leader:SIG) sends SIG to COMMAND's own process only, not to its group:
+  --escalate leader:TERM/5s/TERM/5s/KILL gives COMMAND TERM and 5s to stop
+  its children itself, then TERM to the whole run, then KILL. Choose it
+  for a command that cleans up after itself and whose children should hear
+  from it, not from pgrun: a test runner that tears down its fixtures, a
+  make or a shell script with an exit trap, a server that drains its
+  workers (what tini does by default, and dumb-init --single-child). Keep
+  the default for a command that does not forward or handle signals: its
+  children would only get the later steps. The step's grace still waits
+  for the whole run to be gone. pgrun sends it only while COMMAND has not
+  been reaped (pgrun is its parent, so the pid is still COMMAND's); if
+  COMMAND has already exited (stragglers being stopped), the step is
+  skipped, its grace not waited, and the report does not list it. Whatever
+  the last step is, a final KILL to the whole run follows: leader:KILL is
+  not the final KILL. -s leader:TERM -k DUR is --escalate
+  leader:TERM/DUR/KILL. The guard (pgrun killed) sends a leader step only
+  through a pidfd it opened on the leader while it was in the group (Linux);
+  where it has none (the leader has exited, or off Linux) it skips the step
+  rather than signal a pid it does not own. pgrun cancel's own fallback
+  (--force, --timeout) uses the default sequence.
 
 Signals sent to pgrun:
 {SIGNALS}
@@ -246,17 +268,19 @@ Report:
                  {\"signal\": \"KILL\", \"at_ms\": 11002}],
      \"stragglers\": 2, \"unreaped\": 0, \"unstopped\": 0, \"contain\": \"tree\",
      \"escaped\": 0, \"duration_ms\": 11010}
-  reason is exited, signaled, timeout, cancelled, cancelled-before-start or
-  error (then with an error message); status holds COMMAND's exit code or the
-  name of the signal that ended it; signals lists the stop-sequence signals
-  sent, in milliseconds since pgrun started; stragglers counts the members
+  reason is exited, signaled, timeout, idle-timeout, cancelled,
+  cancelled-before-start or error (then with an error message); status holds
+  COMMAND's exit code or the name of the signal that ended it; signals lists
+  the stop-sequence signals sent, in milliseconds since pgrun started (a
+  leader step sent to COMMAND alone is named as written, leader:TERM; one
+  skipped is not listed); stragglers counts the members
   still alive when COMMAND exited (0 when it never ran; off Linux, where
   pgrun cannot count them, 1 means some); unreaped counts zombies pgrun
   stopped waiting for (see below and Containment), unstopped the processes
   pgrun gave up on because it may not signal them (see below); contain is the
   --contain mode in force, escaped the processes outside the group the stop
-  reached; output (--max-output, --output-file) gives bytes and
-  omitted per stream, and file, the --output-file PATH. The path is checked before anything else,
+  reached; output (--max-output, --output-file, --idle-timeout) gives
+  bytes and omitted per stream, and file, the --output-file PATH. The path is checked before anything else,
   so every exit after that writes the report; cancelled is written only
   once the group is confirmed gone.
 
@@ -296,7 +320,7 @@ Output limit:
   error, or a failed read of COMMAND's output, ends that stream the same
   way, with one line on stderr. The report gains output: per stream, bytes
   (what COMMAND wrote) and omitted, and error when the stream was cut short
-  by such a failure; null without --max-output or --output-file. pgrun's
+  by such a failure; null when the output did not go through pgrun. pgrun's
   own error lines still go straight to its stderr. If the head is empty
   (SIZE 1, or a first character longer than SIZE/2), the marker line is the
   first line.
@@ -315,6 +339,20 @@ Output file:
   report's output gains file_error. The report's output is an object with
   --output-file too, naming the file and counting per stream the bytes
   COMMAND wrote.
+
+Idle timeout:
+  --idle-timeout DUR stops the run, as --timeout does, when COMMAND has
+  written nothing to stdout or stderr for DUR: the \"no output for N
+  minutes\" watchdog of CI systems, or a command stuck on a prompt that
+  never comes. Exit status 124 (--preserve-status: COMMAND's own), report
+  reason idle-timeout; the same stop sequence. stdout and stderr then go
+  through pgrun as for --max-output, bounded only if --max-output is given,
+  else whole: every byte, in order, as it arrives (stdin and every other fd
+  still pass through). Each read of either stream moves the one deadline;
+  pgrun still wakes for nothing else. Only bytes count: a COMMAND that is
+  blocked writing because pgrun's reader stopped reading is idle too. It
+  combines with --timeout (whichever comes first) and --max-output; 0 means
+  none. The report's output gives bytes per stream.
 
 Terminal:
   pgrun behaves like a shell running one job: COMMAND gets the terminal when
@@ -403,6 +441,12 @@ Examples:
 
   Gentle escalation for a server:
     pgrun --escalate INT/2s/TERM/5s/KILL -- ./server
+
+  A test runner that cleans up its own fixtures gets the first TERM alone:
+    pgrun --timeout 30m --escalate leader:TERM/30s/TERM/5s/KILL -- pytest
+
+  A CI step stopped after 10 minutes without output:
+    pgrun --idle-timeout 10m --timeout 2h -- ./long-build
 
   A Python harness; output returns as soon as the command is done:
     r = subprocess.run([\"pgrun\", \"--timeout\", \"30\", \"--\", \"make\", \"test\"],

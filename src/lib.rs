@@ -19,9 +19,10 @@
 //! - the pid file protocol and the cancel marker: [`pidfile`], and its
 //!   readers [`cancel`], [`status`] and [`wait`];
 //! - the terminal and job control: [`terminal`];
-//! - `--max-output`: [`output`]; `--report`: [`report`]; `--die-with-parent`:
-//!   [`parent_death`]; a panic: [`panic_stop`]; the hint for `pgrun 30 ...`:
-//!   [`timeout_hint`];
+//! - `--max-output`, `--output-file` and `--idle-timeout`'s relay: [`output`]
+//!   (the idle deadline itself: [`supervisor`]); `--report`: [`report`];
+//!   `--die-with-parent`: [`parent_death`]; a panic: [`panic_stop`]; the hint
+//!   for `pgrun 30 ...`: [`timeout_hint`];
 //! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
 //!   event announces), [`say`] (pgrun's only voice on stderr), [`test_hook`]
 //!   (pauses for the test suite, debug builds only).

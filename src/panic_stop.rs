@@ -45,8 +45,8 @@ pub struct PanicReport {
     pub started: Instant,
     /// The `--contain` mode's name.
     pub contain: &'static str,
-    /// `--max-output` or `--output-file` was given: the report's `output`
-    /// is an object.
+    /// The output went through pgrun (`--max-output`, `--output-file`,
+    /// `--idle-timeout`): the report's `output` is an object.
     pub max_output: bool,
     /// `--output-file`, for the report.
     pub output_file: Option<std::path::PathBuf>,

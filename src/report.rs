@@ -23,6 +23,7 @@ pub enum Reason {
     Exited,
     Signaled,
     Timeout,
+    IdleTimeout,
     Cancelled,
     CancelledBeforeStart,
     Error,
@@ -51,8 +52,9 @@ struct ReportJson<'a> {
     unreaped: usize,
     /// Processes pgrun could not stop (every KILL refused) and left.
     unstopped: usize,
-    /// `--max-output` or `--output-file` only (null without either): bytes
-    /// and omitted per stream, the output file and its error.
+    /// Only when the output went through pgrun (`--max-output`,
+    /// `--output-file`, `--idle-timeout`; null otherwise): bytes and omitted
+    /// per stream, the output file and its error.
     output: Option<Output>,
     /// The `--contain` mode in force.
     contain: &'a str,
@@ -157,7 +159,7 @@ impl ReportTarget {
             signals: contents
                 .signals
                 .iter()
-                .map(|s| SignalEntry { signal: s.signal.name(), at_ms: s.at.as_millis() as u64 })
+                .map(|s| SignalEntry { signal: s.name(), at_ms: s.at.as_millis() as u64 })
                 .collect(),
             stragglers: contents.stragglers,
             unreaped: contents.unreaped,

@@ -488,6 +488,7 @@ fn supervise(
         scope: &mut run.scope,
         sequence: &sequence,
         timeout: args.timeout.filter(|t| !t.is_zero()),
+        idle_timeout: args.idle_timeout(),
         wait_group: args.wait_group,
         signals: &run.signals,
         started,
@@ -609,6 +610,7 @@ fn outcome_of(ended: GroupEnd, pgid: Pid) -> Outcome {
     };
     let (exit, reason) = match (ended.stop_reason, status) {
         (Some(StopReason::Timeout), _) => (RunExit::Timeout, Reason::Timeout),
+        (Some(StopReason::IdleTimeout), _) => (RunExit::Timeout, Reason::IdleTimeout),
         (Some(StopReason::Cancel), status) => (RunExit::Command(status), Reason::Cancelled),
         (_, status @ ChildStatus::Exited(_)) => (RunExit::Command(status), Reason::Exited),
         (_, status @ ChildStatus::Signaled(_)) => (RunExit::Command(status), Reason::Signaled),

@@ -14,6 +14,13 @@
 //! failed, say with EPERM): a run pgrun may not signal would otherwise be
 //! waited for forever.
 //!
+//! A `leader:` step ([`Send::leader`]) is for the command's own process
+//! alone. The driver sends it only where it can reach that process and no
+//! other (its parent before reaping it; a pidfd held on it); where the
+//! leader has exited or cannot be reached so, the driver calls
+//! [`StopPlan::skip`] and the plan moves on to the next step at once,
+//! without waiting that step's grace.
+//!
 //! The plan reads no clock and touches no process: the driver passes the
 //! time in, does what [`StopPlan::next`] says, tells it with
 //! [`StopPlan::sent`] whether a signal was delivered, and decides itself
@@ -36,6 +43,16 @@ pub const REFUSED_KILLS: u32 = 3;
 pub struct SentSignal {
     pub signal: Signal,
     pub at: Duration,
+    /// Sent to the command's own process only (a `leader:` step): the
+    /// report names it `leader:SIG`.
+    pub leader: bool,
+}
+
+impl SentSignal {
+    /// As the report names it: `TERM`, or `leader:TERM`.
+    pub fn name(&self) -> String {
+        crate::stop_sequence::StepSignal { signal: self.signal, leader: self.leader }.to_string()
+    }
 }
 
 /// Whether a SIGCONT must follow `signal`: a stopped member cannot act on
@@ -54,6 +71,9 @@ pub struct Send {
     pub last: bool,
     /// A KILL sent again after the final step, not a step of its own.
     pub repeat: bool,
+    /// To the command's own process only (a `leader:` step); if the driver
+    /// cannot send it so, it calls [`StopPlan::skip`].
+    pub leader: bool,
 }
 
 /// Why the plan stopped trying.
@@ -127,7 +147,7 @@ impl StopPlan {
             AfterKill::Repeat => {
                 self.kill_repeats += 1;
                 self.current = Some((step, now.checked_add(KILL_GRACE)));
-                Action::Send(Send { signal: Signal::KILL, cont: false, last: true, repeat: true })
+                Action::Send(Send { signal: Signal::KILL, cont: false, last: true, repeat: true, leader: false })
             }
         }
     }
@@ -139,6 +159,17 @@ impl StopPlan {
             return;
         }
         self.refused = if delivered { 0 } else { self.refused + 1 };
+    }
+
+    /// The `leader:` step [`StopPlan::next`] last said to send was not sent
+    /// (the leader has exited, or cannot be reached alone): end its wait,
+    /// so that the next [`StopPlan::next`] enters the next step.
+    pub fn skip(&mut self, now: Instant) {
+        if let Some((step, _)) = self.current
+            && self.steps[step].leader
+        {
+            self.current = Some((step, Some(now)));
+        }
     }
 
     /// When the current wait ends, if anything was sent yet.
@@ -161,9 +192,10 @@ impl StopPlan {
     }
 
     fn enter(&mut self, step: usize, now: Instant) -> Action {
-        let Step { signal, grace } = self.steps[step];
+        let Step { signal, grace, leader } = self.steps[step];
         let last = step + 1 == self.steps.len();
-        let grace = if signal == Signal::KILL { KILL_GRACE } else { grace };
+        // The final KILL waits KILL_GRACE; a leader:KILL its own grace.
+        let grace = if signal == Signal::KILL && !leader { KILL_GRACE } else { grace };
         let end = now.checked_add(grace);
         let deadline = match (end, self.until) {
             (Some(e), Some(u)) if !last => Some(e.min(u)),
@@ -171,7 +203,7 @@ impl StopPlan {
             (e, _) => e,
         };
         self.current = Some((step, deadline));
-        Action::Send(Send { signal, cont: needs_cont(signal), last, repeat: false })
+        Action::Send(Send { signal, cont: needs_cont(signal), last, repeat: false, leader })
     }
 }
 
@@ -187,10 +219,41 @@ mod tests {
     }
 
     fn send(signal: Signal, last: bool) -> Action {
-        Action::Send(Send { signal, cont: needs_cont(signal), last, repeat: false })
+        Action::Send(Send { signal, cont: needs_cont(signal), last, repeat: false, leader: false })
     }
 
-    const REPEAT: Action = Action::Send(Send { signal: Signal::KILL, cont: false, last: true, repeat: true });
+    fn to_leader(signal: Signal) -> Action {
+        Action::Send(Send { signal, cont: needs_cont(signal), last: false, repeat: false, leader: true })
+    }
+
+    const REPEAT: Action =
+        Action::Send(Send { signal: Signal::KILL, cont: false, last: true, repeat: true, leader: false });
+
+    #[test]
+    fn a_leader_step_waits_its_grace_unless_skipped() {
+        let t0 = Instant::now();
+        let mut plan = StopPlan::new(&seq("leader:TERM/2s/TERM/5s/KILL"), AfterKill::GiveUp, None);
+        assert_eq!(plan.next(t0), to_leader(Signal::TERM));
+        assert_eq!(plan.next(t0), Action::WaitUntil(Some(t0 + 2000 * MS)));
+        assert_eq!(plan.next(t0 + 2000 * MS), send(Signal::TERM, false));
+        // skip() only ends a leader step's wait.
+        plan.skip(t0 + 2000 * MS);
+        assert_eq!(plan.next(t0 + 2001 * MS), Action::WaitUntil(Some(t0 + 7000 * MS)));
+
+        let mut skipped = StopPlan::new(&seq("leader:TERM/2s/TERM/5s/KILL"), AfterKill::GiveUp, None);
+        assert_eq!(skipped.next(t0), to_leader(Signal::TERM));
+        skipped.skip(t0);
+        assert_eq!(skipped.next(t0), send(Signal::TERM, false));
+    }
+
+    #[test]
+    fn a_leader_kill_keeps_its_grace_and_a_final_kill_follows() {
+        let t0 = Instant::now();
+        let mut plan = StopPlan::new(&seq("leader:KILL/3s"), AfterKill::GiveUp, None);
+        assert_eq!(plan.next(t0), to_leader(Signal::KILL));
+        assert_eq!(plan.next(t0), Action::WaitUntil(Some(t0 + 3000 * MS)));
+        assert_eq!(plan.next(t0 + 3000 * MS), send(Signal::KILL, true));
+    }
 
     #[test]
     fn steps_in_order_each_after_its_grace() {

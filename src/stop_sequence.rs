@@ -3,7 +3,12 @@
 //!
 //! One sequence serves every way a run is stopped (timeout, cancel, SIGTERM
 //! to pgrun, stragglers). It is built from `-s/-k` or from `--escalate
-//! SIG/DUR/SIG/...`, and always ends with SIGKILL.
+//! SIG/DUR/SIG/...`, and always ends with SIGKILL to the whole run.
+//!
+//! A step written `leader:SIG` sends SIG to the command's own process only
+//! (the group leader), not to its group; its grace still waits for the whole
+//! run. It never counts as the final KILL: `leader:KILL` is followed by a
+//! KILL to the whole run like any other step.
 
 use crate::duration::parse_duration;
 use crate::signame::{Signal, parse_signal};
@@ -12,12 +17,49 @@ use std::time::Duration;
 /// The grace a step gets when none is given.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
-/// One step: send `signal` to the group, then wait up to `grace` for it to
-/// be gone.
+/// How a `leader:` step is written: this prefix, then SIG.
+pub const LEADER_PREFIX: &str = "leader:";
+
+/// One step: send `signal` to the group (to the leader alone if `leader`),
+/// then wait up to `grace` for the whole run to be gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Step {
     pub signal: Signal,
     pub grace: Duration,
+    /// Send to the command's own process only (`leader:SIG`).
+    pub leader: bool,
+}
+
+impl Step {
+    /// The step's signal as written: `TERM`, or `leader:TERM`.
+    pub fn name(&self) -> String {
+        StepSignal { signal: self.signal, leader: self.leader }.to_string()
+    }
+}
+
+/// A step's signal and whom it is for: `SIG` (the whole run) or
+/// `leader:SIG` (the command's own process), as `-s` and `--escalate` take
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepSignal {
+    pub signal: Signal,
+    pub leader: bool,
+}
+
+impl std::fmt::Display for StepSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let prefix = if self.leader { LEADER_PREFIX } else { "" };
+        write!(f, "{prefix}{}", self.signal.name())
+    }
+}
+
+/// Parse `SIG` or `leader:SIG`.
+pub fn parse_step_signal(text: &str) -> Result<StepSignal, String> {
+    match text.strip_prefix(LEADER_PREFIX) {
+        Some("") => Err(format!("'{text}' names no signal after '{LEADER_PREFIX}'")),
+        Some(sig) => Ok(StepSignal { signal: parse_signal(sig)?, leader: true }),
+        None => Ok(StepSignal { signal: parse_signal(text)?, leader: false }),
+    }
 }
 
 /// A non-empty list of steps whose last signal is SIGKILL.
@@ -30,7 +72,13 @@ impl StopSequence {
     /// `-s SIG -k DUR`: SIG, then SIGKILL after the grace. `-s KILL` is a
     /// single step.
     pub fn simple(first: Signal, kill_after: Duration) -> Self {
-        Self::ending_in_kill(vec![Step { signal: first, grace: kill_after }])
+        Self::first_then_kill(StepSignal { signal: first, leader: false }, kill_after)
+    }
+
+    /// `-s SIG -k DUR` where SIG may be `leader:SIG`, which is the same as
+    /// `--escalate leader:SIG/DUR/KILL`.
+    pub fn first_then_kill(first: StepSignal, kill_after: Duration) -> Self {
+        Self::ending_in_kill(vec![Step { signal: first.signal, grace: kill_after, leader: first.leader }])
     }
 
     /// Parse `--escalate SIG/DUR/SIG/DUR/...`. A signal may be followed by a
@@ -47,8 +95,9 @@ impl StopSequence {
                 grace_given = true;
                 continue;
             }
-            let signal = parse_signal(token).map_err(|e| format!("in --escalate '{text}': {e}"))?;
-            steps.push(Step { signal, grace: DEFAULT_GRACE });
+            let StepSignal { signal, leader } =
+                parse_step_signal(token).map_err(|e| format!("in --escalate '{text}': {e}"))?;
+            steps.push(Step { signal, grace: DEFAULT_GRACE, leader });
             grace_given = false;
         }
         if steps.is_empty() {
@@ -57,13 +106,13 @@ impl StopSequence {
         Ok(Self::ending_in_kill(steps))
     }
 
-    /// Cut the steps at the first KILL (nothing after it can matter) and
-    /// append one if there is none.
+    /// Cut the steps at the first KILL to the whole run (nothing after it
+    /// can matter) and append one if there is none.
     fn ending_in_kill(mut steps: Vec<Step>) -> Self {
-        if let Some(first_kill) = steps.iter().position(|s| s.signal == Signal::KILL) {
+        if let Some(first_kill) = steps.iter().position(|s| s.signal == Signal::KILL && !s.leader) {
             steps.truncate(first_kill + 1);
         } else {
-            steps.push(Step { signal: Signal::KILL, grace: DEFAULT_GRACE });
+            steps.push(Step { signal: Signal::KILL, grace: DEFAULT_GRACE, leader: false });
         }
         StopSequence { steps }
     }
@@ -76,7 +125,7 @@ impl StopSequence {
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         for (i, step) in self.steps.iter().enumerate() {
-            parts.push(step.signal.name());
+            parts.push(step.name());
             if i + 1 < self.steps.len() {
                 parts.push(crate::duration::describe(step.grace));
             }
@@ -96,7 +145,7 @@ mod tests {
     use super::*;
 
     fn signals(seq: &StopSequence) -> Vec<String> {
-        seq.steps().iter().map(|s| s.signal.name()).collect()
+        seq.steps().iter().map(Step::name).collect()
     }
 
     #[test]
@@ -127,5 +176,37 @@ mod tests {
     fn simple_sequence_and_kill_first() {
         assert_eq!(StopSequence::default().describe(), "TERM/10s/KILL");
         assert_eq!(signals(&StopSequence::simple(Signal::KILL, DEFAULT_GRACE)), ["KILL"]);
+    }
+
+    #[test]
+    fn leader_steps_parse_and_never_count_as_the_final_kill() {
+        let seq = StopSequence::parse_escalate("leader:TERM/5s/TERM/5s/KILL").unwrap();
+        assert_eq!(signals(&seq), ["leader:TERM", "TERM", "KILL"]);
+        assert!(seq.steps()[0].leader && !seq.steps()[1].leader && !seq.steps()[2].leader);
+        assert_eq!(seq.describe(), "leader:TERM/5s/TERM/5s/KILL");
+        let seq = StopSequence::parse_escalate("leader:KILL/1s").unwrap();
+        assert_eq!(signals(&seq), ["leader:KILL", "KILL"]);
+        assert_eq!(seq.steps()[0].grace, Duration::from_secs(1));
+        let seq = StopSequence::parse_escalate("leader:sigint").unwrap();
+        assert_eq!(seq.describe(), "leader:INT/10s/KILL");
+    }
+
+    #[test]
+    fn simple_with_a_leader_signal_is_the_same_as_escalate() {
+        let first = parse_step_signal("leader:TERM").unwrap();
+        assert_eq!(
+            StopSequence::first_then_kill(first, Duration::from_millis(700)),
+            StopSequence::parse_escalate("leader:TERM/700ms/KILL").unwrap()
+        );
+    }
+
+    #[test]
+    fn malformed_leader_steps_are_refused() {
+        for text in ["leader:", "leader:0", "leader:BOGUS", "leader:leader:TERM", "leader", "TERM/leader:"] {
+            assert!(StopSequence::parse_escalate(text).is_err(), "{text:?}");
+        }
+        for text in ["leader:", "leader:0", "leader:BOGUS"] {
+            assert!(parse_step_signal(text).is_err(), "{text:?}");
+        }
     }
 }

@@ -11,15 +11,17 @@
 //! ```
 //!
 //! Every wake-up comes from a signal read from the [`SignalSource`] (SIGCHLD,
-//! SIGTERM, forwarded signals) or from a deadline (the timeout, a step's
-//! grace). While the command simply runs, nothing else wakes pgrun. The loop
-//! ends only when the leader has been reaped *and* the run is gone as the
-//! `--contain` mode defines it ([`Scope::is_gone`]): `kill(-pgid, 0)`
-//! reports ESRCH (a zombie leader would still hold the group, so reaping
-//! comes first), and in tree mode no descendant is left, in cgroup mode the
-//! leaf is empty. Once the command has exited (draining, stopping), the
-//! loop also checks on a backoff of up to 100 ms, because members that are
-//! not pgrun's children end without a SIGCHLD to pgrun.
+//! SIGTERM, forwarded signals), from the output relay's fds, or from a
+//! deadline (the timeout, the idle timeout, a step's grace). The idle timeout
+//! is one deadline, moved each time the relay reads output. While the command
+//! simply runs, nothing else wakes pgrun. The loop ends only when the leader
+//! has been reaped *and* the run is gone as the `--contain` mode defines it
+//! ([`Scope::is_gone`]): `kill(-pgid, 0)` reports ESRCH (a zombie leader
+//! would still hold the group, so reaping comes first), and in tree mode no
+//! descendant is left, in cgroup mode the leaf is empty. Once the command has
+//! exited (draining, stopping), the loop also checks on a backoff of up to
+//! 100 ms, because members that are not pgrun's children end without a
+//! SIGCHLD to pgrun.
 //!
 //! Two ways out never wait forever: a leader whose status is lost (reaped by
 //! someone else) ends the wait for it, and a group that outlives the final
@@ -48,6 +50,8 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
     Timeout,
+    /// `--idle-timeout`: no output for that long.
+    IdleTimeout,
     Cancel,
     /// The command exited and left members behind.
     Stragglers,
@@ -98,6 +102,9 @@ pub struct Supervised<'a> {
     pub scope: &'a mut Scope,
     pub sequence: &'a StopSequence,
     pub timeout: Option<Duration>,
+    /// `--idle-timeout`: stop when the relay has read nothing for this long
+    /// (needs `relay`).
+    pub idle_timeout: Option<Duration>,
     pub wait_group: bool,
     pub signals: &'a SignalSource,
     /// When pgrun started: report times count from here.
@@ -139,6 +146,9 @@ struct Supervisor<'a> {
     phase: Phase,
     leader: Leader,
     timeout_at: Option<Instant>,
+    /// The idle deadline: the last read of the command's output (or the
+    /// start) plus `--idle-timeout`; moved on each read.
+    idle_at: Option<Instant>,
     stop_reason: Option<StopReason>,
     sent: Vec<SentSignal>,
     stragglers: usize,
@@ -163,6 +173,7 @@ struct Supervisor<'a> {
 /// sequence at once (a cancel marker found right after publishing).
 pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Result<GroupEnd> {
     let timeout_at = w.timeout.and_then(|t| Instant::now().checked_add(t));
+    let idle_at = w.idle_timeout.and_then(|t| Instant::now().checked_add(t));
     let pgid = w.scope.pgid();
     let parent_check_at = w.parent.and_then(|p| p.check_every()).and_then(|every| Instant::now().checked_add(every));
     let mut s = Supervisor {
@@ -170,6 +181,7 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
         phase: Phase::Running,
         leader: Leader::Running,
         timeout_at,
+        idle_at,
         stop_reason: None,
         sent: Vec::new(),
         stragglers: 0,
@@ -270,8 +282,12 @@ impl Supervisor<'_> {
             n += relay.interest(&mut set[first_relay..]);
         }
         sys::poll(&mut set[..n], wait)?;
-        if let Some(relay) = &mut self.w.relay {
-            relay.on_ready(&set[first_relay..n]);
+        if let Some(relay) = &mut self.w.relay
+            && relay.on_ready(&set[first_relay..n])
+            && let Some(idle) = self.w.idle_timeout
+        {
+            // Output came: the one idle deadline moves (no tick does).
+            self.idle_at = Instant::now().checked_add(idle);
         }
         if events.is_some() && set[1].ready {
             // Reading cgroup.events re-arms its notification (the run's end
@@ -375,12 +391,13 @@ impl Supervisor<'_> {
     }
 
     /// A child was stopped: job control, see [`crate::terminal`]. The
-    /// timeout keeps counting meanwhile: its deadline is on the monotonic
-    /// clock.
+    /// timeout (and the idle timeout) keeps counting meanwhile: its
+    /// deadline is on the monotonic clock.
     fn on_stopped(&mut self, pid: Pid, signal: i32) {
         if let Some(terminal) = self.w.terminal {
             let stopping = matches!(self.phase, Phase::Stopping(_));
-            terminal.on_stopped(pid, signal, RunState { stopping, timed: self.timeout_at.is_some() });
+            let timed = self.timeout_at.is_some() || self.idle_at.is_some();
+            terminal.on_stopped(pid, signal, RunState { stopping, timed });
         }
     }
 
@@ -458,6 +475,13 @@ impl Supervisor<'_> {
             verbose!("timeout: stopping process group {}", self.pgid);
             self.start_stop(StopReason::Timeout);
         }
+        if let Phase::Running | Phase::Draining = self.phase
+            && self.idle_at.is_some_and(|at| now >= at)
+        {
+            let idle = self.w.idle_timeout.map(crate::duration::describe).unwrap_or_default();
+            verbose!("no output for {idle}: stopping process group {}", self.pgid);
+            self.start_stop(StopReason::IdleTimeout);
+        }
         let Phase::Stopping(plan) = &self.phase else { return };
         if plan.deadline().is_none_or(|at| now < at) {
             return;
@@ -504,25 +528,50 @@ impl Supervisor<'_> {
     /// Do what the stop plan says at `now`: send the next step, or KILL
     /// again (after the final KILL something is still there: a member we
     /// may not signal, one that forked in the meantime, or a zombie whose
-    /// parent may yet reap it), or give up on a run that refuses KILL.
+    /// parent may yet reap it), or give up on a run that refuses KILL. A
+    /// `leader:` step goes to the command's own process only, and only
+    /// while pgrun has not reaped it (its parent, pgrun is the one that
+    /// frees the pid, so until then the pid is the command's); once the
+    /// command has exited (reaped, or a zombie waiting for pgrun) the step
+    /// is skipped.
     fn advance_stop(&mut self, now: Instant) {
-        let Phase::Stopping(plan) = &mut self.phase else { return };
-        let send = match plan.next(now) {
-            Action::Send(send) => send,
-            Action::WaitUntil(_) => return,
-            Action::GiveUp(_) => return self.give_up_refused(),
-        };
-        if send.repeat {
-            verbose!("process group {} survived KILL; sending it again", self.pgid);
-        } else {
-            self.sent.push(SentSignal { signal: send.signal, at: now.saturating_duration_since(self.w.started) });
-            verbose!("sending {} to process group {}", send.signal, self.pgid);
-            self.poll_backoff = Backoff::up_to(MAX_POLL);
-        }
-        let result = self.w.scope.signal(send.signal, send.cont, send.last);
-        plan.sent(result.is_ok());
-        if let Err(err) = result {
-            self.send_error = Some(err);
+        loop {
+            let Phase::Stopping(plan) = &mut self.phase else { return };
+            let send = match plan.next(now) {
+                Action::Send(send) => send,
+                Action::WaitUntil(_) => return,
+                Action::GiveUp(_) => return self.give_up_refused(),
+            };
+            if send.leader {
+                crate::test_hook::pause("leader-step");
+            }
+            // A leader that exited but is not reaped yet (its SIGCHLD not
+            // read yet) has exited too: skip, as the contract says.
+            if send.leader && (!matches!(self.leader, Leader::Running) || process::exited_unreaped(self.pgid)) {
+                verbose!("the command has exited: skipping the step leader:{}", send.signal);
+                plan.skip(now);
+                continue;
+            }
+            if send.repeat {
+                verbose!("process group {} survived KILL; sending it again", self.pgid);
+            } else {
+                let at = now.saturating_duration_since(self.w.started);
+                self.sent.push(SentSignal { signal: send.signal, at, leader: send.leader });
+                match send.leader {
+                    true => verbose!("sending {} to process {} (the command) alone", send.signal, self.pgid),
+                    false => verbose!("sending {} to process group {}", send.signal, self.pgid),
+                }
+                self.poll_backoff = Backoff::up_to(MAX_POLL);
+            }
+            let result = match send.leader {
+                true => signal_leader(self.pgid, send.signal, send.cont),
+                false => self.w.scope.signal(send.signal, send.cont, send.last),
+            };
+            plan.sent(result.is_ok());
+            if let Err(err) = result {
+                self.send_error = Some(err);
+            }
+            return;
         }
     }
 
@@ -561,7 +610,7 @@ impl Supervisor<'_> {
     /// The next moment the loop must wake without an event, if any.
     fn next_wake(&mut self) -> Option<Instant> {
         let deadline = match &self.phase {
-            Phase::Running | Phase::Draining => self.timeout_at,
+            Phase::Running | Phase::Draining => earliest(self.timeout_at, self.idle_at),
             Phase::Stopping(plan) => plan.deadline(),
         };
         let deadline = match (deadline, self.parent_check_at) {
@@ -587,4 +636,25 @@ impl Supervisor<'_> {
         let check = Instant::now() + self.poll_backoff.next_pause();
         Some(deadline.map_or(check, |d| d.min(check)))
     }
+}
+
+/// The earlier of two optional deadlines.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A `leader:` step: `signal` to the command's own process `pid` alone,
+/// then SIGCONT to it if `cont`. Only for a leader pgrun has not reaped.
+fn signal_leader(pid: Pid, signal: Signal, cont: bool) -> std::io::Result<()> {
+    let sent = process::signal_process(pid, signal);
+    if let Err(err) = &sent {
+        verbose!("cannot send {signal} to process {pid} (the command): {err}");
+    }
+    if cont {
+        let _ = process::signal_process(pid, Signal::CONT);
+    }
+    sent.map(|_| ())
 }

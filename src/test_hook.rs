@@ -16,7 +16,8 @@
 //! have finished), `spawned` (the command runs, its group is not published
 //! yet), `draining-census` (with `--wait-group`, the command has exited and
 //! the supervisor is about to ask whether only zombies it cannot reap are
-//! left), `run-gone` (the supervisor is done: the run is gone, nothing is
+//! left), `leader-step` (the supervisor is about to decide whether a `leader:` step
+//! can still be sent), `run-gone` (the supervisor is done: the run is gone, nothing is
 //! withdrawn or released yet), `exit` (all is done and written, pgrun is
 //! about to exit: its peak memory can be read).
 //!

@@ -6,6 +6,13 @@
 //! when the run is gone: it checks with the [`Backoff`], or waits on the
 //! target's own event fd where it has one (a cgroup's `cgroup.events`).
 //! What to send and when is the [`StopPlan`]'s to say.
+//!
+//! A `leader:` step is sent only through a pidfd held on the leader (the
+//! member whose pid is the group's id, found in the group while the group
+//! was the run's), never with `kill(pid)`: whoever runs this is not the
+//! leader's parent, so the pid may have been reaped and reused. Where no
+//! such pidfd can be held (off Linux, no pidfd, the leader has exited) the
+//! step is skipped, as it is for a leader that has exited.
 
 use crate::backoff::Backoff;
 use crate::signame::Signal;
@@ -26,6 +33,13 @@ pub trait Target {
     /// Send `signal` to everything in the target, and SIGCONT after it if
     /// `cont`.
     fn signal(&mut self, signal: Signal, cont: bool);
+    /// A `leader:` step: send `signal` (and SIGCONT after it if `cont`) to
+    /// the run's leader alone, through a handle that cannot reach another
+    /// process; false if it was not sent (the leader has exited, or cannot
+    /// be reached so), and the step is then skipped.
+    fn signal_leader(&mut self, _signal: Signal, _cont: bool) -> bool {
+        false
+    }
     /// Whether nothing is left.
     fn gone(&mut self) -> bool;
     /// An fd that signals a change with POLLPRI, if the target has one.
@@ -191,6 +205,19 @@ impl Target for Group {
             self.send(Signal::CONT);
         }
     }
+    #[cfg(linux_strengths)]
+    fn signal_leader(&mut self, signal: Signal, cont: bool) -> bool {
+        use std::os::fd::AsFd;
+        self.find_members();
+        let Some((_, fd)) = self.members.iter().find(|(pid, _)| *pid == self.pgid) else { return false };
+        if process::pidfd_exited(fd.as_fd()) || !matches!(process::pidfd_signal(fd.as_fd(), signal), Ok(true)) {
+            return false;
+        }
+        if cont {
+            let _ = process::pidfd_signal(fd.as_fd(), Signal::CONT);
+        }
+        true
+    }
     fn gone(&mut self) -> bool {
         #[cfg(linux_strengths)]
         if self.held {
@@ -228,6 +255,18 @@ pub fn stop(target: &mut dyn Target, sequence: &StopSequence, until: Option<Inst
     let mut plan = StopPlan::new(sequence, AfterKill::GiveUp, until);
     loop {
         match plan.next(Instant::now()) {
+            Action::Send(send) if send.leader => {
+                if target.signal_leader(send.signal, send.cont) {
+                    verbose!("sent {} to the leader of {} alone", send.signal, target.describe());
+                } else {
+                    verbose!(
+                        "the leader of {} cannot be reached alone: skipping leader:{}",
+                        target.describe(),
+                        send.signal
+                    );
+                    plan.skip(Instant::now());
+                }
+            }
             Action::Send(send) => {
                 verbose!("sending {} to {}", send.signal, target.describe());
                 target.signal(send.signal, send.cont);

@@ -421,6 +421,12 @@ impl Target for Leaf {
         }
     }
 
+    /// A `leader:` step goes to the group's leader through the group's
+    /// pidfds (see [`crate::unsupervised`]), or is skipped.
+    fn signal_leader(&mut self, signal: Signal, cont: bool) -> bool {
+        self.group.as_mut().is_some_and(|group| group.signal_leader(signal, cont))
+    }
+
     /// `cgroup.events`, read once to arm it; `None` if it cannot be read
     /// (the caller then checks on its backoff).
     fn events(&self) -> Option<OwnedFd> {

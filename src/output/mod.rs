@@ -3,6 +3,8 @@
 //! bounded (head, a marker line, tail), cut on UTF-8 character boundaries,
 //! in bounded memory, or whole; and every byte of both goes to PATH in the
 //! order pgrun read it; with nothing pgrun read ever lost.
+//! `--idle-timeout` uses the same relay, unbounded unless `--max-output` is
+//! given too, to see output go by.
 //!
 //! [`size`] parses SIZE, [`utf8`] knows where a cut may fall, [`limit`] is
 //! the pure cut of one stream, [`file`] the output file, and [`relay`]

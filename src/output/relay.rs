@@ -1,12 +1,18 @@
 //! Moving the command's stdout and stderr through pgrun, for
-//! `--max-output` and `--output-file`.
+//! `--max-output`, `--output-file` and `--idle-timeout`.
 //!
 //! The relay owns the two inner pipes (the command writes to their write
 //! ends, pgrun reads their read ends) and each stream's [`Shape`]: its
 //! [`Cut`] under a [`Limit::Bytes`], or the whole stream under
 //! [`Limit::None`] (a pass-through: every byte, in order). With
 //! `--output-file`, every read goes to the [`OutputFile`] first, in the
-//! order pgrun read it, whatever the streams' readers do. It never
+//! order pgrun read it, whatever the streams' readers do.
+//! [`Relay::on_ready`] says whether bytes were read, which is what moves
+//! the idle deadline. A whole stream whose destination is a pipe, with no
+//! output file to copy it to, is spliced kernel to kernel on Linux
+//! ([`pipe::splice_nowait`]: pipe speed, no copy through pgrun), only while
+//! the destination has room; a full one is polled for POLLOUT while the
+//! source waits, as for any write. It never
 //! blocks and never wakes on its own: the supervisor's event loop polls the
 //! fds the relay names ([`Relay::interest`]) together with the signal fd and
 //! calls [`Relay::on_ready`]. Head bytes are written as they arrive; while
@@ -135,6 +141,13 @@ struct Stream {
     dest: Dest,
     /// How `dest` is written without blocking.
     kind: WriteKind,
+    /// Move the bytes pipe to pipe in the kernel ([`pipe::splice_nowait`]):
+    /// a whole stream to a pipe, with no output file, on Linux; turned off
+    /// for good if the kernel refuses.
+    splice: bool,
+    /// A splicing stream found its destination full: poll it for room
+    /// instead of the source for bytes.
+    wants_room: bool,
     /// `None` once the stream has ended and its stats are known.
     shape: Option<Shape>,
     /// Bytes to write to `dest`, in order; the front one from `written` on.
@@ -213,10 +226,11 @@ impl Relay {
                 .with_context(|| format!("cannot reserve memory for --max-output {size} (2 x {size} bytes)")),
         };
         let (stdout, stderr) = pipe::own_stdout_stderr();
+        let copied = file.is_some();
         let relay = Relay {
             streams: [
-                Stream::new("stdout", out_read, stdout, reserve()?),
-                Stream::new("stderr", err_read, stderr, reserve()?),
+                Stream::new("stdout", out_read, stdout, reserve()?, copied),
+                Stream::new("stderr", err_read, stderr, reserve()?, copied),
             ],
             scratch,
             file,
@@ -228,6 +242,11 @@ impl Relay {
     pub fn interest(&self, set: &mut [PollFd]) -> usize {
         let mut n = 0;
         for s in &self.streams {
+            if s.wants_room && s.source.is_some() {
+                set[n] = PollFd::write(s.dest.fd());
+                n += 1;
+                continue;
+            }
             if let Some(source) = &s.source
                 && (s.outbox.is_empty() || s.shape.as_ref().is_some_and(Shape::past_head))
             {
@@ -242,17 +261,23 @@ impl Relay {
         n
     }
 
-    /// Act on the fds `poll` found ready.
-    pub fn on_ready(&mut self, set: &[PollFd]) {
+    /// Act on the fds `poll` found ready; true if bytes of the command's
+    /// output were read.
+    pub fn on_ready(&mut self, set: &[PollFd]) -> bool {
+        let mut read = false;
         for entry in set.iter().filter(|e| e.ready) {
             for s in &mut self.streams {
-                if entry.write && entry.fd == s.dest.fd().as_raw_fd() && !s.outbox.is_empty() {
+                if entry.write && entry.fd == s.dest.fd().as_raw_fd() && s.wants_room {
+                    // Room again: read on (on the next turn).
+                    s.wants_room = false;
+                } else if entry.write && entry.fd == s.dest.fd().as_raw_fd() && !s.outbox.is_empty() {
                     s.flush();
                 } else if !entry.write && s.source.as_ref().is_some_and(|fd| fd.as_raw_fd() == entry.fd) {
-                    s.read_once(&mut self.scratch, &mut self.file);
+                    read |= s.on_readable(&mut self.scratch, &mut self.file);
                 }
             }
         }
+        read
     }
 
     /// The run is over: read what the pipes hold now (and no more), close
@@ -319,7 +344,9 @@ impl Relay {
 }
 
 impl Stream {
-    fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, shape: Shape) -> Stream {
+    /// `copied`: every byte also goes to the output file, so it must pass
+    /// through pgrun (no splice).
+    fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, shape: Shape, copied: bool) -> Stream {
         let mut kind = pipe::write_kind(dest);
         let mut dest = Dest::Shared(dest);
         if kind == WriteKind::Waits
@@ -328,16 +355,67 @@ impl Stream {
         {
             (dest, kind) = (Dest::Own(own), WriteKind::NonBlocking);
         }
+        let splice = matches!(shape, Shape::Whole(_)) && !copied && pipe::can_splice_to(dest.fd());
         Stream {
             name,
             source: Some(source),
             dest,
             kind,
+            splice,
+            wants_room: false,
             shape: Some(shape),
             outbox: VecDeque::new(),
             written: 0,
             stats: None,
             error: None,
+        }
+    }
+
+    /// The source is readable: move one splice's worth kernel to kernel if
+    /// this stream splices and the destination has room; if it has none,
+    /// wait for it (POLLOUT, see [`Relay::interest`]) before reading on, as
+    /// for any write; else one read. Returns whether bytes came.
+    fn on_readable(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) -> bool {
+        if self.splice && self.outbox.is_empty() {
+            if !crate::sys::writable_now(self.dest.fd()) {
+                self.wants_room = true;
+                return false;
+            }
+            if let Some(moved) = self.splice_once(scratch.len()) {
+                return moved;
+            }
+        }
+        self.read_once(scratch, file)
+    }
+
+    /// One splice of up to `len` bytes to a destination that has room;
+    /// `None` if the kernel refuses splicing here (then never again: plain
+    /// reads and writes say what failed and where).
+    fn splice_once(&mut self, len: usize) -> Option<bool> {
+        let source = self.source.as_ref()?;
+        match pipe::splice_nowait(source.as_fd(), self.dest.fd(), len) {
+            Ok(0) => {
+                self.end();
+                self.flush();
+                Some(false)
+            }
+            Ok(n) => {
+                if let Some(Shape::Whole(count)) = &mut self.shape {
+                    *count += n as u64;
+                }
+                Some(true)
+            }
+            // The destination has room, so the source is empty.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(false),
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => {
+                self.reader_gone(&e);
+                Some(false)
+            }
+            Err(e) => {
+                verbose!("cannot splice the command's {}: {e}; copying it instead", self.name);
+                self.splice = false;
+                None
+            }
         }
     }
 

@@ -64,6 +64,47 @@ pub fn bytes_readable(fd: BorrowedFd<'_>) -> io::Result<usize> {
     Ok(n.max(0) as usize)
 }
 
+/// Whether [`splice_nowait`] can write to `fd`: a pipe or FIFO, on Linux.
+pub fn can_splice_to(fd: BorrowedFd<'_>) -> bool {
+    cfg!(linux_strengths) && nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO)
+}
+
+/// Move up to `len` bytes from the pipe `from` to the pipe `to` inside the
+/// kernel, without copying them through pgrun: `splice(2)` with
+/// `SPLICE_F_NONBLOCK`, which waits for neither pipe and changes neither
+/// description's flags (the caller's stdout keeps its own). `Ok(0)`: `from`
+/// is at its end. `WouldBlock`: `from` is empty or `to` is full. Retried on
+/// EINTR. Off Linux: `Unsupported`.
+pub fn splice_nowait(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    #[cfg(linux_strengths)]
+    loop {
+        // SAFETY: two valid fds, no offsets (null: both are pipes), plain
+        // flags; splice touches no memory of ours.
+        let n = unsafe {
+            libc::splice(
+                from.as_raw_fd(),
+                std::ptr::null_mut(),
+                to.as_raw_fd(),
+                std::ptr::null_mut(),
+                len,
+                libc::SPLICE_F_NONBLOCK | libc::SPLICE_F_MOVE,
+            )
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = (from, to, len);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
 /// How a write to an fd can wait for its reader, which says how the relay
 /// writes to it without ever blocking (`fstat(2)`, `isatty(3)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -596,6 +596,29 @@ pub fn is_child(pid: Pid) -> bool {
     waitid_has_child(pid)
 }
 
+/// Whether child `pid` has exited and waits to be reaped, without reaping
+/// it (`waitid(P_PID, pid, WEXITED | WNOHANG | WNOWAIT)`, retried on EINTR).
+/// Any failure is no proof of an exit: false.
+pub fn exited_unreaped(pid: Pid) -> bool {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid buffer for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid with a valid siginfo pointer; WNOWAIT leaves the
+        // child waitable.
+        let rc = unsafe {
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+        };
+        if rc == 0 {
+            // SAFETY: waitid filled `info` (si_pid stays 0 if no child
+            // has exited); reading si_pid of a SIGCHLD siginfo is valid.
+            return unsafe { info.si_pid() } == pid;
+        }
+        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
+        }
+    }
+}
+
 /// One `waitid(P_PID, pid, WEXITED | WNOHANG | WNOWAIT)`, retried on
 /// EINTR: false only on ECHILD.
 fn waitid_has_child(pid: Pid) -> bool {
