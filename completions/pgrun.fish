@@ -24,8 +24,8 @@ function __fish_pgrun_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c pgrun -n "__fish_pgrun_needs_command" -s t -l timeout -d 'Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none]' -r
-complete -c pgrun -n "__fish_pgrun_needs_command" -l idle-timeout -d 'Stop the run when COMMAND has written no output for DUR [default: none]' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -s t -l timeout -d 'Stop the run after DUR (30, 1.5, 250ms, 2m, 1h, 1d; 0 = none)' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -l idle-timeout -d 'Stop the run when COMMAND has written no output for DUR' -r
 complete -c pgrun -n "__fish_pgrun_needs_command" -s s -l signal -d 'First signal of the stop sequence [default: TERM]' -r -f -a "TERM\t''
 INT\t''
 HUP\t''
@@ -38,14 +38,14 @@ WINCH\t''
 CONT\t''
 STOP\t''
 ABRT\t''"
-complete -c pgrun -n "__fish_pgrun_needs_command" -s k -l kill-after -d 'Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s]' -r
-complete -c pgrun -n "__fish_pgrun_needs_command" -l escalate -d 'The whole stop sequence, SIG/DUR/SIG/DUR/..., e.g. INT/2s/TERM/5s/KILL; a final KILL is implied, a signal with no DUR gets 10s' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -s k -l kill-after -d 'Grace between that signal and SIGKILL [default: 10s]' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -l escalate -d 'The whole stop sequence, e.g. INT/2s/TERM/5s/KILL' -r
 complete -c pgrun -n "__fish_pgrun_needs_command" -s p -l pidfile -d 'Publish the run: the group id, locked while the run lives' -r -F
 complete -c pgrun -n "__fish_pgrun_needs_command" -l cancel-file -d 'The cancel marker [default: PIDFILE.cancel]' -r -F
 complete -c pgrun -n "__fish_pgrun_needs_command" -l report -d 'Write a JSON outcome report to PATH at exit' -r -F
-complete -c pgrun -n "__fish_pgrun_needs_command" -l max-output -d 'Bound COMMAND\'s stdout and stderr to SIZE bytes each (e.g. 64K, 1M, 10MB): a longer stream keeps its first and last SIZE/2 bytes around a line `[pgrun: N bytes omitted]`' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -l max-output -d 'Bound stdout and stderr to SIZE bytes each (64K, 1M): head and tail' -r
 complete -c pgrun -n "__fish_pgrun_needs_command" -l output-file -d 'Also write stdout and stderr, complete and in read order, to PATH' -r -F
-complete -c pgrun -n "__fish_pgrun_needs_command" -l contain -d 'What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]' -r -f -a "group\t'The command\'s process group only'
+complete -c pgrun -n "__fish_pgrun_needs_command" -l contain -d 'What is stopped: group, tree, cgroup or auto [default: tree on Linux]' -r -f -a "group\t'The command\'s process group only'
 tree\t'The group and every descendant of pgrun (Linux)'
 cgroup\t'Everything in a new cgroup v2 leaf (Linux, delegated cgroup2)'
 auto\t'cgroup where a leaf can be created, else tree'"
@@ -59,7 +59,7 @@ fish\t''
 elvish\t''
 powershell\t''"
 complete -c pgrun -n "__fish_pgrun_needs_command" -l preserve-status -d 'On timeout (or idle timeout), exit with COMMAND\'s status instead of 124'
-complete -c pgrun -n "__fish_pgrun_needs_command" -l wait-group -d 'When COMMAND exits, let the rest of its group finish on its own instead of stopping it (a timeout or cancel still applies)'
+complete -c pgrun -n "__fish_pgrun_needs_command" -l wait-group -d 'When COMMAND exits, let the rest of its group finish on its own'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l no-guard -d 'Run without the guard that stops the run if pgrun is killed with SIGKILL'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l die-with-parent -d 'Stop the run as if cancelled when the process that started pgrun dies'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l setsid -d 'Start COMMAND in a new session instead of a new group (no terminal)'

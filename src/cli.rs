@@ -77,11 +77,12 @@ pub enum Action {
 /// Options of the run mode: `pgrun [OPTIONS] [--] COMMAND [ARG]...`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none].
-    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration)]
+    /// Stop the run after DUR (30, 1.5, 250ms, 2m, 1h, 1d; 0 = none).
+    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration,
+          long_help = "Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none].")]
     pub timeout: Option<Duration>,
 
-    /// Stop the run when COMMAND has written no output for DUR [default: none].
+    /// Stop the run when COMMAND has written no output for DUR.
     #[arg(long, value_name = "DUR", value_parser = parse_duration,
           long_help = "Stop the run, as --timeout does (124), when COMMAND has written nothing to \
                        stdout or stderr for DUR; both then go through pgrun (see Idle timeout \
@@ -94,12 +95,12 @@ pub struct RunArgs {
                        process only (see Stop sequence below) [default: TERM].")]
     pub signal: Option<StepSignal>,
 
-    /// Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s].
-    #[arg(short = 'k', long, value_name = "DUR", value_parser = parse_duration)]
+    /// Grace between that signal and SIGKILL [default: 10s].
+    #[arg(short = 'k', long, value_name = "DUR", value_parser = parse_duration,
+          long_help = "Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s].")]
     pub kill_after: Option<Duration>,
 
-    /// The whole stop sequence, SIG/DUR/SIG/DUR/..., e.g. INT/2s/TERM/5s/KILL;
-    /// a final KILL is implied, a signal with no DUR gets 10s.
+    /// The whole stop sequence, e.g. INT/2s/TERM/5s/KILL.
     #[arg(long, value_name = "SCHED", value_parser = StopSequence::parse_escalate,
           long_help = "The whole stop sequence, SIG/DUR/SIG/DUR/..., e.g. INT/2s/TERM/5s/KILL; a \
                        final KILL is implied, a signal with no DUR gets 10s; a step leader:SIG goes \
@@ -111,9 +112,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub preserve_status: bool,
 
-    /// When COMMAND exits, let the rest of its group finish on its own
-    /// instead of stopping it (a timeout or cancel still applies).
-    #[arg(long)]
+    /// When COMMAND exits, let the rest of its group finish on its own.
+    #[arg(long, long_help = "When COMMAND exits, let the rest of its group finish on its own instead of \
+                             stopping it (a timeout or cancel still applies).")]
     pub wait_group: bool,
 
     /// Publish the run: the group id, locked while the run lives.
@@ -128,10 +129,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub report: Option<PathBuf>,
 
-    /// Bound COMMAND's stdout and stderr to SIZE bytes each (e.g. 64K, 1M,
-    /// 10MB): a longer stream keeps its first and last SIZE/2 bytes around a
-    /// line `[pgrun: N bytes omitted]`.
-    #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
+    /// Bound stdout and stderr to SIZE bytes each (64K, 1M): head and tail.
+    #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size,
+          long_help = "Bound COMMAND's stdout and stderr to SIZE bytes each (e.g. 64K, 1M, 10MB): a \
+                       longer stream keeps its first and last SIZE/2 bytes around a line \
+                       `[pgrun: N bytes omitted]`.")]
     pub max_output: Option<u64>,
 
     /// Also write stdout and stderr, complete and in read order, to PATH.
@@ -146,7 +148,7 @@ pub struct RunArgs {
     // What is stopped and waited for. The long text (--help, the man page)
     // is given apart from the short one, so that it is printed once.
     #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true,
-          help = "What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]",
+          help = "What is stopped: group, tree, cgroup or auto [default: tree on Linux]",
           long_help = CONTAIN_LONG_HELP)]
     pub contain: Option<crate::contain::Mode>,
 
