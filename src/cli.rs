@@ -113,8 +113,11 @@ pub struct RunArgs {
     pub preserve_status: bool,
 
     /// When COMMAND exits, let the rest of its group finish on its own.
-    #[arg(long, long_help = "When COMMAND exits, let the rest of its group finish on its own instead of \
-                             stopping it (a timeout or cancel still applies).")]
+    #[arg(
+        long,
+        long_help = "When COMMAND exits, let the rest of its group finish on its own instead of \
+                             stopping it (a timeout or cancel still applies)."
+    )]
     pub wait_group: bool,
 
     /// Publish the run: the group id, locked while the run lives.

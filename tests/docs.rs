@@ -129,5 +129,5 @@ fn contain_is_described_once_in_help_and_man_page() {
         assert_eq!(times, 1, "{what} describes --contain {times} times");
     }
     let short = String::from_utf8(run(&mut pgrun(["-h"])).stdout).unwrap();
-    assert!(short.contains("What is stopped and waited for: group, tree, cgroup or auto"), "{short}");
+    assert!(short.contains("What is stopped: group, tree, cgroup or auto"), "{short}");
 }
