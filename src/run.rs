@@ -9,6 +9,7 @@
 //! write the output still held (`--max-output`, `--output-file`) and the report. Every refusal comes before the spawn,
 //! so bad input never half-runs a command.
 
+use crate::backoff::Backoff;
 use crate::cli::RunArgs;
 use crate::contain::{Mode, Scope};
 use crate::exit::RunExit;
@@ -24,7 +25,7 @@ use crate::signame::Signal;
 use crate::stop_plan::SentSignal;
 use crate::supervisor::{self, GroupEnd, StopReason, Supervised};
 use crate::sys::Pid;
-use crate::sys::process::{self, ChildStatus, Detach, SpawnError, SpawnOptions};
+use crate::sys::process::{self, ChildStatus, Detach, Reaped, SpawnError, SpawnOptions};
 use crate::sys::sigmask::{self, SigSet};
 use crate::sys::wakeup::SignalSource;
 use crate::terminal::Terminal;
@@ -34,7 +35,7 @@ use anyhow::anyhow;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What a run came to, for the exit status and the report.
 struct Outcome {
@@ -519,9 +520,13 @@ fn clean_up(
         Ok(ended) => outcome_of(ended, pgid),
         Err(e) => {
             // The loop itself failed (poll or waitpid returned an error no
-            // run should see). Do not leave the group running unwatched.
-            let _ = process::signal_group(pgid, Signal::KILL);
-            Outcome::failed(RunExit::Failed, anyhow!("cannot supervise process group {pgid}: {e}"), Some(pgid))
+            // run should see). Do not leave the run behind unwatched.
+            let end = match kill_unsupervised(&mut run.scope, run.guard.as_ref()) {
+                true => "stopped it with SIGKILL",
+                false => "SIGKILL did not end it",
+            };
+            let err = anyhow!("cannot supervise process group {pgid}: {e}; {end}");
+            Outcome::failed(RunExit::Failed, err, Some(pgid))
         }
     };
     if let Some(relay) = &mut run.relay {
@@ -536,6 +541,35 @@ fn clean_up(
     outcome.take_relay_end(run.relay.take().map(|relay| relay.flush_rest(&run.signals)));
     outcome.contain = Some(run.scope.mode());
     outcome
+}
+
+/// How long pgrun goes on killing a run whose supervision failed.
+const KILL_UNSUPERVISED_FOR: Duration = Duration::from_secs(5);
+
+/// The supervise loop failed: stop the run without it, as far as pgrun
+/// still can, so that the invariant holds on this path too: SIGKILL to
+/// everything the mode reaches (`cgroup.kill` in cgroup mode), reaping what
+/// ends (the guard's handle is told if it is among them), until the run is
+/// gone or [`KILL_UNSUPERVISED_FOR`] has passed. True if it is gone.
+fn kill_unsupervised(scope: &mut Scope, guard: Option<&Guard>) -> bool {
+    let until = Instant::now().checked_add(KILL_UNSUPERVISED_FOR);
+    let mut backoff = Backoff::default();
+    loop {
+        let _ = scope.signal(Signal::KILL, false, true);
+        while let Ok(reaped @ (Reaped::Child(..) | Reaped::Stopped(..))) = process::reap_one() {
+            if let (Reaped::Child(pid, _), Some(guard)) = (reaped, guard)
+                && guard.is(pid)
+            {
+                guard.reaped();
+            }
+        }
+        if scope.is_gone() {
+            return true;
+        }
+        if !backoff.pause_until(until) {
+            return false;
+        }
+    }
 }
 
 /// The run is over: consume the marker and release the guard (its handle

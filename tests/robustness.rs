@@ -293,3 +293,50 @@ fn a_zombie_nobody_reaps_is_reported_not_waited_for_forever() {
     assert_eq!(v["unreaped"], 1, "{v}");
     assert_eq!(v["stragglers"], 1, "{v}");
 }
+
+// The supervise loop itself failing (its poll refused: faults sweep,
+// new-B) must not leave the run behind: pgrun stops all of it, the escapee
+// in tree mode and the leaf's members in cgroup mode, and waits until it
+// is gone before it exits 125; in cgroup mode it also removes its leaf.
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn a_failed_supervise_loop_still_stops_the_whole_run() {
+    let mut modes = vec!["tree"];
+    if require(Capability::Cgroup2) {
+        modes.push("cgroup");
+    }
+    for mode in modes {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let dir = scratch.sh();
+        let payload = format!("setsid sleep 300 & echo $! > {dir}/esc.pid; exec sleep 300");
+        let pause = Pause::new(&scratch, "spawned");
+        let found = Command::new("strace").arg("-V").stdout(Stdio::null()).status();
+        assert!(found.is_ok_and(|s| s.success()), "this test needs strace; install it");
+        // Only pgrun is traced (-b execve lets the command go at its exec);
+        // --no-guard: the guard's own poll is not the one under test.
+        let mut cmd = Command::new("strace");
+        cmd.args(["-f", "-qq", "-o", "/dev/null", "-b", "execve", "-e", "inject=poll:error=ENOMEM:when=1"]);
+        cmd.args(["--", pgrun_path(), "--no-guard", "--contain", mode, "--", "sh", "-c", &payload]);
+        let log = scratch.path("stderr.log");
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(fs::File::create(&log).unwrap());
+        // The leaf's name, fixed, so that it can be looked for afterwards.
+        let leaf = format!("pgrun-test-{}-{mode}", std::process::id());
+        cmd.env("PGRUN_TEST_LEAF_NAME", &leaf);
+        default_signals(pause.arm(&mut cmd));
+        let index = guard.spawn(&mut cmd);
+        let escapee = wait_pid(&scratch.path("esc.pid"), &mut guard);
+        pause.wait_reached();
+        pause.release();
+        let status = guard.wait(index);
+        let stderr = fs::read_to_string(&log).unwrap_or_default();
+        assert_eq!(status, 125, "{mode}: {stderr}");
+        assert_eq!(stderr.lines().filter(|l| l.starts_with("pgrun: ")).count(), 1, "{mode}: {stderr}");
+        assert!(stderr.contains("cannot supervise"), "{mode}: {stderr}");
+        assert!(is_dead(escapee), "{mode}: the escapee outlived pgrun");
+        if mode == "cgroup" {
+            let (_, own) = cgroup2_folders().unwrap();
+            assert!(!own.join(&leaf).exists(), "cgroup leaf {leaf} left behind");
+        }
+    }
+}
