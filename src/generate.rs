@@ -102,7 +102,7 @@ pub fn print(what: Artifact) -> u8 {
         Ok(()) => 0,
         Err(e) => {
             crate::say::line(format_args!("cannot write to stdout: {e}"));
-            crate::exit::RunExit::Failed.code()
+            crate::exit::FAILURE
         }
     }
 }
