@@ -56,3 +56,7 @@ pub mod test_hook;
 pub mod timeout_hint;
 pub mod unsupervised;
 pub mod wait;
+
+/// `verbose!`, defined in [`say`], at the crate root where every module
+/// names it (`crate::verbose!`); crate-private, no `#[macro_export]`.
+pub(crate) use say::verbose;
