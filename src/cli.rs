@@ -61,7 +61,46 @@ pub struct Cli {
 
     /// Print the man page or a shell's completion script, for packagers.
     #[arg(long, value_name = "WHAT", hide = true, exclusive = true)]
-    pub generate: Option<crate::generate::Artifact>,
+    pub generate: Option<Artifact>,
+}
+
+/// What `--generate` can print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Artifact {
+    /// man/pgrun.1
+    Man,
+    /// man/pgrun-cancel.1
+    ManCancel,
+    /// man/pgrun-status.1
+    ManStatus,
+    /// man/pgrun-wait.1
+    ManWait,
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+    /// The exit-status tables of README.md (between its markers).
+    #[value(hide = true)]
+    ReadmeExitStatus,
+}
+
+impl Artifact {
+    /// Where the committed copy lives, relative to the repository root.
+    pub fn path(self) -> &'static str {
+        match self {
+            Artifact::Man => "man/pgrun.1",
+            Artifact::ManCancel => "man/pgrun-cancel.1",
+            Artifact::ManStatus => "man/pgrun-status.1",
+            Artifact::ManWait => "man/pgrun-wait.1",
+            Artifact::Bash => "completions/pgrun.bash",
+            Artifact::Zsh => "completions/_pgrun",
+            Artifact::Fish => "completions/pgrun.fish",
+            Artifact::Elvish => "completions/pgrun.elv",
+            Artifact::Powershell => "completions/_pgrun.ps1",
+            Artifact::ReadmeExitStatus => "README.md",
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
