@@ -103,6 +103,32 @@ impl Artifact {
     }
 }
 
+/// The `--contain` values as the command line spells them; the run knows
+/// them as [`crate::contain::Mode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Contain {
+    /// The command's process group only.
+    Group,
+    /// The group and every descendant of pgrun (Linux).
+    Tree,
+    /// Everything in a new cgroup v2 leaf (Linux, delegated cgroup2).
+    Cgroup,
+    /// cgroup where a leaf can be created, else tree.
+    Auto,
+}
+
+impl Contain {
+    pub fn mode(self) -> crate::contain::Mode {
+        use crate::contain::Mode;
+        match self {
+            Contain::Group => Mode::Group,
+            Contain::Tree => Mode::Tree,
+            Contain::Cgroup => Mode::Cgroup,
+            Contain::Auto => Mode::Auto,
+        }
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Action {
     #[command(about = CANCEL_ABOUT, long_about = CANCEL_LONG_ABOUT, after_long_help = render(CANCEL_AFTER_LONG_HELP))]
@@ -166,7 +192,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true,
           help = "What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]",
           long_help = CONTAIN_LONG_HELP)]
-    pub contain: Option<crate::contain::Mode>,
+    pub contain: Option<Contain>,
 
     /// Run without the guard that stops the run if pgrun is killed with
     /// SIGKILL.
@@ -195,7 +221,7 @@ pub struct RunArgs {
 impl RunArgs {
     /// The `--contain` mode asked for, or this platform's default.
     pub fn contain_mode(&self) -> crate::contain::Mode {
-        self.contain.unwrap_or_else(crate::contain::Mode::default_here)
+        self.contain.map_or_else(crate::contain::Mode::default_here, Contain::mode)
     }
 
     /// The stop sequence these options ask for.
@@ -324,5 +350,13 @@ mod tests {
     fn escalate_excludes_signal_and_kill_after() {
         assert!(parse(&["--escalate", "INT/KILL", "-s", "TERM", "true"]).is_err());
         assert!(parse(&["--escalate", "INT/KILL", "-k", "1", "true"]).is_err());
+    }
+
+    #[test]
+    fn each_contain_value_is_the_mode_of_its_name() {
+        use clap::ValueEnum;
+        for value in Contain::value_variants() {
+            assert_eq!(value.to_possible_value().unwrap().get_name(), value.mode().name());
+        }
     }
 }
