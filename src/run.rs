@@ -204,7 +204,7 @@ fn execute(args: &RunArgs, started: Instant, parent: Pid) -> Outcome {
     };
     let pgid = match spawn_command(args, &mut run) {
         Ok(pgid) => pgid,
-        Err(early) => return early.into(),
+        Err(early) => return Outcome { contain: Some(run.scope.mode()), ..early.into() },
     };
     let published = match publish(&mut run, pgid) {
         Ok(published) => published,
@@ -411,15 +411,22 @@ fn publish(run: &mut Prepared, pgid: Pid) -> anyhow::Result<Option<pidfile::Publ
 /// unsupervised) and report pgrun's failure.
 fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: Pid, err: anyhow::Error) -> Outcome {
     let stopped = supervise(args, run, started, Some(StopReason::Cancel));
-    let mut outcome = Outcome::failed(RunExit::Failed, err, Some(pgid));
-    if let Ok(ended) = stopped {
-        outcome.status = ended.status;
-        outcome.signals = ended.signals;
-    }
+    // What the stop found (the command's status, the signals, stragglers,
+    // escapees), under pgrun's failure: the reason the run ended.
+    let mut outcome = match stopped {
+        Ok(ended) => outcome_of(ended, pgid),
+        Err(_) => Outcome::new(RunExit::Failed, Reason::Error),
+    };
+    outcome.exit = RunExit::Failed;
+    outcome.reason = Reason::Error;
+    outcome.pgid = Some(pgid);
+    outcome.error = Some(err);
+    outcome.contain = Some(run.scope.mode());
     if let Some(relay) = &mut run.relay {
         relay.close();
     }
     outcome.guard = withdraw(run);
+    outcome.cgroup_left = run.scope.remove_leaf();
     outcome.output = run.relay.take().map(|relay| relay.flush_rest(&run.signals));
     outcome
 }
