@@ -52,6 +52,11 @@ Signals sent to pgrun:
   member that was stopped on purpose (kill -STOP, a job put aside), which
   acts on them once it is continued.
 
+  Forwarded signals go to COMMAND's process group only, whatever --contain
+  says: a process that left the group (a daemon, a setsid child) belongs to
+  the run for stopping, not for Ctrl-C or a reload. Only the stop sequence
+  reaches it.
+
 Containment (--contain MODE):
   A process group is not a seal: a descendant can call setsid or setpgid
   (daemons, `set -m` job control, `nohup ... &`, test fixtures that start
