@@ -99,7 +99,8 @@ Containment (--contain MODE):
   a setsid'd or double-forked descendant outlives them, a zombie held by an
   escaped parent keeps timeout sending KILL, and killing them with SIGKILL
   leaves the group running. pgrun closes the first two with tree or cgroup
-  and the third with its guard.
+  and the third with its guard (which, once pgrun is dead, reaches what left
+  the group only in cgroup mode: see Guard).
 
 Guard (--no-guard to turn it off):
   Before COMMAND starts, pgrun forks a guard: not exec'd, named pgrun-guard
