@@ -1,30 +1,35 @@
 //! pgrun: run a command in its own process group, stop the whole group on
 //! timeout or cancel, and exit only when nothing of it is left.
 //!
-//! Where to start reading: [`entry`] parses the command line and maps every
-//! outcome to an exit status; [`run`] holds the run mode as a
-//! checklist of named steps, and [`supervisor`] the one event loop that
-//! watches the running command until the run is gone. All contact with the
-//! kernel goes through [`sys`].
+//! Where to start reading: [`entry`] parses the command line ([`cli`]) and
+//! turns how each mode ended into an exit status; [`run`] holds the run
+//! mode as a checklist of named steps, and [`supervisor`] the one event
+//! loop that watches the running command until the run is gone. All
+//! contact with the kernel goes through [`sys`].
 //!
 //! Where each policy lives, by file:
-//! - which signal does what: [`signal_policy`];
-//! - which exit status, and its documentation: [`exit`];
+//! - which signal does what: [`signal_policy`]; signal names: [`signame`];
+//! - which exit status, and its documentation: [`exit`] (125, pgrun's own
+//!   failure, is [`exit::FAILURE`] in every mode);
 //! - how a run is stopped: [`stop_sequence`] (the steps), [`stop_plan`]
 //!   (when to send which, the KILL grace and repeats, when to give up),
 //!   driven by [`supervisor`] (a run pgrun supervises) and by
 //!   [`unsupervised`] (one it does not: `pgrun cancel`'s fallback and the
-//!   [`guard`]);
+//!   [`guard`], which stops the run if pgrun is SIGKILLed);
 //! - what "the run" is (`--contain`): [`contain`];
-//! - the pid file protocol and the cancel marker: [`pidfile`], and its
-//!   readers [`cancel`], [`status`] and [`wait`];
+//! - the pid file protocol and the cancel marker: [`pidfile`] (one file per
+//!   role: claim, record, marker), and its readers [`cancel`], [`status`]
+//!   and [`wait`];
 //! - the terminal and job control: [`terminal`];
 //! - `--max-output`: [`output`]; `--report`: [`report`]; `--die-with-parent`:
 //!   [`parent_death`]; a panic: [`panic_stop`]; the hint for `pgrun 30 ...`:
-//!   [`timeout_hint`];
+//!   [`timeout_hint`]; DUR arguments: [`duration`];
+//! - the documentation: [`help`] (the `--help` prose), [`generate`] (man
+//!   pages, completions and README's exit statuses, from the definitions);
 //! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
-//!   event announces), [`say`] (pgrun's only voice on stderr), [`test_hook`]
-//!   (pauses for the test suite, debug builds only).
+//!   event announces), [`say`] (pgrun's only voice on stderr, and
+//!   `verbose!`), [`test_hook`] (pauses for the test suite, debug builds
+//!   only).
 
 pub mod atomic_file;
 pub mod backoff;

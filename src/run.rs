@@ -1,13 +1,18 @@
 //! The run mode from start to finish: `pgrun [OPTIONS] [--] COMMAND`.
 //!
-//! The order is the contract's: check the report path, claim the pid file,
-//! honour a cancel marker left before the start, block the handled signals,
-//! settle what the run is (`--contain`, see [`crate::contain`]), arm
-//! `--die-with-parent`, fork the guard, spawn the command into its new
-//! group, publish the group id, check the marker again, supervise until the
-//! run is gone, then remove the pid file and the marker, release the guard,
-//! write the output still held (`--max-output`) and the report. Every refusal comes before the spawn,
-//! so bad input never half-runs a command.
+//! The steps, in order (each a function below): check the report path
+//! ([`run`]); check the command line and the folders of the pid file and
+//! the marker; block the handled signals; claim the pid file; honour a
+//! cancel marker left before the start; become the subreaper and settle
+//! what the run is (`--contain`, see [`crate::contain`]); arm
+//! `--die-with-parent`; end here if a termination signal is already
+//! pending; set up the terminal and `--max-output`'s pipes; fork the guard;
+//! spawn the command into its new group; publish the group id; check the
+//! marker again; supervise until the run is gone. Then the run is withdrawn
+//! (the pid file and the marker removed, the guard released), the cgroup
+//! leaf removed, and only then the output still held (`--max-output`) and
+//! the report written. Every refusal comes before the spawn, so bad input
+//! never half-runs a command.
 
 use crate::cli::RunArgs;
 use crate::contain::{Mode, Scope};

@@ -12,13 +12,16 @@
 //! [`lifetime`] (the guard's fork and the socket that ties it to pgrun, the
 //! parent-death signal).
 //!
-//! The calls go through nix's safe wrappers wherever nix expresses them.
-//! Raw libc remains only where it does not: any signal number (nix's
-//! `Signal` names no real-time signal, and its `waitpid` fails *after*
-//! reaping a child one of them ended), calls on raw fds the facade takes as
-//! plain integers (an fd that may be closed is no `BorrowedFd`), the forked
-//! child before exec (nix's `execvp` allocates), pidfds, and glibc's
-//! reserved signals.
+//! The calls go through nix's safe wrappers wherever the nix features this
+//! crate enables (`fs`, `process`, `signal`, `user`) express them. Raw libc
+//! remains where they do not: any signal number (nix's `Signal` names no
+//! real-time signal, and its `waitpid` fails *after* reaping a child one of
+//! them ended), calls on raw fds the facade takes as plain integers (an fd
+//! that may be closed is no `BorrowedFd`), the forked child before exec
+//! (nix's `execvp` allocates), pidfds, glibc's reserved signals; calls nix
+//! 0.32 does not wrap (`_exit`, `getrandom`, `ioctl(FIONREAD)`); and calls
+//! of nix features left out (`poll`; the `socket` calls of the guard's tie
+//! and `send`; `pread`; `mmap`). Each module's doc names its own.
 
 pub mod cgroup;
 pub mod lifetime;
