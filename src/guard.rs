@@ -343,6 +343,7 @@ fn run_group(tie: &OwnedFd, pgid: Pid, held: Vec<(Pid, OwnedFd)>) -> unsupervise
             Ok(received) => held.extend(received.processes),
             Err(e) => say::line(format_args!("guard: cannot take the processes pgrun handed over: {e}")),
         }
+        let held = held.into_iter().map(|(pid, fd)| (pid, sys::pidfd::Pidfd::from_owned(fd))).collect();
         let mut group = unsupervised::Group::held(pgid, held);
         group.look_for_members();
         group

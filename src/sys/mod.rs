@@ -9,6 +9,7 @@
 //! foreground process group of the controlling terminal), [`pipe`] (the
 //! pipes and reads and writes of `--max-output`), [`proc`] (reading
 //! `/proc`), [`cgroup`] (the cgroup v2 files of `--contain cgroup`),
+//! [`pidfd`] (a hold on one process that pid reuse cannot redirect),
 //! [`lifetime`] (the guard's fork and the socket that ties it to pgrun, the
 //! parent-death signal).
 //!
@@ -26,6 +27,7 @@
 pub mod cgroup;
 pub mod lifetime;
 pub mod lock;
+pub mod pidfd;
 pub mod pipe;
 pub mod proc;
 pub mod process;
