@@ -50,6 +50,18 @@ impl Pidfd {
         match self.0 {}
     }
 
+    /// Wait up to `timeout` (`None`: no limit) for the process to exit;
+    /// true once it has. An error says nothing about the process.
+    pub fn wait_exited(&self, timeout: Option<std::time::Duration>) -> io::Result<bool> {
+        #[cfg(linux_strengths)]
+        return super::wait_readable(std::os::fd::AsFd::as_fd(&self.0), timeout);
+        #[cfg(not(linux_strengths))]
+        {
+            let _ = timeout;
+            match self.0 {}
+        }
+    }
+
     /// `pidfd_send_signal(2)`; `Ok(false)` if the process has already
     /// exited. `Signal::PROBE` asks whether it is not yet reaped.
     pub fn signal(&self, signal: Signal) -> io::Result<bool> {
