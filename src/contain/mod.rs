@@ -43,7 +43,7 @@ impl Mode {
     /// The default: `tree` where pgrun can walk its descendants (Linux),
     /// `group` elsewhere.
     pub fn default_here() -> Mode {
-        if cfg!(linux_strengths) { Mode::Tree } else { Mode::Group }
+        if crate::sys::CAN_CONTAIN { Mode::Tree } else { Mode::Group }
     }
 
     /// The name used on the command line and in the report.
@@ -77,7 +77,7 @@ impl Scope {
     /// starts: create the cgroup leaf for `cgroup` (an error if none can be
     /// had) and `auto` (falling back to `tree`).
     pub fn prepare(requested: Mode) -> Result<Scope> {
-        let linux = cfg!(linux_strengths);
+        let linux = crate::sys::CAN_CONTAIN;
         let (mode, leaf) = match requested {
             Mode::Group => (Mode::Group, None),
             Mode::Tree | Mode::Cgroup if !linux => {

@@ -69,6 +69,12 @@ pub fn max_signal() -> i32 {
     realtime_range().map(|(_, max)| max).unwrap_or(libc::SIGUSR2.max(libc::SIGSYS).max(31))
 }
 
+/// Whether pgrun can follow what leaves the command's group here: be a
+/// child subreaper, list its descendants in `/proc` and hold them by
+/// pidfds (Linux, unless built with `posix-fallback`). `--contain tree` and
+/// `cgroup` need it.
+pub const CAN_CONTAIN: bool = cfg!(linux_strengths);
+
 /// A process or process-group id, as the kernel numbers them.
 pub type Pid = libc::pid_t;
 
