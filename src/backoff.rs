@@ -3,11 +3,12 @@
 //! another process holds or a file it creates ([`crate::pidfile`],
 //! [`crate::cancel`]), a run that ends without a SIGCHLD to pgrun (the
 //! [`crate::supervisor`]'s fallback check), a group killed on a panic
-//! ([`crate::panic_stop`]). One backoff serves every such wait, so each
-//! costs little and none sleeps past its deadline: pauses start at 1 ms and
-//! double up to a ceiling, 20 ms unless the wait says otherwise (the
-//! supervisor's check, which events make redundant most of the time, goes
-//! up to 100 ms). The one look on a fixed period is the terminal's, for a
+//! ([`crate::panic_stop`]), the [`crate::guard`]'s looks at pgrun. One
+//! backoff serves every such wait, so each costs little and none sleeps
+//! past its deadline: pauses start at 1 ms and double up to a ceiling, 20 ms
+//! unless the wait says otherwise (the supervisor's check, which events make
+//! redundant most of the time, goes up to 100 ms; the guard's look for the
+//! command being spawned starts at 20 µs). The one look on a fixed period is the terminal's, for a
 //! job brought to the foreground ([`crate::terminal::WAITING_POLL`]): it
 //! waits for a person, not for a process to end.
 
@@ -33,7 +34,12 @@ impl Default for Backoff {
 impl Backoff {
     /// Pauses that double from 1 ms up to `longest`.
     pub fn up_to(longest: Duration) -> Self {
-        Backoff { pause: FIRST.min(longest), longest }
+        Backoff::between(FIRST, longest)
+    }
+
+    /// Pauses that double from `first` up to `longest`.
+    pub fn between(first: Duration, longest: Duration) -> Self {
+        Backoff { pause: first.min(longest), longest }
     }
 
     /// The next pause, for a caller that waits by itself (in poll):
@@ -86,6 +92,9 @@ mod tests {
         let mut long = Backoff::up_to(ms(100));
         let pauses: Vec<_> = (0..9).map(|_| long.next_pause()).collect();
         assert_eq!(pauses, [ms(1), ms(2), ms(4), ms(8), ms(16), ms(32), ms(64), ms(100), ms(100)]);
+        let mut short = Backoff::between(Duration::from_micros(400), ms(1));
+        let pauses: Vec<_> = (0..4).map(|_| short.next_pause()).collect();
+        assert_eq!(pauses, [Duration::from_micros(400), Duration::from_micros(800), ms(1), ms(1)]);
     }
 
     #[test]

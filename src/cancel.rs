@@ -15,11 +15,11 @@ use crate::exit::CancelExit;
 use crate::pidfile::{self, Liveness, Marker, Record, RecordError};
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
+use crate::sys::pidfd::Pidfd;
 use crate::sys::{self, Pid, process};
 use crate::unsupervised;
 use crate::{say, verbose};
 use anyhow::{Result, anyhow, bail};
-use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -222,7 +222,7 @@ impl Canceller<'_> {
         // Open the handle and look at the namespace first, then make sure
         // the lock still names the same pgrun: so both describe that pgrun,
         // and a recycled pid is never signalled.
-        let handle = process::pidfd_open(holder);
+        let handle = Pidfd::open(holder);
         let own_namespace = process::in_own_pid_namespace(holder);
         if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
             verbose!("the run ended while cancel looked at it");
@@ -276,23 +276,14 @@ impl Canceller<'_> {
     /// only once the lock agrees. A lock is released when its holder exits,
     /// so while `holder` still holds it, that pid is still that pgrun, and
     /// the signal goes by pid instead (the lock checked right before).
-    fn signal_holder(
-        &self,
-        record: &Record,
-        holder: Pid,
-        handle: Option<&std::os::fd::OwnedFd>,
-        signal: Signal,
-    ) -> Result<bool> {
+    fn signal_holder(&self, record: &Record, holder: Pid, handle: Option<&Pidfd>, signal: Signal) -> Result<bool> {
         let cannot = |e: std::io::Error| anyhow!("cannot send {signal} to pgrun {holder}: {e}");
         let Some(fd) = handle else {
             return process::signal_process(holder, signal).map_err(cannot);
         };
-        #[cfg(linux_strengths)]
-        if process::pidfd_signal(fd.as_fd(), signal).map_err(cannot)? {
+        if fd.signal(signal).map_err(cannot)? {
             return Ok(true);
         }
-        #[cfg(not(linux_strengths))]
-        let _ = fd;
         if record.liveness().map_err(|e| lock_error(&self.args.pidfile, e))? != Liveness::Live(holder) {
             return Ok(false);
         }
@@ -333,7 +324,7 @@ impl Canceller<'_> {
     /// Wait for the pgrun holding the lock to exit; false if the deadline
     /// passed first. The lock is released at exit even if the process lingers
     /// as a zombie, so it is the portable signal; a pidfd makes it an event.
-    fn wait_run_exit(&self, record: &Record, holder: Pid, exit_handle: Option<std::os::fd::OwnedFd>) -> bool {
+    fn wait_run_exit(&self, record: &Record, holder: Pid, exit_handle: Option<Pidfd>) -> bool {
         let ended = || record.liveness().ok() != Some(Liveness::Live(holder));
         let Some(fd) = exit_handle else {
             return backoff::poll_until(self.deadline, ended);
@@ -346,7 +337,7 @@ impl Canceller<'_> {
             if self.deadline.is_some_and(|d| now >= d) {
                 return false;
             }
-            let _ = sys::wait_readable(fd.as_fd(), self.deadline.map(|d| d - now));
+            let _ = fd.wait_exited(self.deadline.map(|d| d - now));
         }
     }
 

@@ -61,7 +61,72 @@ pub struct Cli {
 
     /// Print the man page or a shell's completion script, for packagers.
     #[arg(long, value_name = "WHAT", hide = true, exclusive = true)]
-    pub generate: Option<crate::generate::Artifact>,
+    pub generate: Option<Artifact>,
+}
+
+/// What `--generate` can print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Artifact {
+    /// man/pgrun.1
+    Man,
+    /// man/pgrun-cancel.1
+    ManCancel,
+    /// man/pgrun-status.1
+    ManStatus,
+    /// man/pgrun-wait.1
+    ManWait,
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+    /// The exit-status tables of README.md (between its markers).
+    #[value(hide = true)]
+    ReadmeExitStatus,
+}
+
+impl Artifact {
+    /// Where the committed copy lives, relative to the repository root.
+    pub fn path(self) -> &'static str {
+        match self {
+            Artifact::Man => "man/pgrun.1",
+            Artifact::ManCancel => "man/pgrun-cancel.1",
+            Artifact::ManStatus => "man/pgrun-status.1",
+            Artifact::ManWait => "man/pgrun-wait.1",
+            Artifact::Bash => "completions/pgrun.bash",
+            Artifact::Zsh => "completions/_pgrun",
+            Artifact::Fish => "completions/pgrun.fish",
+            Artifact::Elvish => "completions/pgrun.elv",
+            Artifact::Powershell => "completions/_pgrun.ps1",
+            Artifact::ReadmeExitStatus => "README.md",
+        }
+    }
+}
+
+/// The `--contain` values as the command line spells them; the run knows
+/// them as [`crate::contain::Mode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Contain {
+    /// The command's process group only.
+    Group,
+    /// The group and every descendant of pgrun (Linux).
+    Tree,
+    /// Everything in a new cgroup v2 leaf (Linux, delegated cgroup2).
+    Cgroup,
+    /// cgroup where a leaf can be created, else tree.
+    Auto,
+}
+
+impl Contain {
+    pub fn mode(self) -> crate::contain::Mode {
+        use crate::contain::Mode;
+        match self {
+            Contain::Group => Mode::Group,
+            Contain::Tree => Mode::Tree,
+            Contain::Cgroup => Mode::Cgroup,
+            Contain::Auto => Mode::Auto,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -153,7 +218,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true,
           help = "What is stopped: group, tree, cgroup or auto [default: tree on Linux]",
           long_help = CONTAIN_LONG_HELP)]
-    pub contain: Option<crate::contain::Mode>,
+    pub contain: Option<Contain>,
 
     /// Run without the guard that stops the run if pgrun is killed with
     /// SIGKILL.
@@ -182,7 +247,7 @@ pub struct RunArgs {
 impl RunArgs {
     /// The `--contain` mode asked for, or this platform's default.
     pub fn contain_mode(&self) -> crate::contain::Mode {
-        self.contain.unwrap_or_else(crate::contain::Mode::default_here)
+        self.contain.map_or_else(crate::contain::Mode::default_here, Contain::mode)
     }
 
     /// `--idle-timeout`, if one is in force (0 means none).
@@ -323,5 +388,13 @@ mod tests {
     fn escalate_excludes_signal_and_kill_after() {
         assert!(parse(&["--escalate", "INT/KILL", "-s", "TERM", "true"]).is_err());
         assert!(parse(&["--escalate", "INT/KILL", "-k", "1", "true"]).is_err());
+    }
+
+    #[test]
+    fn each_contain_value_is_the_mode_of_its_name() {
+        use clap::ValueEnum;
+        for value in Contain::value_variants() {
+            assert_eq!(value.to_possible_value().unwrap().get_name(), value.mode().name());
+        }
     }
 }

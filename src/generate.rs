@@ -7,53 +7,14 @@
 //! clap_mangen and converts the `--help` prose (see `help`) into the
 //! remaining sections.
 
-use crate::cli::Cli;
-use clap::{CommandFactory, ValueEnum};
+use crate::cli::{Artifact, Cli};
+use clap::CommandFactory;
 use clap_complete::Shell;
 use std::io::Write;
 
 /// The man pages' date: when their prose last changed. Fixed, so that the
 /// generated files only change when the definitions do.
 const MAN_DATE: &str = "2026-11-30";
-
-/// What `--generate` can print.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Artifact {
-    /// man/pgrun.1
-    Man,
-    /// man/pgrun-cancel.1
-    ManCancel,
-    /// man/pgrun-status.1
-    ManStatus,
-    /// man/pgrun-wait.1
-    ManWait,
-    Bash,
-    Zsh,
-    Fish,
-    Elvish,
-    Powershell,
-    /// The exit-status tables of README.md (between its markers).
-    #[value(hide = true)]
-    ReadmeExitStatus,
-}
-
-impl Artifact {
-    /// Where the committed copy lives, relative to the repository root.
-    pub fn path(self) -> &'static str {
-        match self {
-            Artifact::Man => "man/pgrun.1",
-            Artifact::ManCancel => "man/pgrun-cancel.1",
-            Artifact::ManStatus => "man/pgrun-status.1",
-            Artifact::ManWait => "man/pgrun-wait.1",
-            Artifact::Bash => "completions/pgrun.bash",
-            Artifact::Zsh => "completions/_pgrun",
-            Artifact::Fish => "completions/pgrun.fish",
-            Artifact::Elvish => "completions/pgrun.elv",
-            Artifact::Powershell => "completions/_pgrun.ps1",
-            Artifact::ReadmeExitStatus => "README.md",
-        }
-    }
-}
 
 /// Render `what` as bytes.
 pub fn render(what: Artifact) -> Vec<u8> {
@@ -102,7 +63,7 @@ pub fn print(what: Artifact) -> u8 {
         Ok(()) => 0,
         Err(e) => {
             crate::say::line(format_args!("cannot write to stdout: {e}"));
-            crate::exit::RunExit::Failed.code()
+            crate::exit::FAILURE
         }
     }
 }

@@ -41,6 +41,7 @@
 //! there would act on pgrun's files): it ends with `_exit`, and a panic in
 //! it ends there too (its own panic hook, installed first thing, exits).
 
+use crate::backoff::Backoff;
 use crate::contain::cgroup::Leaf;
 use crate::say;
 use crate::signame::Signal;
@@ -342,6 +343,7 @@ fn run_group(tie: &OwnedFd, pgid: Pid, held: Vec<(Pid, OwnedFd)>) -> unsupervise
             Ok(received) => held.extend(received.processes),
             Err(e) => say::line(format_args!("guard: cannot take the processes pgrun handed over: {e}")),
         }
+        let held = held.into_iter().map(|(pid, fd)| (pid, sys::pidfd::Pidfd::from_owned(fd))).collect();
         let mut group = unsupervised::Group::held(pgid, held);
         group.look_for_members();
         group
@@ -367,7 +369,7 @@ fn run_group(tie: &OwnedFd, pgid: Pid, held: Vec<(Pid, OwnedFd)>) -> unsupervise
 fn watch_the_spawn(tie: &OwnedFd, pgrun: Pid) -> Vec<(Pid, OwnedFd)> {
     let mut held = Vec::new();
     let mut looking = false;
-    let mut pause = Duration::from_micros(20);
+    let mut pauses = Backoff::between(Duration::from_micros(20), Duration::from_millis(1));
     // Looking is bounded: a spawn that failed before its process existed
     // sends nothing more, and pgrun's end hangs up only when pgrun ends.
     let mut looked_since = None;
@@ -406,8 +408,7 @@ fn watch_the_spawn(tie: &OwnedFd, pgrun: Pid) -> Vec<(Pid, OwnedFd)> {
                 // pgrun is gone, or the kernel has no children files.
                 Err(_) => return held,
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(1));
+            std::thread::sleep(pauses.next_pause());
         }
     }
 }
@@ -435,6 +436,8 @@ fn child_of(pgrun: Pid) -> std::io::Result<Option<(Pid, OwnedFd)>> {
 /// keeps failing costs little. Exits at once if pgrun released the guard.
 fn wait_for_hangup(tie: &OwnedFd, shared: &lifetime::SharedPage, pgrun: Pid) {
     let mut failures = 0u32;
+    // 2 ms after the first failure, doubling up to about a second.
+    let mut pauses = Backoff::between(Duration::from_millis(2), Duration::from_millis(1024));
     let mut fail_first = test_hook::active(test_hook::GUARD_WAIT_FAILS);
     loop {
         let waited = if std::mem::take(&mut fail_first) {
@@ -454,7 +457,7 @@ fn wait_for_hangup(tie: &OwnedFd, shared: &lifetime::SharedPage, pgrun: Pid) {
                 if failures == 1 {
                     say::line(format_args!("guard: cannot wait for pgrun {pgrun}: {e}; waiting again"));
                 }
-                std::thread::sleep(Duration::from_millis(1 << failures.min(10)));
+                std::thread::sleep(pauses.next_pause());
             }
         }
     }
@@ -464,14 +467,13 @@ fn wait_for_hangup(tie: &OwnedFd, shared: &lifetime::SharedPage, pgrun: Pid) {
 /// Return once pgrun is gone: the guard was reparented (`getppid()` is no
 /// longer pgrun's pid). Exits at once if pgrun released the guard.
 fn confirm_pgrun_gone(shared: &lifetime::SharedPage, pgrun: Pid) {
-    let mut pause = Duration::from_millis(1);
+    let mut pauses = Backoff::up_to(Duration::from_millis(100));
     loop {
         exit_if_released(shared);
         if sys::getppid() != pgrun {
             return;
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(100));
+        std::thread::sleep(pauses.next_pause());
     }
 }
 

@@ -74,6 +74,11 @@ Signals sent to pgrun:
   member that was stopped on purpose (kill -STOP, a job put aside), which
   acts on them once it is continued.
 
+  Forwarded signals go to COMMAND's process group only, whatever --contain
+  says: a process that left the group (a daemon, a setsid child) belongs to
+  the run for stopping, not for Ctrl-C or a reload. Only the stop sequence
+  reaches it.
+
 Containment (--contain MODE):
   A process group is not a seal: a descendant can call setsid or setpgid
   (daemons, `set -m` job control, `nohup ... &`, test fixtures that start
@@ -116,7 +121,8 @@ Containment (--contain MODE):
   a setsid'd or double-forked descendant outlives them, a zombie held by an
   escaped parent keeps timeout sending KILL, and killing them with SIGKILL
   leaves the group running. pgrun closes the first two with tree or cgroup
-  and the third with its guard.
+  and the third with its guard (which, once pgrun is dead, reaches what left
+  the group only in cgroup mode: see Guard).
 
 Guard (--no-guard to turn it off):
   Before COMMAND starts, pgrun forks a guard: not exec'd, named pgrun-guard

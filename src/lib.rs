@@ -1,31 +1,36 @@
 //! pgrun: run a command in its own process group, stop the whole group on
 //! timeout or cancel, and exit only when nothing of it is left.
 //!
-//! Where to start reading: [`main`] parses the command line and maps every
-//! outcome to an exit status; [`run`] holds the run mode as a
-//! checklist of named steps, and [`supervisor`] the one event loop that
-//! watches the running command until the run is gone. All contact with the
-//! kernel goes through [`sys`].
+//! Where to start reading: [`entry`] parses the command line ([`cli`]) and
+//! turns how each mode ended into an exit status; [`run`] holds the run
+//! mode as a checklist of named steps, and [`supervisor`] the one event
+//! loop that watches the running command until the run is gone. All
+//! contact with the kernel goes through [`sys`].
 //!
 //! Where each policy lives, by file:
-//! - which signal does what: [`signal_policy`];
-//! - which exit status, and its documentation: [`exit`];
+//! - which signal does what: [`signal_policy`]; signal names: [`signame`];
+//! - which exit status, and its documentation: [`exit`] (125, pgrun's own
+//!   failure, is [`exit::FAILURE`] in every mode);
 //! - how a run is stopped: [`stop_sequence`] (the steps), [`stop_plan`]
 //!   (when to send which, the KILL grace and repeats, when to give up),
 //!   driven by [`supervisor`] (a run pgrun supervises) and by
 //!   [`unsupervised`] (one it does not: `pgrun cancel`'s fallback and the
-//!   [`guard`]);
+//!   [`guard`], which stops the run if pgrun is SIGKILLed);
 //! - what "the run" is (`--contain`): [`contain`];
-//! - the pid file protocol and the cancel marker: [`pidfile`], and its
-//!   readers [`cancel`], [`status`] and [`wait`];
+//! - the pid file protocol and the cancel marker: [`pidfile`] (one file per
+//!   role: claim, record, marker), and its readers [`cancel`], [`status`]
+//!   and [`wait`];
 //! - the terminal and job control: [`terminal`];
 //! - `--max-output`, `--output-file` and `--idle-timeout`'s relay: [`output`]
 //!   (the idle deadline itself: [`supervisor`]); `--report`: [`report`];
 //!   `--die-with-parent`: [`parent_death`]; a panic: [`panic_stop`]; the hint
-//!   for `pgrun 30 ...`: [`timeout_hint`];
+//!   for `pgrun 30 ...`: [`timeout_hint`]; DUR arguments: [`duration`];
+//! - the documentation: [`help`] (the `--help` prose), [`generate`] (man
+//!   pages, completions and README's exit statuses, from the definitions);
 //! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
-//!   event announces), [`say`] (pgrun's only voice on stderr), [`test_hook`]
-//!   (pauses for the test suite, debug builds only).
+//!   event announces), [`say`] (pgrun's only voice on stderr, and
+//!   `verbose!`), [`test_hook`] (pauses for the test suite, debug builds
+//!   only).
 
 pub mod atomic_file;
 pub mod backoff;
@@ -33,6 +38,7 @@ pub mod cancel;
 pub mod cli;
 pub mod contain;
 pub mod duration;
+pub mod entry;
 pub mod exit;
 pub mod generate;
 pub mod guard;
@@ -57,81 +63,6 @@ pub mod timeout_hint;
 pub mod unsupervised;
 pub mod wait;
 
-use clap::Parser;
-use clap::error::ErrorKind;
-use cli::{Action, Cli};
-use std::ffi::OsString;
-use std::io::Write;
-use std::time::Instant;
-
-/// Status of every usage error, of every mode.
-pub const USAGE_ERROR: u8 = 125;
-
-/// Parse `args` (program name first), run the mode they ask for, and return
-/// the process exit status.
-pub fn main(args: Vec<OsString>) -> u8 {
-    let started = Instant::now();
-    panic_stop::install();
-    // First thing, in every mode: a closed stderr must not kill pgrun with
-    // SIGPIPE, and a caller's ignored SIGCHLD must not hide the command's
-    // status. The caller's own settings are kept for the command.
-    if let Err(e) = sys::sigmask::take_over_at_start() {
-        say::line(format_args!("{e}"));
-        return USAGE_ERROR;
-    }
-    sys::reserve_standard_fds();
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
-        Err(err) => return usage_error(err),
-    };
-    if let Some(what) = cli.generate {
-        return generate::print(what);
-    }
-    match cli.action {
-        None => run::run(&cli.run, started),
-        Some(Action::Cancel(args)) => cancel::cancel(&args).code(),
-        Some(Action::Status(args)) => status::status(&args).code(),
-        Some(Action::Wait(args)) => wait::wait(&args).code(),
-    }
-}
-
-/// Help and version go to stdout with status 0; every other parse failure
-/// is one `pgrun: ` line plus a hint, with status 125 (never clap's 2).
-fn usage_error(err: clap::Error) -> u8 {
-    match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let mut out = std::io::stdout().lock();
-            match write!(out, "{}", err.render()).and_then(|()| out.flush()) {
-                Ok(()) => 0,
-                Err(e) => {
-                    say::line(format_args!("cannot write to stdout: {e}"));
-                    exit::RunExit::Failed.code()
-                }
-            }
-        }
-        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingRequiredArgument
-            if err.to_string().contains("<COMMAND>") =>
-        {
-            say::line(format_args!("no command given"));
-            hint();
-            USAGE_ERROR
-        }
-        _ => {
-            let text = err.render().to_string();
-            let mut lines = text.lines();
-            let first = lines.next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            // "...were not provided:" is followed by what was not: name it.
-            match first.strip_suffix(':').zip(lines.next()) {
-                Some((what, detail)) => say::line(format_args!("{what}: {}", detail.trim())),
-                None => say::line(format_args!("{first}")),
-            }
-            hint();
-            USAGE_ERROR
-        }
-    }
-}
-
-fn hint() {
-    let _ = writeln!(std::io::stderr(), "Try 'pgrun --help' for more information.");
-}
+/// `verbose!`, defined in [`say`], at the crate root where every module
+/// names it (`crate::verbose!`); crate-private, no `#[macro_export]`.
+pub(crate) use say::verbose;

@@ -23,5 +23,5 @@ extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
         .collect();
     // A panic never comes back here: pgrun's panic hook stops the run and
     // exits 125 (see `panic_stop`).
-    c_int::from(pgrun::main(args))
+    c_int::from(pgrun::entry::main(args))
 }

@@ -75,7 +75,7 @@ pub fn install() {
             write_report(&what, (pgid > 1).then_some(pgid), status);
             remove_temporary_files();
         }
-        sys::exit_now(crate::USAGE_ERROR);
+        sys::exit_now(crate::exit::FAILURE);
     }));
 }
 
@@ -130,7 +130,7 @@ fn try_take<T>(mutex: &Mutex<T>, take: impl FnOnce(&mut T) -> Option<T>) -> Opti
 fn write_report(what: &str, pgid: Option<Pid>, status: Option<ChildStatus>) {
     let Some(Some(report)) = try_take(&REPORT, |r| Some(r.take())) else { return };
     let contents = Contents {
-        exit_code: crate::USAGE_ERROR,
+        exit_code: crate::exit::FAILURE,
         reason: Reason::Error,
         status,
         pgid,

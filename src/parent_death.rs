@@ -21,6 +21,8 @@ pub const SIGNAL: i32 = libc::SIGURG;
 #[derive(Clone, Copy, Debug)]
 pub struct ParentWatch {
     parent: Pid,
+    /// The kernel signals the parent's death (Linux): no need to check.
+    announced: bool,
 }
 
 impl ParentWatch {
@@ -28,9 +30,8 @@ impl ParentWatch {
     /// (read as early as possible, so a death before arming is seen by
     /// [`ParentWatch::parent_gone`]).
     pub fn arm(parent: Pid) -> std::io::Result<ParentWatch> {
-        #[cfg(linux_strengths)]
-        sys::lifetime::set_parent_death_signal(SIGNAL)?;
-        Ok(ParentWatch { parent })
+        let announced = sys::lifetime::set_parent_death_signal(SIGNAL)?;
+        Ok(ParentWatch { parent, announced })
     }
 
     /// Whether the parent process is gone: pgrun has been reparented.
@@ -44,6 +45,6 @@ impl ParentWatch {
 
     /// How often to check the parent where no signal announces its death.
     pub fn check_every(&self) -> Option<Duration> {
-        if cfg!(linux_strengths) { None } else { Some(Duration::from_secs(1)) }
+        if self.announced { None } else { Some(Duration::from_secs(1)) }
     }
 }

@@ -1,13 +1,19 @@
 //! The run mode from start to finish: `pgrun [OPTIONS] [--] COMMAND`.
 //!
-//! The order is the contract's: check the report path, claim the pid file,
-//! honour a cancel marker left before the start, block the handled signals,
-//! settle what the run is (`--contain`, see [`crate::contain`]), arm
-//! `--die-with-parent`, fork the guard, spawn the command into its new
-//! group, publish the group id, check the marker again, supervise until the
-//! run is gone, then remove the pid file and the marker, release the guard,
-//! write the output still held (`--max-output`, `--output-file`) and the report. Every refusal comes before the spawn,
-//! so bad input never half-runs a command.
+//! The steps, in order (each a function below): check the report path
+//! ([`run`]); check the command line and the folders of the pid file and
+//! the marker; block the handled signals; claim the pid file; honour a
+//! cancel marker left before the start; become the subreaper and settle
+//! what the run is (`--contain`, see [`crate::contain`]); arm
+//! `--die-with-parent`; end here if a termination signal is already
+//! pending; set up the terminal and the output relay (`--max-output`,
+//! `--output-file`, `--idle-timeout`); fork the guard;
+//! spawn the command into its new group; publish the group id; check the
+//! marker again; supervise until the run is gone. Then the run is withdrawn
+//! (the pid file and the marker removed, the guard released), the cgroup
+//! leaf removed, and only then the output still held and
+//! the report written. Every refusal comes before the spawn, so bad input
+//! never half-runs a command.
 
 use crate::backoff::Backoff;
 use crate::cli::RunArgs;
@@ -227,7 +233,7 @@ fn execute(args: &RunArgs, started: Instant, parent: Pid) -> Outcome {
     };
     let pgid = match spawn_command(args, &mut run) {
         Ok(pgid) => pgid,
-        Err(early) => return early.into(),
+        Err(early) => return Outcome { contain: Some(run.scope.mode()), ..early.into() },
     };
     let published = match publish(&mut run, pgid) {
         Ok(published) => published,
@@ -457,15 +463,22 @@ fn publish(run: &mut Prepared, pgid: Pid) -> anyhow::Result<Option<pidfile::Publ
 /// unsupervised) and report pgrun's failure.
 fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: Pid, err: anyhow::Error) -> Outcome {
     let stopped = supervise(args, run, started, Some(StopReason::Cancel));
-    let mut outcome = Outcome::failed(RunExit::Failed, err, Some(pgid));
-    if let Ok(ended) = stopped {
-        outcome.status = ended.status;
-        outcome.signals = ended.signals;
-    }
+    // What the stop found (the command's status, the signals, stragglers,
+    // escapees), under pgrun's failure: the reason the run ended.
+    let mut outcome = match stopped {
+        Ok(ended) => outcome_of(ended, pgid),
+        Err(_) => Outcome::new(RunExit::Failed, Reason::Error),
+    };
+    outcome.exit = RunExit::Failed;
+    outcome.reason = Reason::Error;
+    outcome.pgid = Some(pgid);
+    outcome.error = Some(err);
+    outcome.contain = Some(run.scope.mode());
     if let Some(relay) = &mut run.relay {
         relay.close();
     }
     outcome.guard = withdraw(run);
+    outcome.cgroup_left = run.scope.remove_leaf();
     outcome.take_relay_end(run.relay.take().map(|relay| relay.flush_rest(&run.signals)));
     outcome
 }

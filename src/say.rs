@@ -16,7 +16,7 @@ pub fn set_verbose(on: bool) {
 }
 
 /// Whether `--verbose` is on.
-pub fn verbose() -> bool {
+pub fn is_verbose() -> bool {
     VERBOSE.load(Ordering::Relaxed)
 }
 
@@ -52,14 +52,16 @@ fn without_os_error_numbers(text: &str) -> String {
 }
 
 /// One `--verbose` line: `verbose!("sending {} to process group {}", sig, pgid)`.
-#[macro_export]
+/// Crate-private: `use crate::say::verbose;` (or `crate::verbose!`, which
+/// lib.rs re-exports).
 macro_rules! verbose {
     ($($arg:tt)*) => {
-        if $crate::say::verbose() {
+        if $crate::say::is_verbose() {
             $crate::say::line(format_args!($($arg)*));
         }
     };
 }
+pub(crate) use verbose;
 
 #[cfg(test)]
 mod tests {

@@ -54,23 +54,8 @@ const NAMED: &[(&str, i32)] = &[
     ("INFO", libc::SIGINFO),
 ];
 
-/// The real-time range `(RTMIN, RTMAX)`, if the platform has one.
-pub fn realtime_range() -> Option<(i32, i32)> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    return Some((libc::SIGRTMIN(), libc::SIGRTMAX()));
-    // The BSDs' signal.h; the libc crate does not export these.
-    #[cfg(target_os = "freebsd")]
-    return Some((65, 126));
-    #[cfg(target_os = "netbsd")]
-    return Some((33, 63));
-    #[allow(unreachable_code)]
-    None
-}
-
-/// The largest valid signal number.
-pub fn max_signal() -> i32 {
-    realtime_range().map(|(_, max)| max).unwrap_or(libc::SIGUSR2.max(libc::SIGSYS).max(31))
-}
+// The platform's signal numbers are the kernel's answer: asked of `sys`.
+pub use crate::sys::{max_signal, realtime_range};
 
 impl Signal {
     pub const TERM: Signal = Signal(libc::SIGTERM);

@@ -18,6 +18,7 @@ use crate::backoff::Backoff;
 use crate::signame::Signal;
 use crate::stop_plan::{Action, AfterKill, StopPlan};
 use crate::stop_sequence::StopSequence;
+use crate::sys::pidfd::Pidfd;
 use crate::sys::{self, Pid, process};
 use crate::verbose;
 use std::os::fd::OwnedFd;
@@ -70,30 +71,22 @@ pub trait Target {
 ///   ever signalled by number.
 pub struct Group {
     pgid: Pid,
-    /// Members found so far, each with a pidfd opened while it was one.
-    #[cfg(linux_strengths)]
-    members: Vec<(Pid, OwnedFd)>,
+    /// Members found so far, each with a pidfd opened while it was one
+    /// (none where there are no pidfds).
+    members: Vec<(Pid, Pidfd)>,
     /// Made by [`Group::held`].
-    #[cfg(linux_strengths)]
     held: bool,
 }
 
 impl Group {
     pub fn new(pgid: Pid) -> Group {
-        Group {
-            pgid,
-            #[cfg(linux_strengths)]
-            members: Vec::new(),
-            #[cfg(linux_strengths)]
-            held: false,
-        }
+        Group { pgid, members: Vec::new(), held: false }
     }
 
     /// The group `pgid` known only through `members`, pidfds of processes
     /// known to be the run's (see the type's doc).
-    #[cfg(linux_strengths)]
-    pub fn held(pgid: Pid, handed: Vec<(Pid, OwnedFd)>) -> Group {
-        let mut members: Vec<(Pid, OwnedFd)> = Vec::new();
+    pub fn held(pgid: Pid, handed: Vec<(Pid, Pidfd)>) -> Group {
+        let mut members: Vec<(Pid, Pidfd)> = Vec::new();
         for (pid, fd) in handed {
             if !members.iter().any(|(p, _)| *p == pid) {
                 members.push((pid, fd));
@@ -105,7 +98,6 @@ impl Group {
     /// Take hold of the members that can be proven the run's now (see the
     /// type's doc), before anything is signalled.
     pub fn look_for_members(&mut self) {
-        #[cfg(linux_strengths)]
         self.find_members();
     }
 
@@ -114,24 +106,19 @@ impl Group {
     }
 
     /// Whether at least one member was found and every one has exited.
-    #[cfg(linux_strengths)]
     fn members_all_exited(&self) -> bool {
-        use std::os::fd::AsFd;
-        !self.members.is_empty() && self.members.iter().all(|(_, fd)| process::pidfd_exited(fd.as_fd()))
+        !self.members.is_empty() && self.members.iter().all(|(_, fd)| fd.exited())
     }
 
     /// Whether a member held is not yet reaped (alive, or a zombie): it
     /// keeps the group's number in use.
-    #[cfg(linux_strengths)]
     fn member_unreaped(&self) -> bool {
-        use std::os::fd::AsFd;
-        self.members.iter().any(|(_, fd)| process::pidfd_signal(fd.as_fd(), Signal::PROBE).unwrap_or(false))
+        self.members.iter().any(|(_, fd)| fd.signal(Signal::PROBE).unwrap_or(false))
     }
 
     /// Whether a member found is still a zombie in the group: it holds the
     /// group (and its number) until its parent reaps it, so the group is
     /// not over.
-    #[cfg(linux_strengths)]
     fn zombie_member_left(&self) -> bool {
         self.members
             .iter()
@@ -143,7 +130,6 @@ impl Group {
     /// again after the scan: unreaped then, it kept the number in use all
     /// through the scan); else before any member was found, or while one
     /// still lives (a new member is forked by a live one).
-    #[cfg(linux_strengths)]
     fn find_members(&mut self) {
         let provable = if self.held { self.member_unreaped() } else { !self.members_all_exited() };
         if !provable {
@@ -161,16 +147,12 @@ impl Group {
     }
 
     fn send(&mut self, signal: Signal) {
-        #[cfg(linux_strengths)]
-        {
-            use std::os::fd::AsFd;
-            self.find_members();
-            if self.held || !self.members.is_empty() {
-                for (_, fd) in &self.members {
-                    let _ = process::pidfd_signal(fd.as_fd(), signal);
-                }
-                return;
+        self.find_members();
+        if self.held || !self.members.is_empty() {
+            for (_, fd) in &self.members {
+                let _ = fd.signal(signal);
             }
+            return;
         }
         let _ = process::signal_group(self.pgid, signal);
     }
@@ -178,15 +160,17 @@ impl Group {
 
 /// The processes of group `pgid` now, each with a pidfd opened first and
 /// then checked to name a member (so the pidfd names that member, whatever
-/// happens to the number). Linux only.
-#[cfg(linux_strengths)]
-pub fn members_of(pgid: Pid) -> Vec<(Pid, OwnedFd)> {
+/// happens to the number). None where there are no pidfds.
+pub fn members_of(pgid: Pid) -> Vec<(Pid, Pidfd)> {
     let mut found = Vec::new();
+    if !Pidfd::SUPPORTED {
+        return found;
+    }
     for (pid, stat) in crate::sys::proc::scan() {
         if stat.pgrp != pgid {
             continue;
         }
-        if let Some(fd) = process::pidfd_open(pid)
+        if let Some(fd) = Pidfd::open(pid)
             && crate::sys::proc::stat(pid).is_some_and(|s| s.pgrp == pgid)
         {
             found.push((pid, fd));
@@ -219,29 +203,19 @@ impl Target for Group {
         true
     }
     fn gone(&mut self) -> bool {
-        #[cfg(linux_strengths)]
         if self.held {
             // Nothing held can be signalled once it has exited.
             self.find_members();
-            return self.members.iter().all(|(_, fd)| {
-                use std::os::fd::AsFd;
-                process::pidfd_exited(fd.as_fd())
-            });
+            return self.members.iter().all(|(_, fd)| fd.exited());
         }
         if !process::group_exists(self.pgid) {
             return true;
         }
-        #[cfg(linux_strengths)]
-        {
-            self.find_members();
-            if self.members_all_exited() && !self.zombie_member_left() {
-                // Every member found has exited and been reaped: what holds
-                // the number now is not one of them, so the run's group has
-                // ended (and the number may be somebody else's).
-                return true;
-            }
-        }
-        false
+        self.find_members();
+        // Every member found has exited and been reaped: what holds the
+        // number now is not one of them, so the run's group has ended (and
+        // the number may be somebody else's).
+        self.members_all_exited() && !self.zombie_member_left()
     }
 }
 

@@ -352,3 +352,51 @@ fn cgroup_mode_without_a_delegated_hierarchy_is_125_naming_the_reason() {
     assert_status(&out, 0, "auto as nobody falls back to tree");
     assert!(witness.exists());
 }
+
+/// Issue 17 #8, decided: a signal forwarded to the run (USR1 here) goes to
+/// the command's group only, in every mode, as the contract says; what
+/// left the group (a daemon) is not the target of a Ctrl-C or a reload.
+/// Only the stop sequence reaches it. The escapee logs each signal it
+/// gets: after a USR1 the group member has seen, and a cancel, it must
+/// have seen the cancel's TERM alone (Python runs pending handlers in
+/// signal-number order, USR1 before TERM).
+#[test]
+fn forwarded_signals_reach_the_group_not_what_left_it() {
+    for mode in containing_modes() {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let dir = scratch.sh();
+        let logger = |name: &str, leave: bool| {
+            format!(
+                "import os, signal\n\
+                 if {leave}: os.setsid()\n\
+                 def on(sig, frame):\n\
+                 \x20   with open('{dir}/{name}.log', 'a') as f: f.write(signal.Signals(sig).name[3:] + '\\n')\n\
+                 \x20   if sig == signal.SIGTERM: os._exit(0)\n\
+                 for s in (signal.SIGUSR1, signal.SIGTERM): signal.signal(s, on)\n\
+                 open('{dir}/{name}.pid', 'w').write(str(os.getpid()) + '\\n')\n\
+                 while True: signal.pause()\n",
+                leave = if leave { "True" } else { "False" }
+            )
+        };
+        fs::write(scratch.path("esc.py"), logger("esc", true)).unwrap();
+        fs::write(scratch.path("member.py"), logger("member", false)).unwrap();
+        let payload = format!("python3 {dir}/esc.py & exec python3 {dir}/member.py");
+        let mut cmd = pgrun(["--contain", mode, "--", "sh", "-c", &payload]);
+        cmd.stdin(Stdio::null());
+        let index = guard.spawn(&mut cmd);
+        let pgrun_pid = guard.child(index).id() as i32;
+        let member = wait_pid(&scratch.path("member.pid"), &mut guard);
+        let escapee = wait_pid(&scratch.path("esc.pid"), &mut guard);
+        eventually("the escapee to leave the group", || pgrp(escapee).is_some_and(|g| g != member));
+        send(pgrun_pid, libc::SIGUSR1);
+        eventually("USR1 to reach the group", || {
+            fs::read_to_string(scratch.path("member.log")).unwrap_or_default() == "USR1\n"
+        });
+        send(pgrun_pid, libc::SIGTERM);
+        assert_eq!(guard.wait(index), 0, "{mode}: the member ends on the cancel's TERM, with status 0");
+        assert!(is_dead(escapee), "{mode}: the stop did not reach the escapee");
+        let seen = fs::read_to_string(scratch.path("esc.log")).unwrap_or_default();
+        assert_eq!(seen, "TERM\n", "{mode}: the escapee must get the stop's TERM only, not the forwarded USR1");
+    }
+}

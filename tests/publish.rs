@@ -451,3 +451,83 @@ fn a_pid_file_that_cannot_be_removed_at_exit_is_reported_and_replaced_by_the_nex
     assert_status(&out, 0, "the next run replaces the stale file");
     assert!(witness.exists() && !pidfile.exists());
 }
+
+#[test]
+fn the_report_of_a_run_that_cannot_be_published_names_the_mode_in_force_and_what_the_stop_found() {
+    // Issue 17 #9: the command runs, then publishing fails, and pgrun stops
+    // the unpublished run. Its report must say what the run was (the mode
+    // in force, never the `auto` asked for) and what the stop found: the
+    // member left when the leader ended (stragglers) and, where the mode
+    // reaches them, the processes outside the group it stopped (escaped).
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let report = scratch.path("r.json");
+    let dir = scratch.sh();
+    let pause = Pause::new(&scratch, "spawned");
+    // A member that ignores TERM (it outlives the leader: a straggler) and
+    // a process that left the group.
+    let payload = format!(
+        "sh -c 'trap \"\" TERM; echo $$ > {dir}/member.pid; exec sleep 300' & \
+         setsid sh -c 'echo $$ > {dir}/esc.pid; exec sleep 300' & \
+         while [ ! -s {dir}/member.pid ] || [ ! -s {dir}/esc.pid ]; do sleep 0.01; done; \
+         echo ready > {dir}/ready; exec sleep 300"
+    );
+    let mut cmd = pgrun([
+        "-p",
+        pidfile.to_str().unwrap(),
+        "--contain",
+        "auto",
+        "-k",
+        "0.5",
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &payload,
+    ]);
+    cmd.stdin(std::process::Stdio::null());
+    pause.arm(&mut cmd);
+    let index = guard.spawn(&mut cmd);
+    pause.wait_reached();
+    let member = wait_pid(&scratch.path("member.pid"), &mut guard);
+    let escapee = wait_pid(&scratch.path("esc.pid"), &mut guard);
+    wait_line(&scratch.path("ready"));
+    // Somebody else's pid file now stands where pgrun would publish.
+    fs::write(&pidfile, "1\n").unwrap();
+    pause.release();
+    assert_eq!(guard.wait(index), 125, "a run that cannot be published is pgrun's failure");
+    let r = json(&report);
+    let in_force = if cfg!(feature = "posix-fallback") { vec!["group"] } else { vec!["tree", "cgroup"] };
+    assert!(in_force.contains(&r["contain"].as_str().unwrap()), "the mode in force, not the one asked for: {r}");
+    assert_eq!(r["reason"], "error", "{r}");
+    assert!(is_dead(member), "the member that ignores TERM outlived pgrun");
+    let sent: Vec<&str> = r["signals"].as_array().unwrap().iter().map(|s| s["signal"].as_str().unwrap()).collect();
+    assert_eq!(sent, ["TERM", "KILL"], "the member survived TERM: {r}");
+    assert_eq!(r["stragglers"], 1, "the member left when the leader ended: {r}");
+    if cfg!(feature = "posix-fallback") {
+        assert_eq!(r["escaped"], 0, "{r}");
+    } else {
+        assert!(is_dead(escapee), "the escapee outlived pgrun in {} mode", r["contain"]);
+        assert_eq!(r["escaped"], 1, "the escapee the stop reached: {r}");
+    }
+}
+
+#[test]
+fn the_report_of_a_command_that_cannot_start_names_the_mode_in_force() {
+    let scratch = Scratch::new();
+    let report = scratch.path("r.json");
+    let out = run(&mut pgrun([
+        "--contain",
+        "auto",
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "pgrun-test-no-such-command",
+    ]));
+    assert_status(&out, 127, "a command that is not found");
+    let r = json(&report);
+    let in_force = if cfg!(feature = "posix-fallback") { ["group", "group"] } else { ["tree", "cgroup"] };
+    assert!(in_force.contains(&r["contain"].as_str().unwrap()), "the mode in force, not the one asked for: {r}");
+}

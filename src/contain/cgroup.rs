@@ -29,7 +29,7 @@
 
 use crate::backoff::Backoff;
 use crate::signame::Signal;
-use crate::sys::{self, Pid, cgroup, process};
+use crate::sys::{self, Pid, cgroup};
 use crate::unsupervised::{Group, Target};
 use crate::{say, verbose};
 use std::cell::{Cell, RefCell};
@@ -280,19 +280,16 @@ impl Leaf {
             if except.is_some() && sys::proc::stat(pid).map(|s| s.pgrp) == except {
                 continue;
             }
-            let Some(fd) = process::pidfd_open(pid) else { continue };
+            let Some(fd) = crate::sys::pidfd::Pidfd::open(pid) else { continue };
             if !cgroup::process_in(pid, &self.rel) {
                 continue;
             }
-            #[cfg(linux_strengths)]
-            if let Ok(true) = process::pidfd_signal(fd.as_fd(), signal) {
+            if let Ok(true) = fd.signal(signal) {
                 reached.insert(pid);
                 if cont {
-                    let _ = process::pidfd_signal(fd.as_fd(), Signal::CONT);
+                    let _ = fd.signal(Signal::CONT);
                 }
             }
-            #[cfg(not(linux_strengths))]
-            let _ = (fd, signal, cont, &reached);
         }
     }
 

@@ -25,8 +25,9 @@ use anyhow::{Result, bail};
 use std::collections::BTreeSet;
 use std::os::fd::{BorrowedFd, RawFd};
 
-/// The `--contain` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// What the run is: the `--contain` values (the command line has its own
+/// copy, [`crate::cli::Contain`], so that this module knows nothing of clap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// The command's process group only.
     Group,
@@ -42,7 +43,7 @@ impl Mode {
     /// The default: `tree` where pgrun can walk its descendants (Linux),
     /// `group` elsewhere.
     pub fn default_here() -> Mode {
-        if cfg!(linux_strengths) { Mode::Tree } else { Mode::Group }
+        if crate::sys::CAN_CONTAIN { Mode::Tree } else { Mode::Group }
     }
 
     /// The name used on the command line and in the report.
@@ -76,7 +77,7 @@ impl Scope {
     /// starts: create the cgroup leaf for `cgroup` (an error if none can be
     /// had) and `auto` (falling back to `tree`).
     pub fn prepare(requested: Mode) -> Result<Scope> {
-        let linux = cfg!(linux_strengths);
+        let linux = crate::sys::CAN_CONTAIN;
         let (mode, leaf) = match requested {
             Mode::Group => (Mode::Group, None),
             Mode::Tree | Mode::Cgroup if !linux => {
@@ -246,74 +247,5 @@ impl Scope {
 
     pub fn pgid(&self) -> Pid {
         self.pgid
-    }
-}
-
-/// How many processes the run published by the pgrun `holder` (group
-/// `pgid`) has, as its mode defines it; for `pgrun status`. The mode is
-/// read from that pgrun's own command line. `None` where `/proc` cannot
-/// tell.
-pub fn count_run(holder: Pid, pgid: Pid) -> Option<usize> {
-    let group = process::count_group_members(pgid)?;
-    let mode = crate::sys::proc::cmdline(holder)
-        .and_then(|argv| <crate::cli::Cli as clap::Parser>::try_parse_from(argv).ok())
-        .and_then(
-            |cli| if cli.action.is_none() { Some(cli.run.contain.unwrap_or_else(Mode::default_here)) } else { None },
-        )
-        .unwrap_or(Mode::Group);
-    if mode == Mode::Group {
-        return Some(group);
-    }
-    if matches!(mode, Mode::Cgroup | Mode::Auto)
-        && let Some(dir) = run_leaf(holder, pgid)
-    {
-        let members = crate::sys::cgroup::members(&dir).ok()?;
-        let outside = members.iter().filter(|&&p| crate::sys::proc::stat(p).is_some_and(|s| s.pgrp != pgid)).count();
-        return Some(group + outside);
-    }
-    Some(group + tree::count_outside(holder, pgid, crate::guard::NAME))
-}
-
-/// The folder of the leaf of the run published by the pgrun `holder`
-/// (group `pgid`), found where the run's own processes are: the cgroup of
-/// the group's leader (or of another member, once the leader is gone),
-/// which must be a leaf `pgrun-HOLDER-...` right under the holder's own
-/// cgroup. Never looked up by name alone: another run may have one like it.
-fn run_leaf(holder: Pid, pgid: Pid) -> Option<std::path::PathBuf> {
-    use crate::sys::{cgroup as cg, proc};
-    let mount = cg::find_mount().ok()??;
-    let own = proc::cgroup_path(holder)?;
-    let prefix = format!("{}/pgrun-{holder}-", own.trim_end_matches('/'));
-    let mut members: Vec<Pid> = proc::scan().into_iter().filter(|(_, s)| s.pgrp == pgid).map(|(p, _)| p).collect();
-    members.sort_by_key(|&p| p != pgid);
-    let rel = members.into_iter().find_map(|pid| {
-        let path = proc::cgroup_path(pid)?;
-        // Still a member once its cgroup was read.
-        proc::stat(pid).filter(|s| s.pgrp == pgid)?;
-        leaf_of(&path, &prefix)
-    })?;
-    cg::folder(&mount, &rel)
-}
-
-/// The run's leaf (`PREFIX` and the rest of that path component) if
-/// cgroup `path` is it or below it.
-fn leaf_of(path: &str, prefix: &str) -> Option<String> {
-    let rest = path.strip_prefix(prefix)?;
-    let name_end = rest.split('/').next().filter(|s| !s.is_empty())?;
-    Some(format!("{prefix}{name_end}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::leaf_of;
-
-    #[test]
-    fn the_runs_leaf_is_found_from_a_members_cgroup() {
-        let prefix = "/user.slice/pgrun-42-";
-        assert_eq!(leaf_of("/user.slice/pgrun-42-00ff", prefix).as_deref(), Some("/user.slice/pgrun-42-00ff"));
-        assert_eq!(leaf_of("/user.slice/pgrun-42-00ff/sub", prefix).as_deref(), Some("/user.slice/pgrun-42-00ff"));
-        assert_eq!(leaf_of("/user.slice/pgrun-42-", prefix), None);
-        assert_eq!(leaf_of("/user.slice/pgrun-421-00ff", prefix), None);
-        assert_eq!(leaf_of("/user.slice", prefix), None);
     }
 }

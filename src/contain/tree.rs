@@ -13,10 +13,10 @@
 //! pids cannot be reused before pgrun reaps them.
 
 use crate::signame::Signal;
+use crate::sys::pidfd::Pidfd;
 use crate::sys::proc::{self, Stat};
-use crate::sys::{self, Pid, process};
+use crate::sys::{self, Pid};
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 /// Where children lists come from.
 enum Source {
@@ -50,7 +50,7 @@ impl Source {
 pub struct Found<'a> {
     pub pid: Pid,
     pub stat: Stat,
-    pub pidfd: BorrowedFd<'a>,
+    pub pidfd: &'a Pidfd,
 }
 
 /// Visit every live descendant of pgrun except `skip` (the guard), deepest
@@ -65,7 +65,7 @@ pub fn walk(skip: Option<Pid>, visit: &mut dyn FnMut(Found<'_>)) {
         }
         // Our own child: its pid is ours until we reap it (and we are not
         // reaping now), so the pidfd names it.
-        let Some(fd) = process::pidfd_open(child) else { continue };
+        let Some(fd) = Pidfd::open(child) else { continue };
         let Some(stat) = proc::stat(child) else { continue };
         if stat.ppid == me {
             visit_below(&source, child, stat, fd, visit);
@@ -73,30 +73,20 @@ pub fn walk(skip: Option<Pid>, visit: &mut dyn FnMut(Found<'_>)) {
     }
 }
 
-fn visit_below(source: &Source, pid: Pid, stat: Stat, fd: OwnedFd, visit: &mut dyn FnMut(Found<'_>)) {
+fn visit_below(source: &Source, pid: Pid, stat: Stat, fd: Pidfd, visit: &mut dyn FnMut(Found<'_>)) {
     for child in source.children(pid) {
-        let Some(child_fd) = process::pidfd_open(child) else { continue };
+        let Some(child_fd) = Pidfd::open(child) else { continue };
         let Some(child_stat) = proc::stat(child) else { continue };
         // Opened first, checked after: the parent is still `pid`, and `pid`
         // has not exited, so the number `pid` still names our descendant.
-        if child_stat.ppid != pid || exited(fd.as_fd()) {
+        if child_stat.ppid != pid || fd.exited() {
             continue;
         }
         visit_below(source, child, child_stat, child_fd, visit);
     }
     if stat.state != b'Z' {
-        visit(Found { pid, stat, pidfd: fd.as_fd() });
+        visit(Found { pid, stat, pidfd: &fd });
     }
-}
-
-#[cfg(linux_strengths)]
-fn exited(fd: BorrowedFd<'_>) -> bool {
-    process::pidfd_exited(fd)
-}
-
-#[cfg(not(linux_strengths))]
-fn exited(_fd: BorrowedFd<'_>) -> bool {
-    true
 }
 
 /// Send `signal` (and SIGCONT after it if `cont`) to every descendant
@@ -107,16 +97,13 @@ pub fn signal_escapees(pgid: Pid, skip: Option<Pid>, signal: Signal, cont: bool,
         if found.stat.pgrp == pgid {
             return;
         }
-        #[cfg(linux_strengths)]
-        if let Ok(true) = process::pidfd_signal(found.pidfd, signal) {
+        if let Ok(true) = found.pidfd.signal(signal) {
             crate::verbose!("sending {} to process {} (it left the group)", signal, found.pid);
             reached.insert(found.pid);
             if cont {
-                let _ = process::pidfd_signal(found.pidfd, Signal::CONT);
+                let _ = found.pidfd.signal(Signal::CONT);
             }
         }
-        #[cfg(not(linux_strengths))]
-        let _ = (signal, cont, &reached);
     });
 }
 

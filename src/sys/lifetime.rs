@@ -98,11 +98,21 @@ pub fn set_name(name: &std::ffi::CStr) {
 }
 
 /// `prctl(PR_SET_PDEATHSIG, signal)`: have the kernel send `signal` when the
-/// thread that created pgrun exits (Linux only).
-#[cfg(linux_strengths)]
-pub fn set_parent_death_signal(signal: i32) -> io::Result<()> {
-    let signal = nix::sys::signal::Signal::try_from(signal)?;
-    nix::sys::prctl::set_pdeathsig(signal).map_err(io::Error::from)
+/// thread that created pgrun exits. `Ok(false)` where the platform has no
+/// such signal (anything but Linux, and the portable build): nothing
+/// announces the parent's death there.
+pub fn set_parent_death_signal(signal: i32) -> io::Result<bool> {
+    #[cfg(linux_strengths)]
+    {
+        let signal = nix::sys::signal::Signal::try_from(signal)?;
+        nix::sys::prctl::set_pdeathsig(signal).map_err(io::Error::from)?;
+        Ok(true)
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = signal;
+        Ok(false)
+    }
 }
 
 /// A page of memory shared between pgrun and the guard it forks

@@ -9,20 +9,25 @@
 //! foreground process group of the controlling terminal), [`pipe`] (the
 //! pipes and reads and writes of `--max-output`), [`proc`] (reading
 //! `/proc`), [`cgroup`] (the cgroup v2 files of `--contain cgroup`),
+//! [`pidfd`] (a hold on one process that pid reuse cannot redirect),
 //! [`lifetime`] (the guard's fork and the socket that ties it to pgrun, the
 //! parent-death signal).
 //!
-//! The calls go through nix's safe wrappers wherever nix expresses them.
-//! Raw libc remains only where it does not: any signal number (nix's
-//! `Signal` names no real-time signal, and its `waitpid` fails *after*
-//! reaping a child one of them ended), calls on raw fds the facade takes as
-//! plain integers (an fd that may be closed is no `BorrowedFd`), the forked
-//! child before exec (nix's `execvp` allocates), pidfds, and glibc's
-//! reserved signals.
+//! The calls go through nix's safe wrappers wherever the nix features this
+//! crate enables (`fs`, `process`, `signal`, `user`) express them. Raw libc
+//! remains where they do not: any signal number (nix's `Signal` names no
+//! real-time signal, and its `waitpid` fails *after* reaping a child one of
+//! them ended), calls on raw fds the facade takes as plain integers (an fd
+//! that may be closed is no `BorrowedFd`), the forked child before exec
+//! (nix's `execvp` allocates), pidfds, glibc's reserved signals; calls nix
+//! 0.32 does not wrap (`_exit`, `getrandom`, `ioctl(FIONREAD)`); and calls
+//! of nix features left out (`poll`; the `socket` calls of the guard's tie
+//! and `send`; `pread`; `mmap`). Each module's doc names its own.
 
 pub mod cgroup;
 pub mod lifetime;
 pub mod lock;
+pub mod pidfd;
 pub mod pipe;
 pub mod proc;
 pub mod process;
@@ -45,6 +50,30 @@ impl Signal {
     /// be signalled) is checked.
     pub const PROBE: Signal = Signal(0);
 }
+
+/// The real-time range `(RTMIN, RTMAX)`, if the platform has one.
+pub fn realtime_range() -> Option<(i32, i32)> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    return Some((libc::SIGRTMIN(), libc::SIGRTMAX()));
+    // The BSDs' signal.h; the libc crate does not export these.
+    #[cfg(target_os = "freebsd")]
+    return Some((65, 126));
+    #[cfg(target_os = "netbsd")]
+    return Some((33, 63));
+    #[allow(unreachable_code)]
+    None
+}
+
+/// The largest valid signal number.
+pub fn max_signal() -> i32 {
+    realtime_range().map(|(_, max)| max).unwrap_or(libc::SIGUSR2.max(libc::SIGSYS).max(31))
+}
+
+/// Whether pgrun can follow what leaves the command's group here: be a
+/// child subreaper, list its descendants in `/proc` and hold them by
+/// pidfds (Linux, unless built with `posix-fallback`). `--contain tree` and
+/// `cgroup` need it.
+pub const CAN_CONTAIN: bool = cfg!(linux_strengths);
 
 /// A process or process-group id, as the kernel numbers them.
 pub type Pid = libc::pid_t;

@@ -109,7 +109,7 @@ impl SignalSource {
         let mut handled = SigSet::empty();
         // Up to the platform's last signal: FreeBSD's real-time signals run
         // to 126. (The self-pipe carries a number as one byte: all fit.)
-        for signal in 1..=crate::signame::max_signal() {
+        for signal in 1..=super::max_signal() {
             if !set.contains(signal) || keep_blocked.contains(signal) {
                 continue;
             }

@@ -1,0 +1,82 @@
+//! The entry point of every mode: parse the command line, run the mode it
+//! asks for, and turn how that mode ended into the process exit status.
+//! Usage errors are answered here, with one `pgrun: ` line, a hint and
+//! [`FAILURE`] (never clap's 2).
+
+use crate::cli::{Action, Cli};
+use crate::exit::FAILURE;
+use crate::{cancel, generate, panic_stop, run, say, status, sys, wait};
+use clap::Parser;
+use clap::error::ErrorKind;
+use std::ffi::OsString;
+use std::io::Write;
+use std::time::Instant;
+
+/// Parse `args` (program name first), run the mode they ask for, and return
+/// the process exit status.
+pub fn main(args: Vec<OsString>) -> u8 {
+    let started = Instant::now();
+    panic_stop::install();
+    // First thing, in every mode: a closed stderr must not kill pgrun with
+    // SIGPIPE, and a caller's ignored SIGCHLD must not hide the command's
+    // status. The caller's own settings are kept for the command.
+    if let Err(e) = sys::sigmask::take_over_at_start() {
+        say::line(format_args!("{e}"));
+        return FAILURE;
+    }
+    sys::reserve_standard_fds();
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(err),
+    };
+    if let Some(what) = cli.generate {
+        return generate::print(what);
+    }
+    match cli.action {
+        None => run::run(&cli.run, started),
+        Some(Action::Cancel(args)) => cancel::cancel(&args).code(),
+        Some(Action::Status(args)) => status::status(&args).code(),
+        Some(Action::Wait(args)) => wait::wait(&args).code(),
+    }
+}
+
+/// Help and version go to stdout with status 0; every other parse failure
+/// is one `pgrun: ` line plus a hint, with status 125 (never clap's 2).
+fn usage_error(err: clap::Error) -> u8 {
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let mut out = std::io::stdout().lock();
+            match write!(out, "{}", err.render()).and_then(|()| out.flush()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    say::line(format_args!("cannot write to stdout: {e}"));
+                    FAILURE
+                }
+            }
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingRequiredArgument
+            if err.to_string().contains("<COMMAND>") =>
+        {
+            say::line(format_args!("no command given"));
+            hint();
+            FAILURE
+        }
+        _ => {
+            let text = err.render().to_string();
+            let mut lines = text.lines();
+            let first = lines.next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            // "...were not provided:" is followed by what was not: name it.
+            match first.strip_suffix(':').zip(lines.next()) {
+                Some((what, detail)) => say::line(format_args!("{what}: {}", detail.trim())),
+                None => say::line(format_args!("{first}")),
+            }
+            hint();
+            FAILURE
+        }
+    }
+}
+
+fn hint() {
+    let _ = writeln!(std::io::stderr(), "Try 'pgrun --help' for more information.");
+}

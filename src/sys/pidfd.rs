@@ -1,0 +1,83 @@
+//! Pidfds: a handle on one process that no reuse of its pid can redirect
+//! (`pidfd_open(2)`, `pidfd_send_signal(2)`), for the code that stops
+//! processes it is not the parent of.
+//!
+//! Linux has them; elsewhere (and in the portable build) there are none:
+//! [`Pidfd::open`] says so with `None`, and no [`Pidfd`] can exist, so the
+//! code that holds them reads as one program on every platform, with the
+//! group's number as its fallback.
+
+use super::{Pid, Signal};
+use std::io;
+
+/// A process held by a pidfd.
+#[cfg(linux_strengths)]
+pub struct Pidfd(std::os::fd::OwnedFd);
+
+/// No pidfds here: a value of this type cannot exist.
+#[cfg(not(linux_strengths))]
+pub struct Pidfd(std::convert::Infallible);
+
+impl Pidfd {
+    /// Whether this platform has pidfds: without them, looking for
+    /// processes to hold is wasted.
+    pub const SUPPORTED: bool = cfg!(linux_strengths);
+
+    /// `pidfd_open(2)`: hold process `pid`; `None` where the platform has
+    /// no pidfds or the process is already gone.
+    pub fn open(pid: Pid) -> Option<Pidfd> {
+        #[cfg(linux_strengths)]
+        return super::process::pidfd_open(pid).map(Pidfd);
+        #[cfg(not(linux_strengths))]
+        {
+            let _ = pid;
+            None
+        }
+    }
+
+    /// A pidfd another process opened and handed over (the guard's tie).
+    #[cfg(linux_strengths)]
+    pub fn from_owned(fd: std::os::fd::OwnedFd) -> Pidfd {
+        Pidfd(fd)
+    }
+
+    /// Whether the process has exited (a zombie has). A failed poll is no
+    /// proof of an exit: false, and the caller asks again.
+    pub fn exited(&self) -> bool {
+        #[cfg(linux_strengths)]
+        return super::process::pidfd_exited(std::os::fd::AsFd::as_fd(&self.0));
+        #[cfg(not(linux_strengths))]
+        match self.0 {}
+    }
+
+    /// Wait up to `timeout` (`None`: no limit) for the process to exit;
+    /// true once it has. An error says nothing about the process.
+    pub fn wait_exited(&self, timeout: Option<std::time::Duration>) -> io::Result<bool> {
+        #[cfg(linux_strengths)]
+        return super::wait_readable(std::os::fd::AsFd::as_fd(&self.0), timeout);
+        #[cfg(not(linux_strengths))]
+        {
+            let _ = timeout;
+            match self.0 {}
+        }
+    }
+
+    /// `pidfd_send_signal(2)`; `Ok(false)` if the process has already
+    /// exited. `Signal::PROBE` asks whether it is not yet reaped.
+    pub fn signal(&self, signal: Signal) -> io::Result<bool> {
+        #[cfg(linux_strengths)]
+        return super::process::pidfd_signal(std::os::fd::AsFd::as_fd(&self.0), signal);
+        #[cfg(not(linux_strengths))]
+        {
+            let _ = signal;
+            match self.0 {}
+        }
+    }
+}
+
+#[cfg(linux_strengths)]
+impl std::os::fd::AsFd for Pidfd {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
