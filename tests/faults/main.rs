@@ -96,6 +96,55 @@ fn cgroup_folder() -> Result<Option<PathBuf>, String> {
     }
 }
 
+/// The pgrun under test: the debug build, statically linked, so that no
+/// dynamic loader runs before `main`. The loader's own reads, opens, closes
+/// and fstats would otherwise take the first numbers of strace's per-process
+/// count in pgrun's process, and an injection meant for the first `read` of
+/// the guard (a fork, counted from 1) would fail the loader instead. Built
+/// here into `target/faults-static` (`PGRUN_FAULTS_BIN=PATH` takes another
+/// binary; where no static C library exists, the dynamic debug binary is
+/// used, and the loader's failures are counted as artifacts).
+fn static_pgrun() -> PathBuf {
+    if let Some(bin) = var("PGRUN_FAULTS_BIN") {
+        return PathBuf::from(bin);
+    }
+    let dynamic = PathBuf::from(env!("CARGO_BIN_EXE_pgrun"));
+    let host = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("host: ").map(str::to_string)));
+    let Some(host) = host else {
+        println!("faults: `rustc -vV` names no host; using the dynamic binary {}", dynamic.display());
+        return dynamic;
+    };
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target_dir = manifest.join("target/faults-static");
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    println!("faults: building a statically linked debug pgrun in {}", target_dir.display());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "--bin", "pgrun", "--target", &host, "--target-dir"])
+        .arg(&target_dir)
+        .arg("--manifest-path")
+        .arg(manifest.join("Cargo.toml"))
+        .env("RUSTFLAGS", "-C target-feature=+crt-static")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .status();
+    let bin = target_dir.join(&host).join("debug/pgrun");
+    match status {
+        Ok(s) if s.success() && bin.exists() => bin,
+        _ => {
+            println!(
+                "faults: no static build ({status:?}); using the dynamic binary {}: the loader's syscalls \
+                 mask the first calls of the guard and the child",
+                dynamic.display()
+            );
+            dynamic
+        }
+    }
+}
+
 /// How one case ended, as the summary counts it.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Verdict {
@@ -166,7 +215,7 @@ fn main() {
     let mut bystander = Command::new("sleep");
     std::os::unix::process::CommandExt::process_group(bystander.arg("100000"), 0);
     let env = Env {
-        pgrun: PathBuf::from(env!("CARGO_BIN_EXE_pgrun")),
+        pgrun: static_pgrun(),
         cgroup,
         bystander: Mutex::new(bystander.spawn().expect("cannot start the bystander")),
         counter: AtomicUsize::new(0),
@@ -253,8 +302,19 @@ fn main() {
     });
     let results = summarise(&env, &done, &allowed, &expected, &baseline_failures, started);
     print!("{results}");
+    let mut details = String::from("\n-- every case that did not simply pass:\n");
+    for d in done.iter().filter(|d| d.verdict != Verdict::Pass) {
+        let id = CaseId { scenario: d.scn.name, syscall: &d.inj.syscall, errno: d.inj.errno, when: d.inj.when };
+        let _ = writeln!(details, "{:?} {}  exit {}  {:.1}s", d.verdict, id.text(), d.outcome.exit, d.outcome.secs);
+        for (kind, what) in &d.outcome.violations {
+            let _ = writeln!(details, "     {kind}: {what}");
+        }
+        for l in d.outcome.stderr.lines().filter(|l| l.starts_with("pgrun")).take(4) {
+            let _ = writeln!(details, "     stderr: {l}");
+        }
+    }
     let file = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("faults-last-run.txt");
-    let _ = fs::write(&file, &results);
+    let _ = fs::write(&file, format!("{results}{details}"));
     println!("faults: this summary is also in {}", file.display());
     let failed =
         done.iter().any(|d| d.verdict == Verdict::Fail) || !baseline_failures.is_empty() || results.contains("XPASS ");
