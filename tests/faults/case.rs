@@ -249,7 +249,12 @@ pub fn run(env: &Env, scn: &Scenario, inj: Option<&Injection>, baseline_stdout: 
 
     // A `cancel` that says the run is gone must have waited for it.
     if let Some(l) = live.as_mut() {
-        if scn.name == "cancel-cmd" && code == scn.normal && !l.exited() {
+        // (The lock is released as the run's pgrun exits, a moment before
+        // it is a zombie its parent can see: allow that moment.)
+        if scn.name == "cancel-cmd"
+            && code == scn.normal
+            && !procs::poll_until(Instant::now() + Duration::from_millis(500), || l.exited())
+        {
             v.push(("live-run", "cancel exited 0 while the run's pgrun still runs".into()));
         }
         if !l.exited() {
@@ -301,11 +306,37 @@ pub fn run(env: &Env, scn: &Scenario, inj: Option<&Injection>, baseline_stdout: 
         .unwrap_or_default();
     stray.retain(|f| f != "pids" && f != "report.json");
     stray.sort();
-    if !stray.is_empty() {
-        // A removal that failed and said so is the best pgrun can do; one
-        // that left the file silently is not.
-        let kind = if error_lines(&stderr) > 0 { "leftover-file-reported" } else { "leftover-file" };
-        v.push((kind, format!("left in the folder: {}", stray.join(", "))));
+    // One kind per sort of file, so that the lists can tell a marker left
+    // (issue 18 #10) from a pid file or a temporary file; `-reported` when
+    // pgrun said something on stderr (a removal that failed and said so is
+    // the best pgrun can do; one that left the file silently is not).
+    let reported = if error_lines(&stderr) > 0 { "-reported" } else { "" };
+    for (kind, files) in [
+        ("leftover-marker", stray.iter().filter(|f| f.ends_with(".cancel")).collect::<Vec<_>>()),
+        ("leftover-pidfile", stray.iter().filter(|f| *f == "run.pid").collect()),
+        ("leftover-tmp", stray.iter().filter(|f| f.starts_with('.') && f.contains("tmp")).collect()),
+        (
+            "leftover-other",
+            stray
+                .iter()
+                .filter(|f| !f.ends_with(".cancel") && *f != "run.pid" && !(f.starts_with('.') && f.contains("tmp")))
+                .collect(),
+        ),
+    ] {
+        if !files.is_empty() {
+            let names: Vec<&str> = files.iter().map(|f| f.as_str()).collect();
+            let kind = match (kind, reported) {
+                ("leftover-marker", "") => "leftover-marker",
+                ("leftover-marker", _) => "leftover-marker-reported",
+                ("leftover-pidfile", "") => "leftover-pidfile",
+                ("leftover-pidfile", _) => "leftover-pidfile-reported",
+                ("leftover-tmp", "") => "leftover-tmp",
+                ("leftover-tmp", _) => "leftover-tmp-reported",
+                (_, "") => "leftover-other",
+                _ => "leftover-other-reported",
+            };
+            v.push((kind, format!("left in the folder: {}", names.join(", "))));
+        }
     }
     if let Some(cg) = &cgroup {
         let leaves = cg.leaves();

@@ -55,7 +55,7 @@ fn settings(dir: &Path) -> Settings {
         jobs: var("PGRUN_FAULTS_JOBS").map(|s| s.parse().expect("PGRUN_FAULTS_JOBS: a number")).unwrap_or(2),
         only,
         per_syscall: 2,
-        full_when: 4,
+        full_when: var("PGRUN_FAULTS_WHEN").map(|s| s.parse().expect("PGRUN_FAULTS_WHEN: a number")).unwrap_or(8),
     }
 }
 
@@ -244,9 +244,15 @@ fn main() {
         let profile = matrix::profile(outcome.trace.as_deref().unwrap_or(""));
         let mut n = 0;
         for (syscall, calls) in &profile {
-            for (errno, when) in
-                matrix::cases_for(scn.name, syscall, *calls, s.full, s.full_when, s.per_syscall, s.seed)
-            {
+            for (errno, when) in matrix::cases_for(
+                scn.name,
+                syscall,
+                *calls,
+                s.full || s.only.is_some(),
+                s.full_when,
+                s.per_syscall,
+                s.seed,
+            ) {
                 let id = CaseId { scenario: scn.name, syscall, errno, when };
                 if allowed.iter().any(|r| r.tag == "skip" && r.matches_case(&id)) {
                     continue;

@@ -94,9 +94,12 @@ pub fn hash(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// The (errno, when) pairs for `syscall` in a scenario: all errnos and
-/// `when` 1..=full_when with `full`, else `per_syscall` errnos picked by the
-/// seed, each with `when` 1 and 2 (as far as the run made that many calls).
+/// The (errno, when) pairs for `syscall` in a scenario: with `full`, all
+/// errnos and `when` 1..=full_when (as far as the run made that many
+/// calls). Else a sample fixed by the seed: `per_syscall` errnos, each with
+/// `when` 1 and 2, and one more errno at one later call (3..=full_when), so
+/// that a syscall pgrun makes many times is not tried at its first calls
+/// only.
 pub fn cases_for(
     scenario: &str,
     syscall: &str,
@@ -107,14 +110,21 @@ pub fn cases_for(
     seed: u64,
 ) -> Vec<(&'static str, u32)> {
     let all = errnos(syscall);
-    let whens: Vec<u32> = (1..=calls.min(if full { full_when } else { 2 })).collect();
-    let chosen: Vec<&'static str> = if full || all.len() <= per_syscall {
-        all.to_vec()
-    } else {
-        let mut order: Vec<(u64, &'static str)> =
-            all.iter().map(|e| (mix(seed ^ hash(scenario) ^ hash(syscall).rotate_left(17) ^ hash(e)), *e)).collect();
-        order.sort();
-        order.into_iter().take(per_syscall).map(|(_, e)| e).collect()
-    };
-    chosen.iter().flat_map(|e| whens.iter().map(move |w| (*e, *w))).collect()
+    if full {
+        let whens = 1..=calls.min(full_when);
+        return all.iter().flat_map(|e| whens.clone().map(move |w| (*e, w))).collect();
+    }
+    let key = seed ^ hash(scenario) ^ hash(syscall).rotate_left(17);
+    let mut order: Vec<(u64, &'static str)> = all.iter().map(|e| (mix(key ^ hash(e)), *e)).collect();
+    order.sort();
+    let mut out: Vec<(&'static str, u32)> =
+        order.iter().take(per_syscall).flat_map(|(_, e)| (1..=calls.min(2)).map(move |w| (*e, w))).collect();
+    let last = calls.min(full_when);
+    if last >= 3 {
+        let pick = mix(key ^ 0x5eed);
+        let errno = order[(pick % order.len() as u64) as usize].1;
+        let when = 3 + ((pick >> 32) % u64::from(last - 2)) as u32;
+        out.push((errno, when));
+    }
+    out
 }
