@@ -287,7 +287,7 @@ fn main() {
                         println!("FAIL {} ({}): {:?}", id.text(), outcome.exit, outcome.violations);
                     }
                     d.push(Done { scn, inj, outcome, verdict, rules });
-                    if d.len() % 50 == 0 {
+                    if d.len().is_multiple_of(50) {
                         println!("faults: {}/{total} cases, {:.0}s", d.len(), started.elapsed().as_secs_f64());
                     }
                 }
@@ -369,7 +369,7 @@ fn summarise(
     }
     let _ = writeln!(out, "\n-- expected failures (defects being fixed), by entry of expected-failures.txt:");
     for (i, rule) in expected.iter().enumerate() {
-        let matched: Vec<&Done> = done.iter().filter(|d| d.rules.iter().any(|r| *r == Some((true, i)))).collect();
+        let matched: Vec<&Done> = done.iter().filter(|d| d.rules.contains(&Some((true, i)))).collect();
         let exercised = done
             .iter()
             .filter(|d| {
@@ -408,7 +408,7 @@ fn summarise(
     }
     let _ = writeln!(out, "\n-- known injection artifacts (allowed.txt):");
     for (i, rule) in allowed.iter().enumerate() {
-        let n = done.iter().filter(|d| d.rules.iter().any(|r| *r == Some((false, i)))).count();
+        let n = done.iter().filter(|d| d.rules.contains(&Some((false, i)))).count();
         if n > 0 {
             let _ = writeln!(out, "ALLOWED line {}: {n} cases: {}", rule.line, rule.reason);
         }
