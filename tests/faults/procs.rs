@@ -16,6 +16,7 @@ const POLL: Duration = Duration::from_millis(5);
 #[derive(Clone, Debug)]
 pub struct Proc {
     pub pid: i32,
+    pub ppid: i32,
     pub state: char,
     pub session: i32,
     pub comm: String,
@@ -29,7 +30,22 @@ pub fn proc_of(pid: i32) -> Option<Proc> {
     let comm = stat[open + 1..close].to_string();
     let rest: Vec<&str> = stat[close + 2..].split(' ').collect();
     // After the comm: state ppid pgrp session ...
-    Some(Proc { pid, state: rest.first()?.chars().next()?, session: rest.get(3)?.parse().ok()?, comm })
+    Some(Proc {
+        pid,
+        ppid: rest.get(1)?.parse().ok()?,
+        state: rest.first()?.chars().next()?,
+        session: rest.get(3)?.parse().ok()?,
+        comm,
+    })
+}
+
+/// Whether `pid` is blocked in poll, ppoll or epoll_wait (x86-64 and
+/// aarch64 numbers): pgrun has settled into its supervise loop.
+pub fn waiting_in_poll(pid: i32) -> bool {
+    let Ok(text) = fs::read_to_string(format!("/proc/{pid}/syscall")) else { return false };
+    let nr = text.split_whitespace().next().and_then(|n| n.parse::<i64>().ok());
+    let polls: &[i64] = if cfg!(target_arch = "x86_64") { &[7, 271, 232, 281, 441] } else { &[73, 22, 441] };
+    nr.is_some_and(|n| polls.contains(&n))
 }
 
 /// Every live (not zombie) process whose session is `session`.

@@ -13,6 +13,10 @@ pub enum Shape {
     /// The traced pgrun runs a long command; once the command is up, an
     /// untraced `pgrun cancel` (another process) stops it.
     CancelledRun,
+    /// The traced pgrun runs a long command; once the command is up, the
+    /// sweep SIGKILLs pgrun itself: its guard must stop the run and remove
+    /// the pid file and the marker.
+    KilledRun,
     /// An untraced pgrun runs a long command with a pid file; the traced
     /// process is a `cancel` or `status` aimed at it. The untraced run is
     /// then stopped by an untraced cancel (if still alive).
@@ -115,6 +119,20 @@ pub const SCENARIOS: &[Scenario] = &[
         normal: 143,
         failure: &[125],
         report: true,
+        cgroup: false,
+        bound: Duration::from_secs(20),
+    },
+    Scenario {
+        name: "guard",
+        shape: Shape::KilledRun,
+        args: |d| {
+            let mut v = words(&["--pidfile", &path(d, "run.pid"), "--", "/bin/sh", "-c"]);
+            v.push(long(d));
+            v
+        },
+        normal: 137,
+        failure: &[125],
+        report: false,
         cgroup: false,
         bound: Duration::from_secs(20),
     },
