@@ -139,6 +139,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub die_with_parent: bool,
 
+    /// Return once the run is published, leaving it running in a session of
+    /// its own (needs --pidfile): stdin, stdout and stderr are /dev/null.
+    #[arg(long, requires = "pidfile", conflicts_with = "die_with_parent")]
+    pub detach: bool,
+
     /// Start COMMAND in a new session instead of a new group (no terminal).
     #[arg(long)]
     pub setsid: bool,

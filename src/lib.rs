@@ -19,6 +19,8 @@
 //! - the pid file protocol and the cancel marker: [`pidfile`], and its
 //!   readers [`cancel`], [`status`] and [`wait`];
 //! - the terminal and job control: [`terminal`];
+//! - `--detach` (the caller's process, and the supervising pgrun's
+//!   session and fds): [`detach`];
 //! - `--max-output`: [`output`]; `--report`: [`report`]; `--die-with-parent`:
 //!   [`parent_death`]; a panic: [`panic_stop`]; the hint for `pgrun 30 ...`:
 //!   [`timeout_hint`];
@@ -31,6 +33,7 @@ pub mod backoff;
 pub mod cancel;
 pub mod cli;
 pub mod contain;
+pub mod detach;
 pub mod duration;
 pub mod exit;
 pub mod generate;
@@ -87,7 +90,8 @@ pub fn main(args: Vec<OsString>) -> u8 {
         return generate::print(what);
     }
     match cli.action {
-        None => run::run(&cli.run, started),
+        None if cli.run.detach => detach::run(&cli.run, started),
+        None => run::run(&cli.run, started, None),
         Some(Action::Cancel(args)) => cancel::cancel(&args).code(),
         Some(Action::Status(args)) => status::status(&args).code(),
         Some(Action::Wait(args)) => wait::wait(&args).code(),

@@ -4,13 +4,15 @@
 //! honour a cancel marker left before the start, block the handled signals,
 //! settle what the run is (`--contain`, see [`crate::contain`]), arm
 //! `--die-with-parent`, fork the guard, spawn the command into its new
-//! group, publish the group id, check the marker again, supervise until the
+//! group, publish the group id (and tell a detached run's caller, see
+//! [`crate::detach`]), check the marker again, supervise until the
 //! run is gone, then remove the pid file and the marker, release the guard,
 //! write the output still held (`--max-output`) and the report. Every refusal comes before the spawn,
 //! so bad input never half-runs a command.
 
 use crate::cli::RunArgs;
 use crate::contain::{Mode, Scope};
+use crate::detach::Publication;
 use crate::exit::RunExit;
 use crate::guard::{self, Guard};
 use crate::output::Relayed;
@@ -96,7 +98,10 @@ impl Outcome {
 }
 
 /// Run the command; returns pgrun's exit status.
-pub fn run(args: &RunArgs, started: Instant) -> u8 {
+///
+/// `publication`: a detached run's promise to tell its caller once the run
+/// is published (see [`crate::detach`]).
+pub fn run(args: &RunArgs, started: Instant, publication: Option<Publication>) -> u8 {
     // First thing: the parent to watch with --die-with-parent, so that a
     // death before the watch is armed is still seen.
     let parent = crate::sys::getppid();
@@ -114,7 +119,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
         let max_output = args.max_output.is_some();
         crate::panic_stop::hold_report(crate::panic_stop::PanicReport { target, started, contain, max_output });
     }
-    let outcome = execute(args, started, parent);
+    let outcome = execute(args, started, parent, publication);
     let exit = match outcome.exit {
         RunExit::Timeout if args.preserve_status => outcome.status.map_or(RunExit::Timeout, RunExit::Command),
         exit => exit,
@@ -197,7 +202,7 @@ struct Prepared {
 }
 
 /// The run mode's checklist, top to bottom.
-fn execute(args: &RunArgs, started: Instant, parent: Pid) -> Outcome {
+fn execute(args: &RunArgs, started: Instant, parent: Pid, publication: Option<Publication>) -> Outcome {
     let mut run = match prepare(args, parent) {
         Ok(prepared) => prepared,
         Err(early) => return early.into(),
@@ -210,6 +215,9 @@ fn execute(args: &RunArgs, started: Instant, parent: Pid) -> Outcome {
         Ok(published) => published,
         Err(err) => return stop_unpublished(args, &mut run, started, pgid, err),
     };
+    if let Some(publication) = publication {
+        publication.announce();
+    }
     let stop_now = marker_after_publishing(run.marker.as_deref());
     let ended = supervise(args, &mut run, started, stop_now);
     test_hook::pause("run-gone");

@@ -10,7 +10,8 @@
 //! pipes and reads and writes of `--max-output`), [`proc`] (reading
 //! `/proc`), [`cgroup`] (the cgroup v2 files of `--contain cgroup`),
 //! [`lifetime`] (the guard's fork and the socket that ties it to pgrun, the
-//! parent-death signal).
+//! parent-death signal), [`session`] (what `--detach` needs: a new session,
+//! the standard fds pointed elsewhere).
 //!
 //! The calls go through nix's safe wrappers wherever nix expresses them.
 //! Raw libc remains only where it does not: any signal number (nix's
@@ -26,6 +27,7 @@ pub mod lock;
 pub mod pipe;
 pub mod proc;
 pub mod process;
+pub mod session;
 pub mod sigmask;
 pub mod terminal;
 pub mod wakeup;
