@@ -16,14 +16,22 @@
 //! that pgrun's own status, which is the status the run would have had
 //! without `--detach` (125, 126, 127, 143...), its reason already written
 //! to the caller's stderr, and nothing left behind (the run mode undid it
-//! all before exiting).
+//! all before exiting). Meanwhile it passes every signal pgrun handles on
+//! to the supervising pgrun, which acts on it as on its own: a TERM before
+//! the start still means 143 and no run. (The handled signals are blocked
+//! before the fork, so that none is lost in between or kills either side
+//! by its default action.)
 
 use crate::cli::RunArgs;
 use crate::exit::RunExit;
 use crate::say;
+use crate::signal_policy;
 use crate::sys::lifetime;
 use crate::sys::process::{self, ChildStatus};
 use crate::sys::session;
+use crate::sys::sigmask::{self, SigSet};
+use crate::sys::wakeup::SignalSource;
+use crate::sys::{Pid, PollFd};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::Instant;
 
@@ -37,6 +45,10 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
         Ok(pipe) => pipe,
         Err(e) => return failed(format_args!("cannot create the pipe a detached run reports on: {e}")),
     };
+    let handled = signal_policy::handled();
+    if let Err(e) = sigmask::block(&handled) {
+        return failed(format_args!("cannot block signals: {e}"));
+    }
     let caller_stderr = match session::dup_cloexec(std::io::stderr().as_fd()) {
         Ok(fd) => fd,
         Err(e) => return failed(format_args!("cannot keep a copy of stderr: {e}")),
@@ -46,7 +58,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
         Ok(Some(supervisor)) => {
             drop(announce);
             drop(caller_stderr);
-            wait_for_publication(ready, supervisor)
+            wait_for_publication(ready, supervisor, &handled)
         }
         Ok(None) => {
             drop(ready);
@@ -62,7 +74,12 @@ fn failed(what: std::fmt::Arguments<'_>) -> u8 {
 
 /// In the caller's process: exit 0 once the run is published, else with
 /// the status the supervising pgrun exited with.
-fn wait_for_publication(ready: OwnedFd, supervisor: crate::sys::Pid) -> u8 {
+fn wait_for_publication(ready: OwnedFd, supervisor: Pid, handled: &SigSet) -> u8 {
+    if let Err(e) = pass_signals_on_until_ready(&ready, supervisor, handled) {
+        // The supervising pgrun goes on alone; this process can no longer
+        // tell what became of it.
+        return failed(format_args!("cannot wait for the detached pgrun {supervisor}: {e}"));
+    }
     let mut byte = [0u8];
     match crate::sys::pipe::read(ready.as_fd(), &mut byte) {
         Ok(1) if byte[0] == PUBLISHED => return 0,
@@ -77,6 +94,28 @@ fn wait_for_publication(ready: OwnedFd, supervisor: crate::sys::Pid) -> u8 {
             crate::signame::Signal(signal)
         )),
         Err(e) => failed(format_args!("cannot wait for the detached pgrun {supervisor}: {e}")),
+    }
+}
+
+/// Until `ready` can be read, send every signal this process gets that
+/// pgrun acts on (a cancel, one it forwards) to the supervising pgrun: our
+/// own child, not reaped, so its pid names no other process.
+fn pass_signals_on_until_ready(ready: &OwnedFd, supervisor: Pid, handled: &SigSet) -> std::io::Result<()> {
+    let signals = SignalSource::new(handled)?;
+    signals.activate(handled, &signal_policy::absorbed())?;
+    loop {
+        let mut set = [PollFd::read(ready.as_fd()), PollFd::read(signals.as_fd())];
+        crate::sys::poll(&mut set, None)?;
+        if set[1].ready {
+            for signal in signals.drain()? {
+                if signal_policy::passed_to_a_detached_run(signal) {
+                    let _ = process::signal_process(supervisor, crate::sys::Signal(signal));
+                }
+            }
+        }
+        if set[0].ready {
+            return Ok(());
+        }
     }
 }
 

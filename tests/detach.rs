@@ -331,3 +331,41 @@ fn the_run_holds_none_of_the_callers_fds() {
     }
     cancel(&pidfile);
 }
+
+/// Whether `signal` is pending for process `pid` (`ShdPnd` or `SigPnd` in
+/// `/proc/PID/status`).
+fn pending(pid: i32, signal: i32) -> bool {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().filter(|l| l.starts_with("ShdPnd:") || l.starts_with("SigPnd:")).any(|l| {
+        let mask = u64::from_str_radix(l.split_whitespace().nth(1).unwrap_or("0"), 16).unwrap_or(0);
+        mask & (1 << (signal - 1)) != 0
+    })
+}
+
+/// A TERM to the caller's process before the run is published is a cancel
+/// before the start, as without --detach: 143 (an exit status, not a death
+/// by signal), no run, no file.
+#[test]
+fn a_term_to_the_caller_before_publication_cancels_the_start() {
+    use std::os::unix::process::ExitStatusExt;
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let pause = Pause::new(&scratch, "claimed");
+    let token = format!("{}-term", std::process::id());
+    let mut cmd = pgrun(["--detach", "-p", pidfile.to_str().unwrap(), "--", "sleep", "300"]);
+    pause.arm(&mut cmd).env("PGRUN_DETACH_TEST", &token).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let caller = guard.spawn(&mut cmd);
+    let caller_pid = guard.child(caller).id() as i32;
+    pause.wait_reached();
+    let supervisor = descendants(caller_pid);
+    assert_eq!(supervisor.len(), 1, "one supervising pgrun: {supervisor:?}");
+    guard.record(supervisor[0]);
+    send(caller_pid, libc::SIGTERM);
+    eventually("the TERM to reach the supervising pgrun", || pending(supervisor[0], libc::SIGTERM));
+    pause.release();
+    let status = guard.child(caller).wait().unwrap();
+    assert_eq!((status.code(), status.signal()), (Some(143), None), "the caller's status");
+    assert_eq!(processes_with(&token), Vec::<i32>::new(), "processes left running");
+    assert!(!pidfile.exists(), "the pid file was left behind");
+}
