@@ -108,8 +108,11 @@ fn pass_signals_on_until_ready(ready: &OwnedFd, supervisor: Pid, handled: &SigSe
         crate::sys::poll(&mut set, None)?;
         if set[1].ready {
             for signal in signals.drain()? {
-                if signal_policy::passed_to_a_detached_run(signal) {
-                    let _ = process::signal_process(supervisor, crate::sys::Signal(signal));
+                if signal_policy::passed_to_a_detached_run(signal)
+                    && let Err(e) = process::signal_process(supervisor, crate::sys::Signal(signal))
+                {
+                    let name = crate::sys::Signal(signal);
+                    say::line(format_args!("cannot pass {name} on to the detached pgrun {supervisor}: {e}"));
                 }
             }
         }
@@ -120,11 +123,16 @@ fn pass_signals_on_until_ready(ready: &OwnedFd, supervisor: Pid, handled: &SigSe
 }
 
 /// Where the supervising pgrun's fds 0, 1 and 2 point, and so the
-/// command's: the one place that chooses a detached run's streams. The
-/// command reads `/dev/null`; its stdout and stderr, and pgrun's own lines
-/// once the run is published, go to `/dev/null` too. (`--output-file`, when
-/// it comes, is their only destination: the relay writes the file, and
-/// whatever it would pass on to pgrun's own stdout and stderr lands here.)
+/// command's unless the relay stands in between: the one place that
+/// chooses a detached run's streams. The command reads `/dev/null`; its
+/// stdout and stderr, and pgrun's own lines once the run is published, go
+/// to `/dev/null` too.
+///
+/// `--output-file` plugs in here: with it the command's streams go through
+/// the relay, which writes the file, and the file is their only
+/// destination. The relay's copy to pgrun's own stdout and stderr then
+/// lands in the `/dev/null` chosen below (or `for_run` tells the relay to
+/// skip it); nothing else needs to change for a detached run.
 struct Destinations {
     stdin: OwnedFd,
     stdout: OwnedFd,
