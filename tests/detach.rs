@@ -369,3 +369,59 @@ fn a_term_to_the_caller_before_publication_cancels_the_start() {
     assert_eq!(processes_with(&token), Vec::<i32>::new(), "processes left running");
     assert!(!pidfile.exists(), "the pid file was left behind");
 }
+
+/// The controlling terminal of `pid` (`tty_nr` in `/proc/PID/stat`; 0: none).
+fn tty_of(pid: i32) -> i64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).expect("process exists");
+    stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(4).unwrap().parse().unwrap()
+}
+
+/// The caller runs on a terminal (its session's controlling terminal); the
+/// terminal hangs up (its master is closed) after pgrun returned: the
+/// caller gets SIGHUP, the detached run, which has no terminal, does not.
+#[test]
+fn the_run_survives_a_hangup_of_the_callers_terminal() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let dir = scratch.sh();
+    let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo alive > {dir}/alive; exec sleep 300");
+    let caller_script = format!(
+        "{pgrun} --detach -p {pid} -- sh -c '{payload}'; echo $? > {dir}/rc; exec sleep 300",
+        pgrun = pgrun_path(),
+        pid = pidfile.to_str().unwrap()
+    );
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    // openpty's fds are inherited across exec: the caller must not hold the
+    // master, or closing ours would hang nothing up.
+    // SAFETY: F_SETFD on a valid fd.
+    assert_eq!(
+        unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&pty.master), libc::F_SETFD, libc::FD_CLOEXEC) },
+        0
+    );
+    let slave = pty.slave;
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &caller_script]);
+    cmd.stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(slave);
+    // SAFETY: setsid and ioctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let caller = guard.spawn(&mut cmd);
+    drop(cmd); // closes the test's copies of the slave
+    assert_eq!(wait_line(&scratch.path("rc")), "0");
+    let run = published(&mut guard, &pidfile);
+    assert_eq!(tty_of(run.pgrun), 0, "the detached pgrun has a controlling terminal");
+    assert_eq!(tty_of(run.pgid), 0, "the detached command has a controlling terminal");
+    drop(pty.master); // the hang-up
+    assert_eq!(guard.wait(caller), 128 + libc::SIGHUP, "the caller got the hang-up");
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(wait_line(&scratch.path("alive")), "alive");
+    assert!(!is_dead(run.pgrun) && !is_dead(run.pgid), "the run did not survive the hang-up");
+    cancel(&pidfile);
+}
