@@ -77,6 +77,31 @@ fn processes_with(token: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Every process a test starts carries a tag of its own in its environment
+/// (pgrun passes it on to the supervising pgrun, the guard and the
+/// command): whatever of them a failed test leaves running, detached from
+/// the test's own children, is found by it and killed on drop.
+struct Tag(String);
+
+impl Tag {
+    fn new(name: &str) -> Tag {
+        Tag(format!("{}-{name}", std::process::id()))
+    }
+    fn on<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
+        cmd.env("PGRUN_DETACH_TEST", &self.0)
+    }
+}
+
+impl Drop for Tag {
+    fn drop(&mut self) {
+        for pid in processes_with(&self.0) {
+            // SAFETY: kill takes plain integers; a live process that holds
+            // this test's own tag (a pid read from /proc just now).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
 /// The names in a folder, sorted.
 fn listing(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> =
@@ -93,7 +118,8 @@ fn returns_once_published_while_the_command_runs() {
     let dir = scratch.sh();
     let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo after > {dir}/after; exec sleep 300");
     let started = Instant::now();
-    let out = run(&mut pgrun(["--detach", "-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &payload]));
+    let tag = Tag::new("returns");
+    let out = run(tag.on(&mut pgrun(["--detach", "-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &payload])));
     let took = started.elapsed();
     assert_status(&out, 0, "detached start");
     let run = published(&mut guard, &pidfile);
@@ -129,8 +155,9 @@ fn the_caller_waits_for_the_publication() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("run.pid");
     let pause = Pause::new(&scratch, "spawned");
+    let tag = Tag::new("waits");
     let mut cmd = pgrun(["--detach", "-p", pidfile.to_str().unwrap(), "--", "sleep", "300"]);
-    pause.arm(&mut cmd).stdout(Stdio::piped()).stderr(Stdio::piped());
+    pause.arm(tag.on(&mut cmd)).stdout(Stdio::piped()).stderr(Stdio::piped());
     let caller = guard.spawn(&mut cmd);
     pause.wait_reached();
     assert!(guard.child(caller).try_wait().unwrap().is_none(), "the caller returned before the run was published");
@@ -155,7 +182,8 @@ fn capture_output_returns_at_once() {
         pgrun = pgrun_path(),
         pid = pidfile.to_str().unwrap()
     );
-    let out = run(Command::new("python3").args(["-c", &script]).stdin(Stdio::null()));
+    let tag = Tag::new("python");
+    let out = run(tag.on(Command::new("python3").args(["-c", &script]).stdin(Stdio::null())));
     if pidfile.exists() {
         published(&mut guard, &pidfile);
     }
@@ -182,8 +210,9 @@ fn the_run_survives_hangup_and_kill_of_the_callers_group() {
         pgrun = pgrun_path(),
         pid = pidfile.to_str().unwrap()
     );
+    let tag = Tag::new("group");
     let mut cmd = Command::new("sh");
-    cmd.args(["-c", &caller_script]).stdin(Stdio::null()).process_group(0);
+    tag.on(cmd.args(["-c", &caller_script]).stdin(Stdio::null()).process_group(0));
     let caller = guard.spawn(&mut cmd);
     let caller_pid = guard.child(caller).id() as i32;
     guard.record_group(caller_pid);
@@ -227,14 +256,14 @@ fn failures_before_the_start_come_back_to_the_caller() {
         } else {
             listing(scratch.dir())
         };
-        let token = format!("{}-{i}", std::process::id());
+        let tag = Tag::new(&format!("failure-{i}"));
         let mut cmd = pgrun(std::iter::once("--detach").chain(args));
-        cmd.env("PGRUN_DETACH_TEST", &token);
+        tag.on(&mut cmd);
         let out = run(&mut cmd);
         assert_status(&out, want, what);
         assert!(out.stdout.is_empty(), "{what}: stdout {:?}", out.stdout);
         assert!(stderr_of(&out).contains(says), "{what}: stderr {}", stderr_of(&out));
-        assert_eq!(processes_with(&token), Vec::<i32>::new(), "{what}: processes left running");
+        assert_eq!(processes_with(&tag.0), Vec::<i32>::new(), "{what}: processes left running");
         assert_eq!(listing(scratch.dir()), before, "{what}: files left behind");
     }
 }
@@ -267,7 +296,8 @@ fn timeout_and_report_work_detached() {
     let pidfile = scratch.path("run.pid");
     let report = scratch.path("report.json");
     let (pid, rep) = (pidfile.to_str().unwrap(), report.to_str().unwrap());
-    let out = run(&mut pgrun(["--detach", "-p", pid, "--timeout", "1", "--report", rep, "--", "sleep", "300"]));
+    let tag = Tag::new("timeout");
+    let out = run(tag.on(&mut pgrun(["--detach", "-p", pid, "--timeout", "1", "--report", rep, "--", "sleep", "300"])));
     assert_status(&out, 0, "detached start");
     let run = published(&mut guard, &pidfile);
     let waited = run_wait(&["--report", rep, pid]);
@@ -295,7 +325,9 @@ fn the_run_holds_none_of_the_callers_fds() {
     // SAFETY: pipe2 fills two ints.
     assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
     let [read_end, write_end] = fds;
+    let tag = Tag::new("fds");
     let mut cmd = pgrun(["--detach", "-p", pidfile.to_str().unwrap(), "--", "sleep", "300"]);
+    tag.on(&mut cmd);
     // SAFETY: dup2 is async-signal-safe; the copy on fd 3 is inherited.
     unsafe {
         cmd.pre_exec(move || {
@@ -352,9 +384,9 @@ fn a_term_to_the_caller_before_publication_cancels_the_start() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("run.pid");
     let pause = Pause::new(&scratch, "claimed");
-    let token = format!("{}-term", std::process::id());
+    let tag = Tag::new("term");
     let mut cmd = pgrun(["--detach", "-p", pidfile.to_str().unwrap(), "--", "sleep", "300"]);
-    pause.arm(&mut cmd).env("PGRUN_DETACH_TEST", &token).stdout(Stdio::piped()).stderr(Stdio::piped());
+    pause.arm(tag.on(&mut cmd)).stdout(Stdio::piped()).stderr(Stdio::piped());
     let caller = guard.spawn(&mut cmd);
     let caller_pid = guard.child(caller).id() as i32;
     pause.wait_reached();
@@ -366,7 +398,7 @@ fn a_term_to_the_caller_before_publication_cancels_the_start() {
     pause.release();
     let status = guard.child(caller).wait().unwrap();
     assert_eq!((status.code(), status.signal()), (Some(143), None), "the caller's status");
-    assert_eq!(processes_with(&token), Vec::<i32>::new(), "processes left running");
+    assert_eq!(processes_with(&tag.0), Vec::<i32>::new(), "processes left running");
     assert!(!pidfile.exists(), "the pid file was left behind");
 }
 
@@ -400,8 +432,9 @@ fn the_run_survives_a_hangup_of_the_callers_terminal() {
         0
     );
     let slave = pty.slave;
+    let tag = Tag::new("hangup");
     let mut cmd = Command::new("sh");
-    cmd.args(["-c", &caller_script]);
+    tag.on(cmd.args(["-c", &caller_script]));
     cmd.stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(slave);
     // SAFETY: setsid and ioctl are async-signal-safe.
     unsafe {
