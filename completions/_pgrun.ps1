@@ -41,6 +41,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('--wait-group', '--wait-group', [CompletionResultType]::ParameterName, 'When COMMAND exits, let the rest of its group finish on its own')
             [CompletionResult]::new('--no-guard', '--no-guard', [CompletionResultType]::ParameterName, 'Run without the guard that stops the run if pgrun is killed with SIGKILL')
             [CompletionResult]::new('--die-with-parent', '--die-with-parent', [CompletionResultType]::ParameterName, 'Stop the run as if cancelled when the process that started pgrun dies')
+            [CompletionResult]::new('--detach', '--detach', [CompletionResultType]::ParameterName, 'Return once the run is published; it lives on in a session of its own')
             [CompletionResult]::new('--setsid', '--setsid', [CompletionResultType]::ParameterName, 'Start COMMAND in a new session instead of a new group (no terminal)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say what pgrun does, one line per action on stderr')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say what pgrun does, one line per action on stderr')

@@ -32,7 +32,7 @@ _pgrun() {
 
     case "${cmd}" in
         pgrun)
-            opts="-t -s -k -p -v -h -V --timeout --idle-timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --output-file --contain --no-guard --die-with-parent --setsid --verbose --generate --help --version cancel status wait"
+            opts="-t -s -k -p -v -h -V --timeout --idle-timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --output-file --contain --no-guard --die-with-parent --detach --setsid --verbose --generate --help --version cancel status wait"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

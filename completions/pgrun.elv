@@ -38,6 +38,7 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand --wait-group 'When COMMAND exits, let the rest of its group finish on its own'
             cand --no-guard 'Run without the guard that stops the run if pgrun is killed with SIGKILL'
             cand --die-with-parent 'Stop the run as if cancelled when the process that started pgrun dies'
+            cand --detach 'Return once the run is published; it lives on in a session of its own'
             cand --setsid 'Start COMMAND in a new session instead of a new group (no terminal)'
             cand -v 'Say what pgrun does, one line per action on stderr'
             cand --verbose 'Say what pgrun does, one line per action on stderr'

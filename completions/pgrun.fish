@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_pgrun_global_optspecs
-    string join \n t/timeout= idle-timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= output-file= contain= no-guard die-with-parent setsid v/verbose generate= h/help V/version
+    string join \n t/timeout= idle-timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= output-file= contain= no-guard die-with-parent detach setsid v/verbose generate= h/help V/version
 end
 
 function __fish_pgrun_needs_command
@@ -62,6 +62,7 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -l preserve-status -d 'On time
 complete -c pgrun -n "__fish_pgrun_needs_command" -l wait-group -d 'When COMMAND exits, let the rest of its group finish on its own'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l no-guard -d 'Run without the guard that stops the run if pgrun is killed with SIGKILL'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l die-with-parent -d 'Stop the run as if cancelled when the process that started pgrun dies'
+complete -c pgrun -n "__fish_pgrun_needs_command" -l detach -d 'Return once the run is published; it lives on in a session of its own'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l setsid -d 'Start COMMAND in a new session instead of a new group (no terminal)'
 complete -c pgrun -n "__fish_pgrun_needs_command" -s v -l verbose -d 'Say what pgrun does, one line per action on stderr'
 complete -c pgrun -n "__fish_pgrun_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -230,6 +230,16 @@ pub struct RunArgs {
     #[arg(long)]
     pub die_with_parent: bool,
 
+    /// Return once the run is published; it lives on in a session of its own.
+    #[arg(
+        long,
+        requires = "pidfile",
+        conflicts_with = "die_with_parent",
+        long_help = "Return once the run is published (needs --pidfile); the run lives on in a session \
+of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)."
+    )]
+    pub detach: bool,
+
     /// Start COMMAND in a new session instead of a new group (no terminal).
     #[arg(long)]
     pub setsid: bool,

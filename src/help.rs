@@ -24,7 +24,8 @@ if pgrun itself is killed with SIGKILL.
 
 COMMAND inherits pgrun's stdin, stdout, stderr and every other fd unchanged \
 (no pipes in between; --max-output, --output-file and --idle-timeout put one under stdout and stderr), its environment, working directory, signal mask and \
-ignored signals. pgrun stays in its caller's process group and session. It \
+ignored signals. pgrun stays in its caller's process group and session \
+(--detach: see below). It \
 writes to stdout only for --help and --version, and to stderr only its own \
 errors (one line, prefixed 'pgrun: ') and, with --verbose, one line per action.";
 
@@ -156,6 +157,22 @@ Parent death (--die-with-parent):
   its parent process really changed (getppid) and carries on otherwise: a
   harness may start pgrun from a short-lived thread. Elsewhere pgrun checks
   getppid() once a second while the run lasts.
+
+Detached runs (--detach, needs --pidfile):
+  The process the caller started prepares and starts the run exactly as
+  without --detach, and exits as soon as the run is published (the pid file
+  is live and names the group): status 0, nothing written to stdout. A run
+  that does not get that far gives the status it would have had without
+  --detach (125 with the reason on stderr, 126, 127, 143 cancelled before
+  the start) and leaves nothing running and no file behind; a signal the
+  caller's process gets meanwhile is passed on (a TERM is a cancel before
+  the start). The supervising pgrun lives on in a new session of its own:
+  neither the caller's exit, nor a signal to the caller's process group, nor
+  a hang-up of its terminal reaches the run. It holds none of the caller's
+  fds, so subprocess.run(..., capture_output=True) returns at once:
+  COMMAND's stdin, stdout and stderr are /dev/null and no fd above 2 is
+  inherited. --timeout, cancel, status, wait, the guard, containment and
+  --report work as for any run. --die-with-parent is refused (125).
 
 Exit status:
 {RUN_EXIT}
@@ -444,6 +461,12 @@ Examples:
   One exec runs it, another stops it:
     pgrun --pidfile /tmp/job.pid -- ./build &
     pgrun cancel /tmp/job.pid
+
+  Start in one exec, look, stop or wait in the next ones:
+    pgrun --detach --pidfile /tmp/srv.pid --report /tmp/srv.json -- ./server
+    pgrun status /tmp/srv.pid
+    pgrun cancel /tmp/srv.pid
+    pgrun wait --report /tmp/srv.json /tmp/srv.pid
 
   Gentle escalation for a server:
     pgrun --escalate INT/2s/TERM/5s/KILL -- ./server

@@ -21,6 +21,8 @@
 //!   role: claim, record, marker), and its readers [`cancel`], [`status`]
 //!   and [`wait`];
 //! - the terminal and job control: [`terminal`];
+//! - `--detach` (the caller's process, and the supervising pgrun's
+//!   session and fds): [`detach`];
 //! - `--max-output`, `--output-file` and `--idle-timeout`'s relay: [`output`]
 //!   (the idle deadline itself: [`supervisor`]); `--report`: [`report`];
 //!   `--die-with-parent`: [`parent_death`]; a panic: [`panic_stop`]; the hint
@@ -37,6 +39,7 @@ pub mod backoff;
 pub mod cancel;
 pub mod cli;
 pub mod contain;
+pub mod detach;
 pub mod duration;
 pub mod entry;
 pub mod exit;

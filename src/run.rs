@@ -8,8 +8,8 @@
 //! `--die-with-parent`; end here if a termination signal is already
 //! pending; set up the terminal and the output relay (`--max-output`,
 //! `--output-file`, `--idle-timeout`); fork the guard;
-//! spawn the command into its new group; publish the group id; check the
-//! marker again; supervise until the run is gone. Then the run is withdrawn
+//! spawn the command into its new group; publish the group id (and tell a detached run's caller, see
+//! [`crate::detach`]); check the marker again; supervise until the run is gone. Then the run is withdrawn
 //! (the pid file and the marker removed, the guard released), the cgroup
 //! leaf removed, and only then the output still held and
 //! the report written. Every refusal comes before the spawn, so bad input
@@ -18,6 +18,7 @@
 use crate::backoff::Backoff;
 use crate::cli::RunArgs;
 use crate::contain::{Mode, Scope};
+use crate::detach::Publication;
 use crate::exit::RunExit;
 use crate::guard::{self, Guard};
 use crate::output::file::OutputFile;
@@ -116,7 +117,10 @@ impl Outcome {
 }
 
 /// Run the command; returns pgrun's exit status.
-pub fn run(args: &RunArgs, started: Instant) -> u8 {
+///
+/// `publication`: a detached run's promise to tell its caller once the run
+/// is published (see [`crate::detach`]).
+pub fn run(args: &RunArgs, started: Instant, publication: Option<Publication>) -> u8 {
     // First thing: the parent to watch with --die-with-parent, so that a
     // death before the watch is armed is still seen.
     let parent = crate::sys::getppid();
@@ -141,7 +145,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             output_file,
         });
     }
-    let outcome = execute(args, started, parent);
+    let outcome = execute(args, started, parent, publication);
     let exit = match outcome.exit {
         RunExit::Timeout if args.preserve_status => outcome.status.map_or(RunExit::Timeout, RunExit::Command),
         exit => exit,
@@ -226,7 +230,7 @@ struct Prepared {
 }
 
 /// The run mode's checklist, top to bottom.
-fn execute(args: &RunArgs, started: Instant, parent: Pid) -> Outcome {
+fn execute(args: &RunArgs, started: Instant, parent: Pid, publication: Option<Publication>) -> Outcome {
     let mut run = match prepare(args, parent) {
         Ok(prepared) => prepared,
         Err(early) => return early.into(),
@@ -239,6 +243,9 @@ fn execute(args: &RunArgs, started: Instant, parent: Pid) -> Outcome {
         Ok(published) => published,
         Err(err) => return stop_unpublished(args, &mut run, started, pgid, err),
     };
+    if let Some(publication) = publication {
+        publication.announce();
+    }
     let stop_now = marker_after_publishing(run.marker.as_deref());
     let ended = supervise(args, &mut run, started, stop_now);
     test_hook::pause("run-gone");

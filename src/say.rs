@@ -4,11 +4,26 @@
 //! Writes ignore every error: a closed or broken stderr must never change
 //! what pgrun does or how it exits (SIGPIPE is blocked, so EPIPE comes back
 //! as a plain error that is dropped here).
+//!
+//! Stderr is fd 2, except while a detached run is being started
+//! (`--detach`): its fd 2 is already `/dev/null`, and its lines go to the
+//! caller's stderr, held apart, until the run is published.
 
 use std::io::Write;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Where lines go instead of fd 2, if anywhere (see [`speak_to`]).
+static SINK: Mutex<Option<std::fs::File>> = Mutex::new(None);
+
+/// Write lines to `sink` instead of fd 2 from now on; `None` goes back to
+/// fd 2 and closes the sink held so far.
+pub fn speak_to(sink: Option<std::os::fd::OwnedFd>) {
+    let mut held = SINK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    *held = sink.map(std::fs::File::from);
+}
 
 /// Turn `--verbose` lines on.
 pub fn set_verbose(on: bool) {
@@ -24,6 +39,14 @@ pub fn is_verbose() -> bool {
 /// " (os error N)" suffixes are dropped: the text already says it.
 pub fn line(args: std::fmt::Arguments<'_>) {
     let text = without_os_error_numbers(&args.to_string());
+    // try_lock: a panic hook that speaks while a line is being written
+    // must not wait for itself.
+    if let Ok(mut held) = SINK.try_lock()
+        && let Some(sink) = held.as_mut()
+    {
+        let _ = writeln!(sink, "pgrun: {text}");
+        return;
+    }
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "pgrun: {text}");
 }

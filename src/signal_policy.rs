@@ -67,6 +67,13 @@ pub fn ends_the_run(signal: i32) -> bool {
     matches!(handling(signal), Some(Handling::Cancel | Handling::Forward { then_cont: true }))
 }
 
+/// Whether the caller's process of `--detach`, while it waits for the run
+/// to be published, passes `signal` on to the supervising pgrun: the ones
+/// pgrun acts on (a cancel, a signal it forwards), not its own SIGCHLD.
+pub fn passed_to_a_detached_run(signal: i32) -> bool {
+    matches!(handling(signal), Some(Handling::Cancel | Handling::Forward { .. }))
+}
+
 /// Every signal pgrun handles, to block before anything else happens.
 pub fn handled() -> SigSet {
     set_of(|_| true)

@@ -5,6 +5,7 @@ mod util;
 mod cancel;
 mod cgroup;
 mod containment;
+mod detach;
 mod docs;
 mod exit_status;
 mod faults_sys;

@@ -11,7 +11,8 @@
 //! `/proc`), [`cgroup`] (the cgroup v2 files of `--contain cgroup`),
 //! [`pidfd`] (a hold on one process that pid reuse cannot redirect),
 //! [`lifetime`] (the guard's fork and the socket that ties it to pgrun, the
-//! parent-death signal).
+//! parent-death signal), [`session`] (what `--detach` needs: a new session,
+//! the standard fds pointed elsewhere).
 //!
 //! The calls go through nix's safe wrappers wherever the nix features this
 //! crate enables (`fs`, `process`, `signal`, `user`) express them. Raw libc
@@ -31,6 +32,7 @@ pub mod pidfd;
 pub mod pipe;
 pub mod proc;
 pub mod process;
+pub mod session;
 pub mod sigmask;
 pub mod terminal;
 pub mod wakeup;

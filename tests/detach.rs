@@ -1,0 +1,460 @@
+//! `pgrun --detach`: the caller's process returns once the run is published
+//! (or with the run's own failure status when it never gets that far), and
+//! the run lives on in a session of its own, holding none of the caller's
+//! fds, with timeout, cancel, status, wait and the report as for any run.
+
+use crate::util::*;
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What a test learns about a detached run once its caller has returned:
+/// the supervising pgrun (the pid file's lock holder) and the group.
+struct Detached {
+    pgrun: i32,
+    pgid: i32,
+}
+
+/// Record the published run of `pidfile` for clean-up, and return it.
+fn published(guard: &mut Guard, pidfile: &Path) -> Detached {
+    let pgid: i32 = fs::read_to_string(pidfile).expect("pid file published").trim().parse().expect("a group id");
+    guard.record(pgid);
+    guard.record_group(pgid);
+    let pgrun = lock_holder(pidfile).expect("the pid file is locked");
+    guard.record(pgrun);
+    Detached { pgrun, pgid }
+}
+
+/// `pgrun cancel PIDFILE`, which must stop the run.
+fn cancel(pidfile: &Path) {
+    let out = run(&mut pgrun(["cancel", pidfile.to_str().unwrap()]));
+    assert_status(&out, 0, "cancel of the detached run");
+}
+
+/// Spawn `pgrun wait -v ARGS...` and return once it waits for the live run
+/// (its verbose line says so).
+fn spawn_waiting(guard: &mut Guard, args: &[&str]) -> usize {
+    let mut all = vec!["wait", "-v"];
+    all.extend_from_slice(args);
+    let index = guard.spawn(pgrun(&all).stdout(Stdio::piped()).stderr(Stdio::piped()));
+    let stderr = guard.child(index).stderr.as_mut().unwrap();
+    let mut line = Vec::new();
+    loop {
+        let mut byte = [0u8];
+        let n = std::io::Read::read(stderr, &mut byte).unwrap();
+        assert!(n == 1, "wait ended before it waited: {}", String::from_utf8_lossy(&line));
+        line.push(byte[0]);
+        if byte[0] == b'\n' {
+            if String::from_utf8_lossy(&line).contains("waiting for pgrun") {
+                return index;
+            }
+            line.clear();
+        }
+    }
+}
+
+/// The session id of `pid`, from `/proc/PID/stat`.
+fn session_of(pid: i32) -> i32 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).expect("process exists");
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().collect();
+    fields[3].parse().unwrap()
+}
+
+/// Live processes whose environment holds `token` (what one test started).
+fn processes_with(token: &str) -> Vec<i32> {
+    let needle = format!("PGRUN_DETACH_TEST={token}");
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| !is_dead(pid))
+        .filter(|&pid| {
+            fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
+        })
+        .collect()
+}
+
+/// Every process a test starts carries a tag of its own in its environment
+/// (pgrun passes it on to the supervising pgrun, the guard and the
+/// command): whatever of them a failed test leaves running, detached from
+/// the test's own children, is found by it and killed on drop.
+struct Tag(String);
+
+impl Tag {
+    fn new(name: &str) -> Tag {
+        Tag(format!("{}-{name}", std::process::id()))
+    }
+    fn on<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
+        cmd.env("PGRUN_DETACH_TEST", &self.0)
+    }
+}
+
+impl Drop for Tag {
+    fn drop(&mut self) {
+        for pid in processes_with(&self.0) {
+            // SAFETY: kill takes plain integers; a live process that holds
+            // this test's own tag (a pid read from /proc just now).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The names in a folder, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn returns_once_published_while_the_command_runs() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let dir = scratch.sh();
+    let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo after > {dir}/after; exec sleep 300");
+    let started = Instant::now();
+    let tag = Tag::new("returns");
+    let out = run(tag.on(&mut pgrun(["--detach", "-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &payload])));
+    let took = started.elapsed();
+    assert_status(&out, 0, "detached start");
+    let run = published(&mut guard, &pidfile);
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "the caller wrote: {out:?}");
+    // Published and live the moment the caller returns.
+    let status = run_status(&pidfile);
+    assert_status(&status, 0, "status right after the detached start");
+    assert!(String::from_utf8_lossy(&status.stdout).contains(&format!("pgid {}", run.pgid)));
+    assert!(took < Duration::from_secs(10), "the detached start took {took:?}");
+    assert!(!scratch.path("after").exists(), "the command cannot have gone on before the gate");
+    // The run lives on after its caller returned; the lock is held by the
+    // pgrun that lives on, which leads a session of its own.
+    assert!(!is_dead(run.pgrun));
+    assert_eq!(session_of(run.pgrun), run.pgrun, "the detached pgrun leads its own session");
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(wait_line(&scratch.path("after")), "after");
+    let waiter = spawn_waiting(&mut guard, &[pidfile.to_str().unwrap()]);
+    cancel(&pidfile);
+    assert_eq!(guard.wait(waiter), 0, "wait for the cancelled detached run");
+    wait_dead(run.pgrun);
+    assert_eq!(listing(scratch.dir()), ["after", "gate"], "nothing of the run is left");
+}
+
+fn run_status(pidfile: &Path) -> std::process::Output {
+    run(&mut pgrun(["status", pidfile.to_str().unwrap()]))
+}
+
+/// The caller's process exits only once the run is published: held at the
+/// step before publication, it is still waiting.
+#[test]
+fn the_caller_waits_for_the_publication() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let pause = Pause::new(&scratch, "spawned");
+    let tag = Tag::new("waits");
+    let mut cmd = pgrun(["--detach", "-p", pidfile.to_str().unwrap(), "--", "sleep", "300"]);
+    pause.arm(tag.on(&mut cmd)).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let caller = guard.spawn(&mut cmd);
+    pause.wait_reached();
+    assert!(guard.child(caller).try_wait().unwrap().is_none(), "the caller returned before the run was published");
+    assert!(fs::read_to_string(&pidfile).unwrap_or_default().trim().is_empty(), "published too early");
+    pause.release();
+    assert_eq!(guard.wait(caller), 0);
+    let run = published(&mut guard, &pidfile);
+    assert!(!is_dead(run.pgid));
+    cancel(&pidfile);
+}
+
+#[test]
+fn capture_output_returns_at_once() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let script = format!(
+        "import subprocess, sys, time\n\
+         t = time.monotonic()\n\
+         r = subprocess.run([{pgrun:?}, '--detach', '-p', {pid:?}, '--', 'sleep', '300'], capture_output=True, timeout=20)\n\
+         print(r.returncode, len(r.stdout), len(r.stderr), time.monotonic() - t)\n",
+        pgrun = pgrun_path(),
+        pid = pidfile.to_str().unwrap()
+    );
+    let tag = Tag::new("python");
+    let out = run(tag.on(Command::new("python3").args(["-c", &script]).stdin(Stdio::null())));
+    if pidfile.exists() {
+        published(&mut guard, &pidfile);
+    }
+    assert_status(&out, 0, "python's subprocess.run (a timeout: the run held its pipes)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(fields[..3], ["0", "0", "0"], "status, stdout and stderr bytes: {text}");
+    let took: f64 = fields[3].parse().unwrap();
+    assert!(took < 3.0, "subprocess.run took {took} s");
+    cancel(&pidfile);
+}
+
+#[test]
+fn the_run_survives_hangup_and_kill_of_the_callers_group() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let dir = scratch.sh();
+    let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo alive > {dir}/alive; exec sleep 300");
+    // The caller: a shell in a group of its own, which stays after pgrun
+    // returned, as an interactive shell would.
+    let caller_script = format!(
+        "{pgrun} --detach -p {pid} -- sh -c '{payload}'; echo $? > {dir}/rc; exec sleep 300",
+        pgrun = pgrun_path(),
+        pid = pidfile.to_str().unwrap()
+    );
+    let tag = Tag::new("group");
+    let mut cmd = Command::new("sh");
+    tag.on(cmd.args(["-c", &caller_script]).stdin(Stdio::null()).process_group(0));
+    let caller = guard.spawn(&mut cmd);
+    let caller_pid = guard.child(caller).id() as i32;
+    guard.record_group(caller_pid);
+    assert_eq!(wait_line(&scratch.path("rc")), "0");
+    let run = published(&mut guard, &pidfile);
+    // SAFETY: kill takes plain integers; the group this test created.
+    assert_eq!(unsafe { libc::kill(-caller_pid, libc::SIGHUP) }, 0);
+    assert_eq!(guard.wait(caller), 128 + libc::SIGHUP);
+    // Whatever else of the caller's group is left, KILLed.
+    // SAFETY: as above; ESRCH (nothing left) is fine.
+    unsafe { libc::kill(-caller_pid, libc::SIGKILL) };
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(wait_line(&scratch.path("alive")), "alive");
+    assert!(!is_dead(run.pgrun) && !is_dead(run.pgid), "the run did not survive its caller's group");
+    assert_status(&run_status(&pidfile), 0, "status after the caller's group was hung up and killed");
+    cancel(&pidfile);
+}
+
+/// Each failure before the start: the caller's own status, its reason on
+/// stderr, nothing on stdout, no process and no file left.
+#[test]
+fn failures_before_the_start_come_back_to_the_caller() {
+    let scratch = Scratch::new();
+    let not_executable = scratch.path("not-executable");
+    fs::write(&not_executable, "#!/bin/sh\n").unwrap();
+    let pid = scratch.path("run.pid");
+    let pid = pid.to_str().unwrap();
+    let missing_folder = scratch.path("missing/run.pid");
+    let bad_report = scratch.path("missing/report.json");
+    let cases: [(&str, Vec<&str>, i32, &str); 5] = [
+        ("missing pid file folder", vec!["-p", missing_folder.to_str().unwrap(), "true"], 125, "pid file folder"),
+        ("bad report path", vec!["-p", pid, "--report", bad_report.to_str().unwrap(), "true"], 125, "report"),
+        ("command not found", vec!["-p", pid, "pgrun-no-such-command"], 127, "cannot run"),
+        ("not executable", vec!["-p", pid, not_executable.to_str().unwrap()], 126, "cannot run"),
+        ("cancel marker present", vec!["-p", pid, "sleep", "300"], 143, ""),
+    ];
+    for (i, (what, args, want, says)) in cases.into_iter().enumerate() {
+        let before = if want == 143 {
+            fs::write(format!("{pid}.cancel"), "").unwrap();
+            listing(scratch.dir()).into_iter().filter(|n| !n.ends_with(".cancel")).collect()
+        } else {
+            listing(scratch.dir())
+        };
+        let tag = Tag::new(&format!("failure-{i}"));
+        let mut cmd = pgrun(std::iter::once("--detach").chain(args));
+        tag.on(&mut cmd);
+        let out = run(&mut cmd);
+        assert_status(&out, want, what);
+        assert!(out.stdout.is_empty(), "{what}: stdout {:?}", out.stdout);
+        assert!(stderr_of(&out).contains(says), "{what}: stderr {}", stderr_of(&out));
+        assert_eq!(processes_with(&tag.0), Vec::<i32>::new(), "{what}: processes left running");
+        assert_eq!(listing(scratch.dir()), before, "{what}: files left behind");
+    }
+}
+
+#[test]
+fn detach_needs_a_pidfile_and_refuses_die_with_parent() {
+    let scratch = Scratch::new();
+    let pid = scratch.path("run.pid");
+    for (what, args, names) in [
+        ("without --pidfile", vec!["--detach", "--", "true"], "--pidfile"),
+        (
+            "with --die-with-parent",
+            vec!["--detach", "--die-with-parent", "-p", pid.to_str().unwrap(), "--", "true"],
+            "cannot be used with '--die-with-parent'",
+        ),
+    ] {
+        let out = run(&mut pgrun(&args));
+        assert_status(&out, 125, what);
+        assert!(out.stdout.is_empty());
+        let err = stderr_of(&out);
+        assert!(err.starts_with("pgrun: ") && err.contains(names), "{what}: {err}");
+        assert!(listing(scratch.dir()).is_empty(), "{what}: a file was created");
+    }
+}
+
+#[test]
+fn timeout_and_report_work_detached() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let report = scratch.path("report.json");
+    let (pid, rep) = (pidfile.to_str().unwrap(), report.to_str().unwrap());
+    let tag = Tag::new("timeout");
+    let out = run(tag.on(&mut pgrun(["--detach", "-p", pid, "--timeout", "1", "--report", rep, "--", "sleep", "300"])));
+    assert_status(&out, 0, "detached start");
+    let run = published(&mut guard, &pidfile);
+    let waited = run_wait(&["--report", rep, pid]);
+    assert_status(&waited, 124, "wait --report on a detached run that timed out");
+    let report = json(&report);
+    assert_eq!(report["reason"], "timeout");
+    assert_eq!(report["exit_code"], 124);
+    wait_dead(run.pgrun);
+    assert!(!pidfile.exists());
+}
+
+fn run_wait(args: &[&str]) -> std::process::Output {
+    run(&mut pgrun(std::iter::once("wait").chain(args.iter().copied())))
+}
+
+/// The command reads /dev/null, writes to /dev/null, and holds no fd above
+/// 2; an fd 3 the caller held (not close-on-exec) is held by nobody once the
+/// caller returned: its pipe reaches end of file.
+#[test]
+fn the_run_holds_none_of_the_callers_fds() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two ints.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    let [read_end, write_end] = fds;
+    let tag = Tag::new("fds");
+    let mut cmd = pgrun(["--detach", "-p", pidfile.to_str().unwrap(), "--", "sleep", "300"]);
+    tag.on(&mut cmd);
+    // SAFETY: dup2 is async-signal-safe; the copy on fd 3 is inherited.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(write_end, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = run(&mut cmd);
+    // SAFETY: our own copy of the write end, not used again.
+    unsafe { libc::close(write_end) };
+    assert_status(&out, 0, "detached start with an fd 3");
+    let run = published(&mut guard, &pidfile);
+    // The caller is gone: only pgrun, the guard and the command could hold
+    // the pipe's write end.
+    let mut poll = libc::pollfd { fd: read_end, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd.
+    let ready = unsafe { libc::poll(&mut poll, 1, DEADLINE.as_millis() as i32) };
+    let mut byte = [0u8];
+    // SAFETY: a readable fd (poll said so; never a read that would block)
+    // and a one-byte buffer.
+    let n = if ready == 1 { unsafe { libc::read(read_end, byte.as_mut_ptr().cast(), 1) } } else { -1 };
+    // SAFETY: our read end, not used again.
+    unsafe { libc::close(read_end) };
+    assert!(ready == 1 && n == 0, "the caller's fd 3 is still held by the detached run");
+    let mut names = listing(Path::new(&format!("/proc/{}/fd", run.pgid)));
+    names.sort_by_key(|n| n.parse::<i32>().unwrap());
+    assert_eq!(names, ["0", "1", "2"], "the command's fds");
+    for fd in ["0", "1", "2"] {
+        let target = fs::read_link(format!("/proc/{}/fd/{fd}", run.pgid)).unwrap();
+        assert_eq!(target, Path::new("/dev/null"), "the command's fd {fd}");
+    }
+    cancel(&pidfile);
+}
+
+/// Whether `signal` is pending for process `pid` (`ShdPnd` or `SigPnd` in
+/// `/proc/PID/status`).
+fn pending(pid: i32, signal: i32) -> bool {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().filter(|l| l.starts_with("ShdPnd:") || l.starts_with("SigPnd:")).any(|l| {
+        let mask = u64::from_str_radix(l.split_whitespace().nth(1).unwrap_or("0"), 16).unwrap_or(0);
+        mask & (1 << (signal - 1)) != 0
+    })
+}
+
+/// A TERM to the caller's process before the run is published is a cancel
+/// before the start, as without --detach: 143 (an exit status, not a death
+/// by signal), no run, no file.
+#[test]
+fn a_term_to_the_caller_before_publication_cancels_the_start() {
+    use std::os::unix::process::ExitStatusExt;
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let pause = Pause::new(&scratch, "claimed");
+    let tag = Tag::new("term");
+    let mut cmd = pgrun(["--detach", "-p", pidfile.to_str().unwrap(), "--", "sleep", "300"]);
+    pause.arm(tag.on(&mut cmd)).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let caller = guard.spawn(&mut cmd);
+    let caller_pid = guard.child(caller).id() as i32;
+    pause.wait_reached();
+    let supervisor = descendants(caller_pid);
+    assert_eq!(supervisor.len(), 1, "one supervising pgrun: {supervisor:?}");
+    guard.record(supervisor[0]);
+    send(caller_pid, libc::SIGTERM);
+    eventually("the TERM to reach the supervising pgrun", || pending(supervisor[0], libc::SIGTERM));
+    pause.release();
+    let status = guard.child(caller).wait().unwrap();
+    assert_eq!((status.code(), status.signal()), (Some(143), None), "the caller's status");
+    assert_eq!(processes_with(&tag.0), Vec::<i32>::new(), "processes left running");
+    assert!(!pidfile.exists(), "the pid file was left behind");
+}
+
+/// The controlling terminal of `pid` (`tty_nr` in `/proc/PID/stat`; 0: none).
+fn tty_of(pid: i32) -> i64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).expect("process exists");
+    stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(4).unwrap().parse().unwrap()
+}
+
+/// The caller runs on a terminal (its session's controlling terminal); the
+/// terminal hangs up (its master is closed) after pgrun returned: the
+/// caller gets SIGHUP, the detached run, which has no terminal, does not.
+#[test]
+fn the_run_survives_a_hangup_of_the_callers_terminal() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let dir = scratch.sh();
+    let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo alive > {dir}/alive; exec sleep 300");
+    let caller_script = format!(
+        "{pgrun} --detach -p {pid} -- sh -c '{payload}'; echo $? > {dir}/rc; exec sleep 300",
+        pgrun = pgrun_path(),
+        pid = pidfile.to_str().unwrap()
+    );
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    // openpty's fds are inherited across exec: the caller must not hold the
+    // master, or closing ours would hang nothing up.
+    // SAFETY: F_SETFD on a valid fd.
+    assert_eq!(
+        unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&pty.master), libc::F_SETFD, libc::FD_CLOEXEC) },
+        0
+    );
+    let slave = pty.slave;
+    let tag = Tag::new("hangup");
+    let mut cmd = Command::new("sh");
+    tag.on(cmd.args(["-c", &caller_script]));
+    cmd.stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(slave);
+    // SAFETY: setsid and ioctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let caller = guard.spawn(&mut cmd);
+    drop(cmd); // closes the test's copies of the slave
+    assert_eq!(wait_line(&scratch.path("rc")), "0");
+    let run = published(&mut guard, &pidfile);
+    assert_eq!(tty_of(run.pgrun), 0, "the detached pgrun has a controlling terminal");
+    assert_eq!(tty_of(run.pgid), 0, "the detached command has a controlling terminal");
+    drop(pty.master); // the hang-up
+    assert_eq!(guard.wait(caller), 128 + libc::SIGHUP, "the caller got the hang-up");
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(wait_line(&scratch.path("alive")), "alive");
+    assert!(!is_dead(run.pgrun) && !is_dead(run.pgid), "the run did not survive the hang-up");
+    cancel(&pidfile);
+}
