@@ -128,11 +128,10 @@ fn pass_signals_on_until_ready(ready: &OwnedFd, supervisor: Pid, handled: &SigSe
 /// stdout and stderr, and pgrun's own lines once the run is published, go
 /// to `/dev/null` too.
 ///
-/// `--output-file` plugs in here: with it the command's streams go through
-/// the relay, which writes the file, and the file is their only
-/// destination. The relay's copy to pgrun's own stdout and stderr then
-/// lands in the `/dev/null` chosen below (or `for_run` tells the relay to
-/// skip it); nothing else needs to change for a detached run.
+/// With `--output-file` the command's streams go through the relay, which
+/// writes the file: the file is their only destination, since the relay's
+/// copy to pgrun's own stdout and stderr lands in the `/dev/null` chosen
+/// here.
 struct Destinations {
     stdin: OwnedFd,
     stdout: OwnedFd,

@@ -309,6 +309,52 @@ fn timeout_and_report_work_detached() {
     assert!(!pidfile.exists());
 }
 
+/// With --output-file the file is the detached command's only destination:
+/// it gets both streams, complete and in the order they were written (each
+/// line waits for the one before it to be in the file), while the caller
+/// got nothing on its own stdout and stderr.
+#[test]
+fn a_detached_runs_output_goes_to_the_output_file() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let file = scratch.path("out.log");
+    let report = scratch.path("report.json");
+    let (pid, log, rep) = (pidfile.to_str().unwrap(), file.to_str().unwrap(), report.to_str().unwrap());
+    let seen = |n: usize| format!("until [ $(wc -l < {log}) -ge {n} ]; do sleep 0.01; done");
+    // The run waits for `go` at the end, so that its pid file can be read.
+    let go = scratch.path("go");
+    let payload = format!(
+        "echo one; {}; echo two >&2; {}; echo three; {}; echo four >&2; until [ -e {} ]; do sleep 0.01; done",
+        seen(1),
+        seen(2),
+        seen(3),
+        go.display()
+    );
+    let tag = Tag::new("output-file");
+    let out = run(tag.on(&mut pgrun([
+        "--detach",
+        "-p",
+        pid,
+        "--output-file",
+        log,
+        "--report",
+        rep,
+        "--",
+        "sh",
+        "-c",
+        &payload,
+    ])));
+    assert_status(&out, 0, "detached start");
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "the caller got output: {out:?}");
+    let run = published(&mut guard, &pidfile);
+    fs::write(&go, "").unwrap();
+    assert_status(&run_wait(&["--report", rep, pid]), 0, "wait --report");
+    wait_dead(run.pgrun);
+    assert_eq!(fs::read_to_string(&file).unwrap(), "one\ntwo\nthree\nfour\n");
+    assert_eq!(json(&report)["output"]["file"], log);
+}
+
 fn run_wait(args: &[&str]) -> std::process::Output {
     run(&mut pgrun(std::iter::once("wait").chain(args.iter().copied())))
 }
