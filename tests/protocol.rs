@@ -939,3 +939,87 @@ pub(crate) fn assert_number_handed_over_untouched(scratch: &Scratch, script: &st
     let signals = fs::read_to_string(scratch.path("canary.log")).unwrap_or_default();
     assert!(signals.is_empty(), "the newcomer got {signals:?}; log: {log}");
 }
+
+#[test]
+fn a_second_starter_on_an_absent_pid_file_waits_for_the_first_and_refuses() {
+    // No pid file yet: A has started its command and not published it; B
+    // must neither run its command nor disturb A.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let dir = scratch.sh();
+    let spawned = Pause::new(&scratch, "spawned");
+    let a = guard.spawn(spawned.arm(&mut pgrun([
+        "-p",
+        p,
+        "--",
+        "sh",
+        "-c",
+        &format!("echo $$ > {dir}/a; exec sleep 300"),
+    ])));
+    spawned.wait_reached();
+    let a_group = wait_pid(&scratch.path("a"), &mut guard);
+    guard.record_group(a_group);
+
+    let b_said = scratch.path("b.err");
+    let b_witness = scratch.path("b-ran");
+    let b = guard.spawn(
+        pgrun(["-v", "-p", p, "--", "touch", b_witness.to_str().unwrap()]).stderr(fs::File::create(&b_said).unwrap()),
+    );
+    eventually("B to wait for A (or to end)", || {
+        fs::read_to_string(&b_said).unwrap_or_default().contains("another run is starting")
+            || guard.child(b).try_wait().unwrap().is_some()
+    });
+    assert!(!b_witness.exists(), "B's command ran while A was starting");
+    assert!(guard.child(b).try_wait().unwrap().is_none(), "B ended while A was starting");
+
+    spawned.release();
+    assert_eq!(guard.wait(b), 125, "B must see A's live run and refuse: {}", fs::read_to_string(&b_said).unwrap());
+    assert!(fs::read_to_string(&b_said).unwrap().contains("held by a live run"));
+    assert!(!b_witness.exists(), "B's command ran");
+    let a_pid = guard.child(a).id() as i32;
+    assert_eq!(wait_line(&pidfile), a_group.to_string(), "the pid file names A's group");
+    assert_eq!(lock_holder(&pidfile), Some(a_pid), "A holds it");
+    assert_status(&run_cmd(&mut pgrun(["cancel", p])), 0, "cancel A");
+    assert_eq!(guard.wait(a), 143, "A ran undisturbed until cancelled");
+}
+
+#[test]
+fn of_eight_starters_on_an_absent_pid_file_exactly_one_runs_its_command() {
+    for round in 0..3 {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let pidfile = scratch.path("job.pid");
+        let p = pidfile.to_str().unwrap();
+        let ran = scratch.path("ran");
+        let payload = format!("echo $$ >> {}; exec sleep 300", ran.display());
+        let starters: Vec<usize> =
+            (0..8).map(|_| guard.spawn(pgrun(["-p", p, "--", "sh", "-c", &payload]).stderr(Stdio::null()))).collect();
+        // The winner's command runs until cancelled, so every other starter
+        // meets either its claim or its live pid file.
+        let mut refused = 0;
+        eventually("seven starters to end", || {
+            refused = starters.iter().filter(|&&i| guard.child(i).try_wait().unwrap().is_some()).count();
+            refused >= 7
+        });
+        let lines = fs::read_to_string(&ran).unwrap_or_default();
+        for pid in lines.lines().filter_map(|l| l.parse().ok()) {
+            guard.record(pid);
+            guard.record_group(pid);
+        }
+        let winners: Vec<usize> =
+            starters.iter().copied().filter(|&i| guard.child(i).try_wait().unwrap().is_none()).collect();
+        assert_eq!(lines.lines().count(), 1, "round {round}: commands started: {lines:?}");
+        assert_eq!(winners.len(), 1, "round {round}: one pgrun still runs");
+        for &i in &starters {
+            if i != winners[0] {
+                assert_eq!(guard.wait(i), 125, "round {round}: a loser's exit status");
+            }
+        }
+        assert_status(&run_cmd(&mut pgrun(["cancel", p])), 0, "cancel the winner");
+        assert_eq!(guard.wait(winners[0]), 143);
+        let left: Vec<_> = fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("ran")], "round {round}: files left");
+    }
+}
