@@ -6,7 +6,9 @@
 //! The temporary file is created when a run starts, before the command
 //! does, and space is reserved in it then: a read-only or full folder, a
 //! name too long for the file system, or no fd left are found before
-//! anything runs.
+//! anything runs. The pid file's temporary file also takes a name shared
+//! by every run on that pid file ([`shared_temp_path`]), where starting
+//! runs meet (see `pidfile`'s claim).
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};

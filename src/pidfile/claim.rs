@@ -1,18 +1,35 @@
 //! A starting run claims the pid file's path before its command starts:
-//! - no file: nothing to claim; it publishes with `link(2)`, which fails
-//!   rather than replaces if another run got there first;
 //! - a live run's file: refused (exit 125);
 //! - a stale file: it write-locks the claim byte of that file (never byte 0,
 //!   so no reader mistakes it for a live run), then checks that the path
 //!   still names the inode it locked and starts over if not (another run
-//!   replaced it meanwhile). Holding the claim, it alone may replace the
-//!   file, with `rename(2)`.
+//!   replaced it meanwhile);
+//! - no file: nothing there to lock.
 //!
-//! The temporary file the record is published from is created, sized and
-//! locked during the claim too, so everything that can fail does so before
-//! the command starts. A reader that finds a stale file removes it only
-//! while holding the same claim byte (see [`super::remove_if_stale`]), so it
-//! never removes a file a starting run is about to replace.
+//! Either way it then takes the starting name, `.NAME.pgrun-starting.tmp`
+//! beside the pid file, the same for every run on that path: its record to
+//! be (created, sized, write-locked from byte 0 to the end) is linked there
+//! with `link(2)`, which fails if the name is taken, and is locked from the
+//! moment it appears. A run that finds the name held waits, as for a
+//! claimed stale file: the holder publishes (and the waiter then refuses it
+//! as live) or gives up. A name nobody holds was left by a pgrun that died
+//! while starting; it is removed under its claim byte, so two runs never
+//! both take it for stale. So starters serialise before any command starts,
+//! whether or not a file was there, and nothing new ever appears at the pid
+//! file's own path: a reader still sees no file or the whole line, and
+//! never takes a starting run for a live one. Another user's file at the
+//! starting name (or a lock of theirs on it) makes pgrun exit 125 naming
+//! it, as another user's lock on the claim byte does.
+//!
+//! Holding the starting name, the run checks that the path is still as it
+//! found it (absent, or its claimed stale file) and starts over if not;
+//! no other run of ours can publish meanwhile. It publishes by renaming
+//! the starting name over the stale file, or linking it into place (which
+//! still fails rather than replace a file some other program put there).
+//! Everything that can fail does so before the command starts. A reader
+//! that finds a stale file removes it only while holding the same claim
+//! byte (see [`super::remove_if_stale`]), so it never removes a file a
+//! starting run is about to replace.
 
 use super::record::live_holder;
 use super::{check_target, names};
