@@ -1111,3 +1111,28 @@ fn a_starting_name_left_by_a_killed_starter_is_taken_over_and_another_users_bloc
     assert!(stderr_of(&out).contains("is blocked") && stderr_of(&out).contains(s), "{}", stderr_of(&out));
     assert!(!ran2.exists());
 }
+
+#[test]
+fn a_file_that_appears_before_the_starting_name_was_taken_is_claimed_again() {
+    // A found no pid file; by the time it holds the starting name, another
+    // program has put a (stale) one there. A must look again and claim it,
+    // not fail at publication with its command already started.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let canary = spawn_canary(&mut guard, &scratch);
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let starting = Pause::new(&scratch, "starting");
+    let witness = scratch.path("ran");
+    let a = guard.spawn(starting.arm(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])));
+    starting.wait_reached();
+    stale_file(&pidfile, canary);
+    starting.release();
+    assert_eq!(guard.wait(a), 0, "A claims the stale file and runs");
+    assert!(witness.exists());
+    assert!(!pidfile.exists(), "A replaced the stale file and removed its own at exit");
+    let left: Vec<_> =
+        fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert!(!left.iter().any(|n| n.contains("pgrun")), "temporary names left: {left:?}");
+    assert_canary_untouched(&scratch, canary);
+}
