@@ -6,7 +6,9 @@
 //! The temporary file is created when a run starts, before the command
 //! does, and space is reserved in it then: a read-only or full folder, a
 //! name too long for the file system, or no fd left are found before
-//! anything runs.
+//! anything runs. The pid file's temporary file also takes a name shared
+//! by every run on that pid file ([`shared_temp_path`]), where starting
+//! runs meet (see `pidfile`'s claim).
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
@@ -35,6 +37,13 @@ fn temp_path(target: &Path, salt: Option<u64>) -> PathBuf {
         Some(salt) => format!(".pgrun-{}-{salt:016x}.tmp", crate::sys::getpid()),
     };
     folder_of(target).join(temp_name(target.file_name().unwrap_or_default(), &suffix))
+}
+
+/// `.NAME` + `suffix` next to `target`, the same in every pgrun (no pid,
+/// no salt), shortened as [`temp_name`] does: a name all starting runs on
+/// one target meet at.
+pub fn shared_temp_path(target: &Path, suffix: &str) -> PathBuf {
+    folder_of(target).join(temp_name(target.file_name().unwrap_or_default(), suffix))
 }
 
 /// Every file system pgrun may meet takes names of this many bytes (most
@@ -136,6 +145,28 @@ impl TempFile {
         file.set_len(bytes.len() as u64)
     }
 
+    /// The temporary file's current name.
+    pub fn temp_path(&self) -> &Path {
+        &self.temp
+    }
+
+    /// Give the temporary file the name `shared` too, with `link(2)`, and
+    /// drop its own name: `Ok(false)` if something is at `shared` already
+    /// (then nothing changed). Whatever locks the file holds, it holds from
+    /// the moment it appears there.
+    pub fn move_to_shared_name(&mut self, shared: &Path) -> io::Result<bool> {
+        match fs::hard_link(&self.temp, shared) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        crate::panic_stop::remove_on_panic(shared);
+        let _ = fs::remove_file(&self.temp);
+        crate::panic_stop::placed(&self.temp);
+        self.temp = shared.to_path_buf();
+        Ok(true)
+    }
+
     /// `rename(2)` into place, replacing whatever is there; the open file is
     /// returned (its locks travel with it).
     pub fn rename_into_place(mut self) -> io::Result<File> {
@@ -155,11 +186,24 @@ impl TempFile {
 }
 
 impl Drop for TempFile {
+    /// Remove the temporary name, if it still names this file (a shared
+    /// name may have been removed by hand and taken by another pgrun).
     fn drop(&mut self) {
-        if self.file.is_some() {
-            let _ = fs::remove_file(&self.temp);
+        if let Some(file) = &self.file {
+            if names_file(&self.temp, file) {
+                let _ = fs::remove_file(&self.temp);
+            }
             crate::panic_stop::placed(&self.temp);
         }
+    }
+}
+
+/// Whether `path` names the open `file` (same device and inode).
+fn names_file(path: &Path, file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::symlink_metadata(path), file.metadata()) {
+        (Ok(at), Ok(ours)) => at.dev() == ours.dev() && at.ino() == ours.ino(),
+        _ => false,
     }
 }
 

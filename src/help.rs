@@ -199,6 +199,14 @@ Pid file:
   run; it then checks that the path still names the file it locked (and
   starts over if not), and waits while another starting run holds that
   byte. If another user's process holds a lock over that byte, pgrun exits
+  125 naming it. Starters also meet, file or no file, at the name
+  .NAME.pgrun-starting.tmp beside the pid file: the new record, already
+  write-locked from byte 0, is linked there before COMMAND starts, and a
+  run that finds it held (by a live process) waits, then refuses the run
+  that published or goes on if that one gave up; one left unlocked by a
+  killed pgrun is removed. So of several runs started at once on one pid
+  file, one runs COMMAND and the others exit 125 without running theirs
+  (unless the one ends first: runs follow each other, never overlap). Another user's file at that name (or their lock on it) is exit
   125 naming it. A starting run that ends before it publishes removes the
   stale file it claimed. Everything that can fail (the temporary file, its
   space, its lock, the report's temporary file) is prepared before COMMAND

@@ -9,7 +9,8 @@
 //! variable; in release builds [`pause`] is empty and compiles away.
 //!
 //! Steps: `claim-opened` (a stale pid file is open, not yet claimed),
-//! `claimed` (the claim is held, nothing prepared yet), `marker-checked`
+//! `claimed` (the claim is held, nothing prepared yet), `starting` (the
+//! starting name is held too, the path not yet checked again), `marker-checked`
 //! (no marker was found before the start), `guard-started` (the guard is
 //! forked, the command not yet), `created` (the command's
 //! process exists and the guard was told; on the fork path its exec may not

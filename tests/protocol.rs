@@ -584,7 +584,7 @@ fn keep_pending_cannot_lean_on_another_users_marker() {
 }
 
 #[test]
-fn a_stale_file_removed_behind_a_starting_runs_back_is_not_replaced_over_a_live_run() {
+fn a_stale_file_removed_behind_a_starting_runs_back_is_not_replaced_over_a_new_one() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let canary = spawn_canary(&mut guard, &scratch);
@@ -594,16 +594,57 @@ fn a_stale_file_removed_behind_a_starting_runs_back_is_not_replaced_over_a_live_
     let spawned = Pause::new(&scratch, "spawned");
     let a = guard.spawn(spawned.arm(&mut pgrun(["-p", p, "--", "sleep", "300"])));
     spawned.wait_reached();
-    // Somebody removes the stale file by hand, and B starts and publishes.
+    // Somebody removes the stale file by hand, and another program (no
+    // pgrun: those wait for A) writes a file there.
     fs::remove_file(&pidfile).unwrap();
-    let (b, b_group) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
-    let b_pid = guard.child(b).id() as i32;
+    fs::write(&pidfile, "not a run\n").unwrap();
     spawned.release();
-    assert_eq!(guard.wait(a), 125, "A must not replace B's live pid file");
-    assert_eq!(wait_line(&pidfile), b_group.to_string());
-    assert_eq!(lock_holder(&pidfile), Some(b_pid));
-    assert_status(&run_cmd(&mut pgrun(["cancel", p])), 0, "cancel B");
-    assert_eq!(guard.wait(b), 143);
+    assert_eq!(guard.wait(a), 125, "A must not replace a file it did not claim");
+    assert_eq!(fs::read_to_string(&pidfile).unwrap(), "not a run\n");
+    assert_canary_untouched(&scratch, canary);
+}
+
+#[test]
+fn a_run_starting_after_a_stale_file_was_removed_waits_for_the_one_that_claimed_it() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let canary = spawn_canary(&mut guard, &scratch);
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    stale_file(&pidfile, canary);
+    let dir = scratch.sh();
+    let spawned = Pause::new(&scratch, "spawned");
+    let a = guard.spawn(spawned.arm(&mut pgrun([
+        "-p",
+        p,
+        "--",
+        "sh",
+        "-c",
+        &format!("echo $$ > {dir}/a; exec sleep 300"),
+    ])));
+    spawned.wait_reached();
+    let a_group = wait_pid(&scratch.path("a"), &mut guard);
+    guard.record_group(a_group);
+    // Somebody removes the stale file by hand; B finds no file.
+    fs::remove_file(&pidfile).unwrap();
+    let b_said = scratch.path("b.err");
+    let b_witness = scratch.path("b-ran");
+    let b = guard.spawn(
+        pgrun(["-v", "-p", p, "--", "touch", b_witness.to_str().unwrap()]).stderr(fs::File::create(&b_said).unwrap()),
+    );
+    eventually("B to wait for A (or to end)", || {
+        fs::read_to_string(&b_said).unwrap_or_default().contains("another run is starting")
+            || guard.child(b).try_wait().unwrap().is_some()
+    });
+    assert!(guard.child(b).try_wait().unwrap().is_none(), "B ended while A was starting");
+    assert!(!pidfile.exists(), "B published while A was starting");
+    spawned.release();
+    assert_eq!(guard.wait(b), 125, "B must refuse A's live run: {}", fs::read_to_string(&b_said).unwrap());
+    assert!(!b_witness.exists(), "B's command ran");
+    assert_eq!(wait_line(&pidfile), a_group.to_string(), "A published its own file");
+    assert_eq!(lock_holder(&pidfile), Some(guard.child(a).id() as i32));
+    assert_status(&run_cmd(&mut pgrun(["cancel", p])), 0, "cancel A");
+    assert_eq!(guard.wait(a), 143);
     assert_canary_untouched(&scratch, canary);
 }
 
@@ -938,4 +979,160 @@ pub(crate) fn assert_number_handed_over_untouched(scratch: &Scratch, script: &st
     assert!(said.contains("canary-alive"), "the newcomer was killed: {said}\nlog: {log}");
     let signals = fs::read_to_string(scratch.path("canary.log")).unwrap_or_default();
     assert!(signals.is_empty(), "the newcomer got {signals:?}; log: {log}");
+}
+
+#[test]
+fn a_second_starter_on_an_absent_pid_file_waits_for_the_first_and_refuses() {
+    // No pid file yet: A has started its command and not published it; B
+    // must neither run its command nor disturb A.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let dir = scratch.sh();
+    let spawned = Pause::new(&scratch, "spawned");
+    let a = guard.spawn(spawned.arm(&mut pgrun([
+        "-p",
+        p,
+        "--",
+        "sh",
+        "-c",
+        &format!("echo $$ > {dir}/a; exec sleep 300"),
+    ])));
+    spawned.wait_reached();
+    let a_group = wait_pid(&scratch.path("a"), &mut guard);
+    guard.record_group(a_group);
+
+    let b_said = scratch.path("b.err");
+    let b_witness = scratch.path("b-ran");
+    let b = guard.spawn(
+        pgrun(["-v", "-p", p, "--", "touch", b_witness.to_str().unwrap()]).stderr(fs::File::create(&b_said).unwrap()),
+    );
+    eventually("B to wait for A (or to end)", || {
+        fs::read_to_string(&b_said).unwrap_or_default().contains("another run is starting")
+            || guard.child(b).try_wait().unwrap().is_some()
+    });
+    assert!(!b_witness.exists(), "B's command ran while A was starting");
+    assert!(guard.child(b).try_wait().unwrap().is_none(), "B ended while A was starting");
+
+    spawned.release();
+    assert_eq!(guard.wait(b), 125, "B must see A's live run and refuse: {}", fs::read_to_string(&b_said).unwrap());
+    assert!(fs::read_to_string(&b_said).unwrap().contains("held by a live run"));
+    assert!(!b_witness.exists(), "B's command ran");
+    let a_pid = guard.child(a).id() as i32;
+    assert_eq!(wait_line(&pidfile), a_group.to_string(), "the pid file names A's group");
+    assert_eq!(lock_holder(&pidfile), Some(a_pid), "A holds it");
+    assert_status(&run_cmd(&mut pgrun(["cancel", p])), 0, "cancel A");
+    assert_eq!(guard.wait(a), 143, "A ran undisturbed until cancelled");
+}
+
+#[test]
+fn of_eight_starters_on_an_absent_pid_file_exactly_one_runs_its_command() {
+    for round in 0..3 {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let pidfile = scratch.path("job.pid");
+        let p = pidfile.to_str().unwrap();
+        let ran = scratch.path("ran");
+        let payload = format!("echo $$ >> {}; exec sleep 300", ran.display());
+        let starters: Vec<usize> =
+            (0..8).map(|_| guard.spawn(pgrun(["-p", p, "--", "sh", "-c", &payload]).stderr(Stdio::null()))).collect();
+        // The winner's command runs until cancelled, so every other starter
+        // meets either its claim or its live pid file.
+        let mut refused = 0;
+        eventually("seven starters to end", || {
+            refused = starters.iter().filter(|&&i| guard.child(i).try_wait().unwrap().is_some()).count();
+            refused >= 7
+        });
+        let lines = fs::read_to_string(&ran).unwrap_or_default();
+        for pid in lines.lines().filter_map(|l| l.parse().ok()) {
+            guard.record(pid);
+            guard.record_group(pid);
+        }
+        let winners: Vec<usize> =
+            starters.iter().copied().filter(|&i| guard.child(i).try_wait().unwrap().is_none()).collect();
+        assert_eq!(lines.lines().count(), 1, "round {round}: commands started: {lines:?}");
+        assert_eq!(winners.len(), 1, "round {round}: one pgrun still runs");
+        for &i in &starters {
+            if i != winners[0] {
+                assert_eq!(guard.wait(i), 125, "round {round}: a loser's exit status");
+            }
+        }
+        assert_status(&run_cmd(&mut pgrun(["cancel", p])), 0, "cancel the winner");
+        assert_eq!(guard.wait(winners[0]), 143);
+        let left: Vec<_> = fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("ran")], "round {round}: files left");
+    }
+}
+
+#[test]
+fn a_starting_name_left_by_a_killed_starter_is_taken_over_and_another_users_blocks() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let starting = scratch.path(".job.pid.pgrun-starting.tmp");
+    let dir = scratch.sh();
+    let spawned = Pause::new(&scratch, "spawned");
+    let a = guard.spawn(spawned.arm(&mut pgrun([
+        "-p",
+        p,
+        "--",
+        "sh",
+        "-c",
+        &format!("echo $$ > {dir}/a; exec sleep 300"),
+    ])));
+    spawned.wait_reached();
+    let a_group = wait_pid(&scratch.path("a"), &mut guard);
+    guard.record_group(a_group);
+    assert!(starting.exists(), "A holds the starting name");
+    send(guard.child(a).id() as i32, libc::SIGKILL);
+    assert_eq!(guard.wait(a), 128 + libc::SIGKILL);
+    assert!(starting.exists(), "a SIGKILLed starter leaves its starting name");
+    assert!(!pidfile.exists());
+
+    let witness = scratch.path("ran");
+    let out = run_cmd(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 0, "a leftover starting name is taken over");
+    assert!(witness.exists());
+    assert!(!starting.exists() && !pidfile.exists(), "nothing left");
+
+    if !require(Capability::UnprivilegedUser) {
+        return;
+    }
+    // Another user's (here root's, the run being nobody's): it can be
+    // neither locked nor removed, and is named.
+    open_up(scratch.dir(), true);
+    fs::write(&starting, "").unwrap();
+    let s = starting.to_str().unwrap();
+    let ran2 = scratch.path("ran2");
+    let out = run_cmd(&mut as_nobody(pgrun_path(), &["-p", p, "--", "touch", ran2.to_str().unwrap()]));
+    assert_status(&out, 125, "another user's starting name");
+    assert!(stderr_of(&out).contains("is blocked") && stderr_of(&out).contains(s), "{}", stderr_of(&out));
+    assert!(!ran2.exists());
+}
+
+#[test]
+fn a_file_that_appears_before_the_starting_name_was_taken_is_claimed_again() {
+    // A found no pid file; by the time it holds the starting name, another
+    // program has put a (stale) one there. A must look again and claim it,
+    // not fail at publication with its command already started.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let canary = spawn_canary(&mut guard, &scratch);
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let starting = Pause::new(&scratch, "starting");
+    let witness = scratch.path("ran");
+    let a = guard.spawn(starting.arm(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])));
+    starting.wait_reached();
+    stale_file(&pidfile, canary);
+    starting.release();
+    assert_eq!(guard.wait(a), 0, "A claims the stale file and runs");
+    assert!(witness.exists());
+    assert!(!pidfile.exists(), "A replaced the stale file and removed its own at exit");
+    let left: Vec<_> =
+        fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert!(!left.iter().any(|n| n.contains("pgrun")), "temporary names left: {left:?}");
+    assert_canary_untouched(&scratch, canary);
 }

@@ -1,22 +1,39 @@
 //! A starting run claims the pid file's path before its command starts:
-//! - no file: nothing to claim; it publishes with `link(2)`, which fails
-//!   rather than replaces if another run got there first;
 //! - a live run's file: refused (exit 125);
 //! - a stale file: it write-locks the claim byte of that file (never byte 0,
 //!   so no reader mistakes it for a live run), then checks that the path
 //!   still names the inode it locked and starts over if not (another run
-//!   replaced it meanwhile). Holding the claim, it alone may replace the
-//!   file, with `rename(2)`.
+//!   replaced it meanwhile);
+//! - no file: nothing there to lock.
 //!
-//! The temporary file the record is published from is created, sized and
-//! locked during the claim too, so everything that can fail does so before
-//! the command starts. A reader that finds a stale file removes it only
-//! while holding the same claim byte (see [`super::remove_if_stale`]), so it
-//! never removes a file a starting run is about to replace.
+//! Either way it then takes the starting name, `.NAME.pgrun-starting.tmp`
+//! beside the pid file, the same for every run on that path: its record to
+//! be (created, sized, write-locked from byte 0 to the end) is linked there
+//! with `link(2)`, which fails if the name is taken, and is locked from the
+//! moment it appears. A run that finds the name held waits, as for a
+//! claimed stale file: the holder publishes (and the waiter then refuses it
+//! as live) or gives up. A name nobody holds was left by a pgrun that died
+//! while starting; it is removed under its claim byte, so two runs never
+//! both take it for stale. So starters serialise before any command starts,
+//! whether or not a file was there, and nothing new ever appears at the pid
+//! file's own path: a reader still sees no file or the whole line, and
+//! never takes a starting run for a live one. Another user's file at the
+//! starting name (or a lock of theirs on it) makes pgrun exit 125 naming
+//! it, as another user's lock on the claim byte does.
+//!
+//! Holding the starting name, the run checks that the path is still as it
+//! found it (absent, or its claimed stale file) and starts over if not;
+//! no other run of ours can publish meanwhile. It publishes by renaming
+//! the starting name over the stale file, or linking it into place (which
+//! still fails rather than replace a file some other program put there).
+//! Everything that can fail does so before the command starts. A reader
+//! that finds a stale file removes it only while holding the same claim
+//! byte (see [`super::remove_if_stale`]), so it never removes a file a
+//! starting run is about to replace.
 
 use super::record::live_holder;
 use super::{check_target, names};
-use crate::atomic_file::TempFile;
+use crate::atomic_file::{self, TempFile};
 use crate::backoff::Backoff;
 use crate::sys::lock::{self, CLAIM_BYTE, Kind, Range};
 use crate::sys::{Pid, geteuid, process};
@@ -27,11 +44,15 @@ use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+/// The starting name: `.NAME.pgrun-starting.tmp` next to the pid file,
+/// the same for every run (see [`atomic_file::shared_temp_path`]).
+const STARTING_SUFFIX: &str = ".pgrun-starting.tmp";
+
 /// The longest record: a 32-bit group id in decimal and a newline. The
 /// temporary file reserves this much before the command starts.
 const RECORD_SPACE: usize = 11;
 
-/// What became of a claim that had to wait for another starting run.
+/// What became of a claim that may have waited for another starting run.
 pub enum Claimed {
     Claim(Claim),
     /// A termination signal arrived while waiting (its number).
@@ -71,19 +92,84 @@ pub struct Published {
 }
 
 /// Claim `path` for a run: refuse a live run's file, a symlink, a missing
-/// folder, a claim byte another user holds; wait (with backoff) while
-/// another starting run of ours holds the claim, asking `interrupted` for a
-/// termination signal between tries. Then prepare the record's temporary
-/// file.
+/// folder, a claim byte or a starting name another user holds; wait (with
+/// backoff) while another starting run of ours holds the claim or the
+/// starting name, asking `interrupted` for a termination signal between
+/// tries. The record's temporary file is prepared on the way (it is what
+/// holds the starting name).
 pub fn claim(path: &Path, interrupted: &mut dyn FnMut() -> Option<i32>) -> Result<Claimed> {
     check_target(path, "pid file")?;
     let me = geteuid();
-    let mut backoff = Backoff::default();
-    let mut said_waiting = false;
-    let stale = loop {
+    let mut waiting = Waiting { path, backoff: Backoff::default(), said: false, interrupted };
+    loop {
+        let stale = match claim_stale(path, me, &mut waiting)? {
+            Waited::Got(stale) => stale,
+            Waited::Interrupted(signal) => return Ok(Claimed::Interrupted(signal)),
+        };
+        test_hook::pause("claimed");
+        let temp = match take_starting_name(path, &mut waiting)? {
+            Waited::Got(temp) => temp,
+            Waited::Interrupted(signal) => return Ok(Claimed::Interrupted(signal)),
+        };
+        test_hook::pause("starting");
+        // Holding the starting name, no other run of ours can publish here:
+        // if the path still is as the claim found it, it stays so.
+        let unchanged = match &stale {
+            None => match fs::symlink_metadata(path) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+                Err(e) => return Err(e).with_context(|| format!("cannot stat pid file {}", path.display())),
+                Ok(_) => false,
+            },
+            Some(file) => file.metadata().is_ok_and(|meta| names(path, &meta)),
+        };
+        if unchanged {
+            return Ok(Claimed::Claim(Claim { path: path.to_path_buf(), stale, temp: Some(temp) }));
+        }
+        // Another run published, or somebody else changed the path, while
+        // we waited for the starting name: start over (and likely refuse).
+        // Dropping `temp` gives up the starting name, dropping `stale` the
+        // claim byte.
+    }
+}
+
+/// The outcome of a step that may have to wait for another starting run.
+enum Waited<T> {
+    Got(T),
+    /// A termination signal arrived while waiting (its number).
+    Interrupted(i32),
+}
+
+/// Waiting for another starting run on the same path: with backoff, saying
+/// so once under --verbose, and ending at a termination signal.
+struct Waiting<'a> {
+    path: &'a Path,
+    backoff: Backoff,
+    said: bool,
+    interrupted: &'a mut dyn FnMut() -> Option<i32>,
+}
+
+impl Waiting<'_> {
+    /// Pause once; `Some(signal)` if a termination signal arrived instead.
+    fn pause(&mut self) -> Option<i32> {
+        if let Some(signal) = (self.interrupted)() {
+            return Some(signal);
+        }
+        if !self.said {
+            crate::verbose!("another run is starting on pid file {}; waiting", self.path.display());
+            self.said = true;
+        }
+        self.backoff.pause_until(None);
+        None
+    }
+}
+
+/// The existing file at `path`, its claim byte write-locked (`None`: no
+/// file): refuse a live run's, wait while another run of ours claims it.
+fn claim_stale(path: &Path, me: u32, waiting: &mut Waiting) -> Result<Waited<Option<File>>> {
+    loop {
         let file = match open_existing(path) {
             Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => break None,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Waited::Got(None)),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
                 bail!("refusing pid file {}: it is a symlink", path.display())
             }
@@ -98,7 +184,7 @@ pub fn claim(path: &Path, interrupted: &mut dyn FnMut() -> Option<i32>) -> Resul
             // Whoever replaced the file between our open and our lock did so
             // holding this same claim: the path no longer names our inode.
             if names(path, &meta) {
-                break Some(file);
+                return Ok(Waited::Got(Some(file)));
             }
             continue;
         }
@@ -113,24 +199,66 @@ pub fn claim(path: &Path, interrupted: &mut dyn FnMut() -> Option<i32>) -> Resul
         }
         // Another run of ours is starting on this path: it will publish (and
         // we then refuse) or give up (and we claim). Wait for either.
-        if let Some(signal) = interrupted() {
-            return Ok(Claimed::Interrupted(signal));
+        if let Some(signal) = waiting.pause() {
+            return Ok(Waited::Interrupted(signal));
         }
-        if !said_waiting {
-            crate::verbose!("another run is starting on pid file {}; waiting", path.display());
-            said_waiting = true;
-        }
-        backoff.pause_until(None);
-    };
-    test_hook::pause("claimed");
-    let temp =
+    }
+}
+
+/// The record to be (created, space reserved, write-locked from byte 0 to
+/// the end), under the starting name every run on `path` meets at. It
+/// appears there locked already; one found there unlocked was left by a
+/// pgrun that died while starting, and is removed under its claim byte
+/// (so that two runs never both take it for stale and remove each other's).
+fn take_starting_name(path: &Path, waiting: &mut Waiting) -> Result<Waited<TempFile>> {
+    let starting = atomic_file::shared_temp_path(path, STARTING_SUFFIX);
+    let blocked = |why: String| anyhow::anyhow!("pid file {} is blocked: {} {why}", path.display(), starting.display());
+    let mut temp =
         TempFile::create(path, RECORD_SPACE).with_context(|| format!("cannot prepare pid file {}", path.display()))?;
     if !lock::try_write_lock(temp.file(), Range::Record)
         .with_context(|| format!("cannot lock the new pid file for {}", path.display()))?
     {
         bail!("cannot lock the new pid file for {}", path.display());
     }
-    Ok(Claimed::Claim(Claim { path: path.to_path_buf(), stale, temp: Some(temp) }))
+    let me = geteuid();
+    loop {
+        if temp.move_to_shared_name(&starting).with_context(|| {
+            format!("cannot prepare pid file {}: cannot link {}", path.display(), starting.display())
+        })? {
+            return Ok(Waited::Got(temp));
+        }
+        let other = match open_existing(&starting) {
+            Ok(file) => file,
+            // Its starting run published or gave up meanwhile: try again.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(blocked("is a symlink".into())),
+            Err(e) => return Err(blocked(format!("cannot be opened: {}", super::errno_text(&e)))),
+        };
+        let meta = other.metadata().with_context(|| format!("cannot stat {}", starting.display()))?;
+        let context = || format!("cannot read the locks of {}", starting.display());
+        if lock::try_write_lock(&other, Range::Claim).with_context(context)? {
+            if names(&starting, &meta)
+                && let Err(e) = fs::remove_file(&starting)
+                && e.kind() != io::ErrorKind::NotFound
+            {
+                return Err(blocked(format!(
+                    "is left from a run that died and cannot be removed: {}",
+                    super::errno_text(&e)
+                )));
+            }
+            continue;
+        }
+        if let Some(holder) = lock::holder(&other, Range::Claim).with_context(context)?
+            && is_foreign(holder, me)
+        {
+            return Err(blocked(format!("is locked by process {} of another user", shown_pid(holder.pid))));
+        }
+        // Another run of ours is starting: it publishes (we then refuse) or
+        // gives up (we go on). Wait for either.
+        if let Some(signal) = waiting.pause() {
+            return Ok(Waited::Interrupted(signal));
+        }
+    }
 }
 
 fn lock_context(path: &Path) -> String {
@@ -178,8 +306,9 @@ impl Claim {
         } else {
             match temp.link_into_place() {
                 Ok(file) => file,
+                // Not another run of ours: they wait for the starting name.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    bail!("pid file {} was created by another run while this one started", path.display())
+                    bail!("pid file {} was created by another program while this run started", path.display())
                 }
                 Err(e) => return Err(e).with_context(|| format!("cannot publish pid file {}", path.display())),
             }
