@@ -372,6 +372,31 @@ fn a_kill_that_fails_once_with_esrch_is_sent_again() {
     assert_eq!(r["unstopped"], 0, "{r}");
 }
 
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn a_false_esrch_after_the_leader_is_reaped_does_not_spare_the_group_in_tree_mode() {
+    // The leader exits and leaves a member in its group; pgrun's probe of
+    // the group once the leader is reaped (its second kill) fails with
+    // ESRCH although the member lives. pgrun takes the number for gone
+    // for good (it may not signal a reused number), but in tree mode every
+    // member is still its descendant: the stop reaches it through the walk,
+    // and the run ends at once instead of when the member does.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let payload = format!("sleep 100 & echo $! > {dir}/member; exit 0");
+    let mut cmd = pgrun_under_strace(
+        "inject=kill:error=ESRCH:when=2",
+        &["--contain", "tree", "-s", "KILL", "--", "sh", "-c", &payload],
+    );
+    let started = std::time::Instant::now();
+    let out = run(&mut cmd);
+    let member = wait_pid(&scratch.path("member"), &mut guard);
+    assert_status(&out, 0, "the command's own status");
+    assert!(is_dead(member), "the member outlived pgrun");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "pgrun waited for the member to end by itself");
+}
+
 #[test]
 fn a_group_that_refuses_every_kill_is_given_up_on_with_one_line() {
     // Every kill fails with EPERM, as for a non-root pgrun whose members

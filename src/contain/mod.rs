@@ -148,7 +148,17 @@ impl Scope {
             let _ = self.signal_group(Signal::CONT);
         }
         match (self.mode, &self.leaf) {
-            (Mode::Tree, _) => tree::signal_escapees(self.pgid, self.guard.pid(), signal, cont, &mut self.escaped),
+            // Once the group's number is taken for gone (it may be someone
+            // else's), whatever of the run is still in the group is reached
+            // as a descendant, by pidfd: a false ESRCH spares nothing.
+            (Mode::Tree, _) => tree::signal_escapees(
+                self.pgid,
+                self.guard.pid(),
+                signal,
+                cont,
+                self.group_ended.get(),
+                &mut self.escaped,
+            ),
             (Mode::Cgroup, Some(leaf)) => {
                 // Count the members outside the group before the kill, then
                 // kill them all at once.

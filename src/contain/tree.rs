@@ -91,15 +91,29 @@ fn visit_below(source: &Source, pid: Pid, stat: Stat, fd: Pidfd, visit: &mut dyn
 
 /// Send `signal` (and SIGCONT after it if `cont`) to every descendant
 /// outside group `pgid` (the guard `skip` aside); `reached` collects their
-/// pids.
-pub fn signal_escapees(pgid: Pid, skip: Option<Pid>, signal: Signal, cont: bool, reached: &mut BTreeSet<Pid>) {
+/// pids. With `members_too` (the group's number is no longer signalled:
+/// pgrun took it for gone), the descendants still in the group get it too,
+/// through the same pidfds, and are not counted as escaped.
+pub fn signal_escapees(
+    pgid: Pid,
+    skip: Option<Pid>,
+    signal: Signal,
+    cont: bool,
+    members_too: bool,
+    reached: &mut BTreeSet<Pid>,
+) {
     walk(skip, &mut |found| {
-        if found.stat.pgrp == pgid {
+        let member = found.stat.pgrp == pgid;
+        if member && !members_too {
             return;
         }
         if let Ok(true) = found.pidfd.signal(signal) {
-            crate::verbose!("sending {} to process {} (it left the group)", signal, found.pid);
-            reached.insert(found.pid);
+            if member {
+                crate::verbose!("sending {} to process {} (of process group {pgid})", signal, found.pid);
+            } else {
+                crate::verbose!("sending {} to process {} (it left the group)", signal, found.pid);
+                reached.insert(found.pid);
+            }
             if cont {
                 let _ = found.pidfd.signal(Signal::CONT);
             }
