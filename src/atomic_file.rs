@@ -80,11 +80,11 @@ fn name_hash(bytes: &[u8]) -> u64 {
     hasher.finish()
 }
 
-/// An unpredictable number (std's per-process random hash keys), so that
-/// nobody can plant a file at every name pgrun might try.
+/// An unpredictable number, so that nobody can plant a file at every name
+/// pgrun might try ([`crate::sys::random_bits`]: no panic if the kernel's
+/// random source fails, unlike std's random hash keys).
 fn random_salt() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    std::collections::hash_map::RandomState::new().build_hasher().finish()
+    crate::sys::random_bits()
 }
 
 /// How many unpredictable names to try after the plain one is taken.

@@ -4,7 +4,7 @@
 //! [`FAILURE`] (never clap's 2).
 
 use crate::cli::{Action, Cli};
-use crate::exit::FAILURE;
+use crate::exit::{FAILURE, StatusExit};
 use crate::{cancel, detach, generate, panic_stop, run, say, status, sys, wait};
 use clap::Parser;
 use clap::error::ErrorKind;
@@ -20,15 +20,21 @@ pub fn main(args: Vec<OsString>) -> u8 {
     // First thing, in every mode: a closed stderr must not kill pgrun with
     // SIGPIPE, and a caller's ignored SIGCHLD must not hide the command's
     // status. The caller's own settings are kept for the command.
-    if let Err(e) = sys::sigmask::take_over_at_start() {
-        say::line(format_args!("{e}"));
-        return FAILURE;
-    }
+    let taken_over = sys::sigmask::take_over_at_start();
     sys::reserve_standard_fds();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => return usage_error(err),
     };
+    if let Err(e) = taken_over {
+        // pgrun cannot answer for what it does with an unknown signal set-up:
+        // its own failure, as each mode spells it (status: 4, "unknown").
+        say::line(format_args!("{e}"));
+        return match cli.action {
+            Some(Action::Status(_)) => StatusExit::Unknown.code(),
+            _ => FAILURE,
+        };
+    }
     if let Some(what) = cli.generate {
         return generate::print(what);
     }

@@ -273,6 +273,42 @@ fn a_failing_getrandom_is_no_panic() {
     assert!(temp_files(scratch.dir()).is_empty(), "{:?}", temp_files(scratch.dir()));
 }
 
+// The faults sweep (status/getrandom/EAGAIN): status and cancel against a
+// live run scan /proc for the run's group; a random seed they took from
+// std's hash maps made a failing getrandom a panic (125 for status, whose
+// error is 4). No random seed anywhere now, and a temporary name that needs
+// an unpredictable salt takes it without panicking.
+#[test]
+fn a_failing_getrandom_is_no_panic_in_status_or_cancel() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let pid = pidfile.to_str().unwrap();
+    let (index, _) = start_published(&mut guard, &pidfile, &[], "sleep 300 & wait");
+    let out = run(&mut under_strace(&scratch.path("trace"), &["getrandom:error=EAGAIN"], &["status", pid]));
+    assert_status(&out, 0, "status of a live run");
+    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    let out = run(&mut under_strace(&scratch.path("trace"), &["getrandom:error=EAGAIN"], &["cancel", pid]));
+    assert_status(&out, 0, "cancel of a live run");
+    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    guard.wait(index);
+}
+
+// status's own failures are 4 ("unknown"), also when the signal set-up every
+// mode starts with is refused (it was 125, the run mode's failure).
+#[test]
+fn a_refused_signal_set_up_in_status_is_its_error_4() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let out = run(&mut under_strace(
+        &scratch.path("trace"),
+        &["rt_sigprocmask:error=EINVAL:when=1"],
+        &["status", pidfile.to_str().unwrap()],
+    ));
+    assert_status(&out, 4, "status with its signal set-up refused");
+    one_pgrun_line(&out, "cannot block SIGPIPE");
+}
+
 /// The invocation number of pgrun's first `close` of a `/proc` folder it
 /// opened (a recorded trace of pgrun's own process).
 #[cfg(not(feature = "posix-fallback"))]

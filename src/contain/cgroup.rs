@@ -382,7 +382,7 @@ fn leaf_name(attempt: usize) -> String {
     {
         return name;
     }
-    format!("pgrun-{}-{:016x}", sys::getpid(), cgroup::random_bits())
+    format!("pgrun-{}-{:016x}", sys::getpid(), sys::random_bits())
 }
 
 fn why_not(mount: &Path, parent: &Path, dir: &Path, e: &io::Error) -> String {

@@ -171,7 +171,7 @@ pub fn group_holds_run_of(holder: Pid, pgid: Pid) -> bool {
         // No /proc to look in: the number is all there is.
         return process::group_exists(pgid);
     }
-    let parents: std::collections::HashMap<Pid, Pid> = table.iter().map(|(pid, s)| (*pid, s.ppid)).collect();
+    let parents: std::collections::BTreeMap<Pid, Pid> = table.iter().map(|(pid, s)| (*pid, s.ppid)).collect();
     let parent_of = |pid: Pid| parents.get(&pid).copied();
     table.iter().filter(|(_, stat)| stat.pgrp == pgid).any(|&(pid, _)| {
         let mut at = pid;

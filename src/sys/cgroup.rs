@@ -182,21 +182,6 @@ pub fn inode_at(path: &Path) -> io::Result<Option<u64>> {
     }
 }
 
-/// 64 unpredictable bits from getrandom(2) (without blocking), for a name
-/// nobody else picks; a mix of the clock and a counter where it fails (a
-/// taken name is then simply tried again).
-pub fn random_bits() -> u64 {
-    let mut bytes = [0u8; 8];
-    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), libc::GRND_NONBLOCK) };
-    if n == bytes.len() as isize {
-        return u64::from_ne_bytes(bytes);
-    }
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    nanos ^ COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
 /// Whether process `pid` is in cgroup `rel` (a `/proc/PID/cgroup` path) or
 /// below it.
 pub fn process_in(pid: Pid, rel: &str) -> bool {
