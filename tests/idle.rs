@@ -79,16 +79,25 @@ fn preserve_status_applies_to_the_idle_timeout() {
 fn idle_output_passes_whole_and_with_max_output_bounded_byte_exact() {
     let scratch = Scratch::new();
     let data = scratch.path("data");
-    // 4 MiB of numbered lines, then silence until the idle timeout.
+    let file = scratch.path("out.log");
+    // 4 MiB of numbered lines on stdout, then (once the output file holds
+    // them, so that the file's order is known) on stderr, then silence
+    // until the idle timeout.
     let text: String = (0..200_000).map(|i| format!("{i:019}\n")).collect();
     std::fs::write(&data, &text).unwrap();
-    let payload = format!("cat {} && cat {} >&2 && exec sleep 300", data.display(), data.display());
+    let payload = format!(
+        "cat {d} && until [ $(wc -c < {f}) -ge {n} ]; do sleep 0.01; done && cat {d} >&2 && exec sleep 300",
+        d = data.display(),
+        f = file.display(),
+        n = text.len()
+    );
     for max_output in [None, Some(1000usize)] {
         let report = scratch.path("report.json");
         let mut a = vec!["--idle-timeout".to_string(), "700ms".into()];
         if let Some(size) = max_output {
             a.extend(["--max-output".into(), size.to_string()]);
         }
+        a.extend(["--output-file".into(), file.to_str().unwrap().into()]);
         a.extend(report_args(&report));
         a.extend(["--".into(), "sh".into(), "-c".into(), payload.clone()]);
         let out = run(&mut pgrun(&a));
@@ -108,6 +117,9 @@ fn idle_output_passes_whole_and_with_max_output_bounded_byte_exact() {
         };
         assert!(out.stdout == want, "{max_output:?}: stdout differs ({} bytes, want {})", out.stdout.len(), want.len());
         assert!(out.stderr == want, "{max_output:?}: stderr differs ({} bytes, want {})", out.stderr.len(), want.len());
+        // The output file loses nothing either: both streams, whole.
+        let copied = std::fs::read(&file).unwrap();
+        assert!(copied == [text.as_bytes(), text.as_bytes()].concat(), "{max_output:?}: the output file differs");
         let r = json(&report);
         assert_eq!(r["reason"], "idle-timeout", "{r}");
         assert_eq!(r["output"]["stdout"]["bytes"], text.len(), "{r}");
