@@ -411,10 +411,31 @@ def wait_latency():
         f"{statistics.median(tails) / max(statistics.median(ours), 1e-6):.0f}x sooner", "< 5 ms")
     row(f"pgrun wait: context switches over {secs}s while the run runs", str(idle), "", "", "0")
 
+def detach_latency():
+    """`pgrun --detach`: from the start to the caller's return (the run is
+    published and live), next to a whole foreground run of /bin/true."""
+    n = 3 if QUICK else 30
+    detached, foreground = [], []
+    for i in range(n):
+        pidfile = os.path.join(TMP, f"detach{i}.pid")
+        t0 = time.monotonic()
+        subprocess.run([PGRUN, "--detach", "-p", pidfile, "--", "sleep", "300"], check=True)
+        detached.append(time.monotonic() - t0)
+        with open(pidfile) as f:
+            OUR_GROUPS.add(int(f.read()))
+        subprocess.run([PGRUN, "cancel", pidfile], check=True)
+        t0 = time.monotonic()
+        subprocess.run([PGRUN, "--", "/bin/true"], check=True)
+        foreground.append(time.monotonic() - t0)
+    d, f = statistics.median(detached), statistics.median(foreground)
+    row("pgrun --detach: start to return (published)", ms(d), f"foreground pgrun -- /bin/true {ms(f)}",
+        f"{(d - f) * 1000:+.2f} ms", "within ~1 ms of a foreground run")
+
+
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
     for measure in [startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
-                    idle_and_memory, scale, output_relay, output_file, wait_latency]:
+                    idle_and_memory, scale, output_relay, output_file, wait_latency, detach_latency]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()
 finally:
