@@ -19,6 +19,7 @@
 //! - the pid file protocol and the cancel marker: [`pidfile`], and its
 //!   readers [`cancel`] and [`status`];
 //! - the terminal and job control: [`terminal`];
+//! - what the run used (the report's `resources`): [`resources`];
 //! - `--max-output`: [`output`]; `--report`: [`report`]; `--die-with-parent`:
 //!   [`parent_death`]; a panic: [`panic_stop`];
 //! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
@@ -40,6 +41,7 @@ pub mod panic_stop;
 pub mod parent_death;
 pub mod pidfile;
 pub mod report;
+pub mod resources;
 pub mod run;
 pub mod say;
 pub mod signal_policy;

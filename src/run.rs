@@ -18,12 +18,13 @@ use crate::output::relay::{ChildEnds, Relay};
 use crate::parent_death::ParentWatch;
 use crate::pidfile::{self, Claimed, Marker};
 use crate::report::{Contents, Reason, ReportTarget};
+use crate::resources::Resources;
 use crate::signal_policy;
 use crate::signame::Signal;
 use crate::stop_plan::SentSignal;
 use crate::supervisor::{self, GroupEnd, StopReason, Supervised};
 use crate::sys::Pid;
-use crate::sys::process::{self, ChildStatus, Detach, SpawnError, SpawnOptions};
+use crate::sys::process::{self, ChildStatus, ChildUsage, Detach, SpawnError, SpawnOptions};
 use crate::sys::sigmask::{self, SigSet};
 use crate::sys::wakeup::SignalSource;
 use crate::terminal::Terminal;
@@ -57,6 +58,8 @@ struct Outcome {
     escaped: usize,
     /// The cgroup leaf that could not be removed.
     cgroup_left: Option<PathBuf>,
+    /// What the run used; zeros and nulls if the command never started.
+    resources: Resources,
     /// The guard, released once the run is withdrawn; reaped when this is
     /// dropped, after the report is written.
     guard: Option<Guard>,
@@ -79,6 +82,7 @@ impl Outcome {
             contain: None,
             escaped: 0,
             cgroup_left: None,
+            resources: Resources::default(),
             guard: None,
         }
     }
@@ -135,6 +139,7 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
             contain: outcome.contain.unwrap_or_else(|| args.contain_mode()).name(),
             escaped: outcome.escaped,
             cgroup_left: outcome.cgroup_left.as_deref(),
+            resources: outcome.resources,
             unreaped: outcome.unreaped,
             unstopped: outcome.unstopped,
             duration: started.elapsed(),
@@ -392,6 +397,7 @@ fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: 
     if let Ok(ended) = stopped {
         outcome.status = ended.status;
         outcome.signals = ended.signals;
+        outcome.resources = resources_of(&run.scope, ended.usage);
     }
     if let Some(relay) = &mut run.relay {
         relay.close();
@@ -448,7 +454,8 @@ fn clean_up(
 ) -> Outcome {
     let guard_reaped = ended.as_ref().is_ok_and(|e| e.guard_reaped);
     let mut outcome = match ended {
-        Ok(ended) => outcome_of(ended, pgid),
+        // The leaf's accounting is read here, before it is removed below.
+        Ok(ended) => Outcome { resources: resources_of(&run.scope, ended.usage), ..outcome_of(ended, pgid) },
         Err(e) => {
             // The loop itself failed (poll or waitpid returned an error no
             // run should see). Do not leave the group running unwatched.
@@ -468,6 +475,13 @@ fn clean_up(
     outcome.output = run.relay.take().map(|relay| relay.flush_rest(&run.signals));
     outcome.contain = Some(run.scope.mode());
     outcome
+}
+
+/// What the run used: the usage of the processes pgrun reaped, and in
+/// cgroup mode what the leaf says (read now, while it is still there).
+fn resources_of(scope: &Scope, usage: ChildUsage) -> Resources {
+    let reaped = Resources::reaped(usage);
+    scope.leaf_accounting().map_or(reaped, |leaf| reaped.with_leaf(&leaf))
 }
 
 /// The run is over: consume the marker and release the guard (unless it

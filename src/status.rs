@@ -44,6 +44,9 @@ struct Answer {
     /// user.
     #[serde(skip_serializing_if = "Option::is_none")]
     ignored_marker_uid: Option<u32>,
+    /// A live run in cgroup mode: what its leaf says so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<crate::resources::Live>,
 }
 
 /// `pgrun status`: answer, or say the one error; the exit status.
@@ -88,6 +91,7 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
             Marker::Foreign(uid) => Some(uid),
             _ => None,
         },
+        resources: None,
     };
     match record {
         None => report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning },
@@ -115,6 +119,10 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
                             0 => process::count_group_members(record.pgid),
                             holder => crate::contain::count_run(holder, record.pgid),
                         };
+                        report.resources = (holder > 0)
+                            .then(|| crate::contain::live_accounting(holder, record.pgid))
+                            .flatten()
+                            .map(|leaf| crate::resources::Live::from(&leaf));
                     }
                     report.uptime_ms = record
                         .meta

@@ -16,6 +16,7 @@ mod parent_death;
 mod properties;
 mod protocol;
 mod publish;
+mod resources;
 mod robustness;
 mod status;
 mod stopping;

@@ -296,6 +296,23 @@ impl Leaf {
         }
     }
 
+    /// What the leaf's accounting files say (`cpu.stat`, `memory.peak`,
+    /// `pids.peak`, `memory.events`...), read through its open folder;
+    /// `None` once the leaf is removed. A file that cannot be read is left
+    /// out, said with --verbose.
+    pub fn accounting(&self) -> Option<cgroup::Accounting> {
+        let here = match self.here() {
+            Ok(Some(here)) => here,
+            Ok(None) => return None,
+            Err(e) => {
+                verbose!("cannot read the accounting of {}: {e}", self.describe());
+                return None;
+            }
+        };
+        let mut failed = |file: &str, e: io::Error| verbose!("cannot read {file} of {}: {e}", self.describe());
+        Some(cgroup::accounting(&here, &mut failed))
+    }
+
     /// `cgroup.kill`: SIGKILL everything in the leaf at once. Nothing to do
     /// once the leaf is removed.
     pub fn kill(&self) -> io::Result<()> {

@@ -234,6 +234,12 @@ impl Scope {
         }
     }
 
+    /// What the cgroup leaf's accounting files say (cgroup mode, while the
+    /// leaf is there): read at the end of the run, before it is removed.
+    pub fn leaf_accounting(&self) -> Option<crate::sys::cgroup::Accounting> {
+        self.leaf.as_ref().and_then(cgroup::Leaf::accounting)
+    }
+
     /// Remove the cgroup leaf (cgroup mode), once the run is gone; the
     /// path left behind if it cannot be removed (said in a warning).
     pub fn remove_leaf(&self) -> Option<std::path::PathBuf> {
@@ -256,12 +262,7 @@ impl Scope {
 /// tell.
 pub fn count_run(holder: Pid, pgid: Pid) -> Option<usize> {
     let group = process::count_group_members(pgid)?;
-    let mode = crate::sys::proc::cmdline(holder)
-        .and_then(|argv| <crate::cli::Cli as clap::Parser>::try_parse_from(argv).ok())
-        .and_then(
-            |cli| if cli.action.is_none() { Some(cli.run.contain.unwrap_or_else(Mode::default_here)) } else { None },
-        )
-        .unwrap_or(Mode::Group);
+    let mode = mode_of(holder);
     if mode == Mode::Group {
         return Some(group);
     }
@@ -273,6 +274,26 @@ pub fn count_run(holder: Pid, pgid: Pid) -> Option<usize> {
         return Some(group + outside);
     }
     Some(group + tree::count_outside(holder, pgid, crate::guard::NAME))
+}
+
+/// The `--contain` mode the pgrun `holder` was asked for, read from its
+/// own command line (group where that cannot be read).
+fn mode_of(holder: Pid) -> Mode {
+    crate::sys::proc::cmdline(holder)
+        .and_then(|argv| <crate::cli::Cli as clap::Parser>::try_parse_from(argv).ok())
+        .and_then(|cli| if cli.action.is_none() { Some(cli.run.contain_mode()) } else { None })
+        .unwrap_or(Mode::Group)
+}
+
+/// What the cgroup leaf of the run published by the pgrun `holder` (group
+/// `pgid`) says so far, for `pgrun status`; `None` unless that run is in
+/// cgroup mode and its leaf is found.
+pub fn live_accounting(holder: Pid, pgid: Pid) -> Option<crate::sys::cgroup::Accounting> {
+    if !matches!(mode_of(holder), Mode::Cgroup | Mode::Auto) {
+        return None;
+    }
+    let dir = run_leaf(holder, pgid)?;
+    Some(crate::sys::cgroup::accounting(&dir, &mut |_, _| {}))
 }
 
 /// The folder of the leaf of the run published by the pgrun `holder`

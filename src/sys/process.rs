@@ -523,10 +523,42 @@ pub enum ChildStatus {
     Signaled(i32),
 }
 
-/// The result of one non-blocking `waitpid(-1, WNOHANG | WUNTRACED)`.
+/// What a reaped child used: its own CPU time and peak resident set and
+/// those of every descendant it reaped itself, or that a reaped descendant
+/// of it reaped (the `RUSAGE_CHILDREN` rule), as `wait4(2)` reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChildUsage {
+    pub user: std::time::Duration,
+    pub system: std::time::Duration,
+    /// The largest peak resident set of any one of those processes, in KiB.
+    pub max_rss_kb: u64,
+}
+
+impl ChildUsage {
+    /// Add another reaped child's usage: CPU times add up, the peak is the
+    /// larger one.
+    pub fn add(&mut self, other: ChildUsage) {
+        self.user = self.user.saturating_add(other.user);
+        self.system = self.system.saturating_add(other.system);
+        self.max_rss_kb = self.max_rss_kb.max(other.max_rss_kb);
+    }
+
+    fn from_rusage(ru: &libc::rusage) -> Self {
+        let time = |tv: libc::timeval| {
+            std::time::Duration::from_secs(u64::try_from(tv.tv_sec).unwrap_or(0))
+                + std::time::Duration::from_micros(u64::try_from(tv.tv_usec).unwrap_or(0))
+        };
+        let max_rss = u64::try_from(ru.ru_maxrss).unwrap_or(0);
+        // ru_maxrss is in KiB, except on Apple's systems: bytes.
+        let max_rss_kb = if cfg!(target_vendor = "apple") { max_rss / 1024 } else { max_rss };
+        ChildUsage { user: time(ru.ru_utime), system: time(ru.ru_stime), max_rss_kb }
+    }
+}
+
+/// The result of one non-blocking `wait4(-1, WNOHANG | WUNTRACED)`.
 pub enum Reaped {
-    /// A child ended and has been reaped.
-    Child(Pid, ChildStatus),
+    /// A child ended and has been reaped, with what it used.
+    Child(Pid, ChildStatus, ChildUsage),
     /// A child was stopped by this signal (it is still there).
     Stopped(Pid, i32),
     /// Children exist but none has changed state.
@@ -535,13 +567,17 @@ pub enum Reaped {
     NoChildren,
 }
 
-/// `waitpid(-1, &status, WNOHANG | WUNTRACED)`: reap one child that has
-/// ended, or report one that has stopped.
+/// `wait4(-1, &status, WNOHANG | WUNTRACED, &rusage)`: reap one child
+/// that has ended, with its resource usage, or report one that has
+/// stopped. (`wait4` is `waitpid` with the usage the kernel has anyway.)
 pub fn reap_one() -> io::Result<Reaped> {
     let mut status: libc::c_int = 0;
     loop {
-        // SAFETY: `status` is writable; WNOHANG makes the call non-blocking.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | libc::WUNTRACED) };
+        // SAFETY: a zeroed rusage is a valid buffer for wait4 to fill.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `status` and `usage` are writable; WNOHANG makes the call
+        // non-blocking.
+        let pid = unsafe { libc::wait4(-1, &mut status, libc::WNOHANG | libc::WUNTRACED, &mut usage) };
         if pid > 0 {
             if libc::WIFSTOPPED(status) {
                 return Ok(Reaped::Stopped(pid, libc::WSTOPSIG(status)));
@@ -551,7 +587,7 @@ pub fn reap_one() -> io::Result<Reaped> {
             } else {
                 ChildStatus::Exited(libc::WEXITSTATUS(status))
             };
-            return Ok(Reaped::Child(pid, how));
+            return Ok(Reaped::Child(pid, how, ChildUsage::from_rusage(&usage)));
         }
         if pid == 0 {
             return Ok(Reaped::NoneReady);
