@@ -20,6 +20,7 @@
 //!   readers [`cancel`] and [`status`];
 //! - the terminal and job control: [`terminal`];
 //! - what the run used (the report's `resources`): [`resources`];
+//!   `--rlimit`: [`rlimit`];
 //! - `--max-output`: [`output`]; `--report`: [`report`]; `--die-with-parent`:
 //!   [`parent_death`]; a panic: [`panic_stop`];
 //! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
@@ -42,6 +43,7 @@ pub mod parent_death;
 pub mod pidfile;
 pub mod report;
 pub mod resources;
+pub mod rlimit;
 pub mod run;
 pub mod say;
 pub mod signal_policy;

@@ -183,6 +183,8 @@ impl From<EarlyEnd> for Outcome {
 /// undoing (the terminal is given back, the guard released and reaped).
 struct Prepared {
     argv: Vec<CString>,
+    /// `--rlimit`, checked: set in the command's process before exec.
+    rlimits: crate::sys::rlimit::Settings,
     marker: Option<PathBuf>,
     handled: SigSet,
     inherited: sigmask::Inherited,
@@ -218,6 +220,7 @@ fn execute(args: &RunArgs, started: Instant, parent: Pid) -> Outcome {
 /// Everything before the spawn, in the contract's order.
 fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     let argv = command_line(args)?;
+    let rlimits = crate::rlimit::resolve(&args.rlimit).map_err(|e| failure(anyhow!("{e}")))?;
     let marker = marker_path(args)?;
     let (handled, inherited, signals) = block_signals()?;
     let claim = claim_pid_file(args)?;
@@ -237,6 +240,7 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     scope.set_guard(guard.as_ref().map(Guard::pid));
     Ok(Prepared {
         argv,
+        rlimits,
         marker,
         handled,
         inherited,
@@ -338,6 +342,7 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         take_terminal: run.terminal.as_ref().and_then(Terminal::hand_off_at_start),
         stdout_stderr: run.child_ends.as_ref().map(|ends| ends.raw()),
         join_cgroup: run.scope.join_fd(),
+        rlimits: run.rlimits,
     };
     let program = args.command[0].to_string_lossy();
     assert!(!test_hook::active(test_hook::PANIC_BEFORE_SPAWN), "test hook: panic before the spawn");

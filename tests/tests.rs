@@ -11,6 +11,7 @@ mod faults_sys;
 mod fuzz;
 mod guard;
 mod inheritance;
+mod limits;
 mod output;
 mod parent_death;
 mod properties;

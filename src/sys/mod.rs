@@ -9,7 +9,8 @@
 //! foreground process group of the controlling terminal), [`pipe`] (the
 //! pipes and reads and writes of `--max-output`), [`proc`] (reading
 //! `/proc`), [`cgroup`] (the cgroup v2 files of `--contain cgroup`),
-//! [`lifetime`] (the guard's fork, the parent-death signal).
+//! [`lifetime`] (the guard's fork, the parent-death signal), [`rlimit`]
+//! (resource limits for `--rlimit`).
 //!
 //! The calls go through nix's safe wrappers wherever nix expresses them.
 //! Raw libc remains only where it does not: any signal number (nix's
@@ -25,6 +26,7 @@ pub mod lock;
 pub mod pipe;
 pub mod proc;
 pub mod process;
+pub mod rlimit;
 pub mod sigmask;
 pub mod terminal;
 pub mod wakeup;

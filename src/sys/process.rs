@@ -104,6 +104,10 @@ impl ChildStep {
 /// The length of the child's failure message: a step byte and an errno.
 const REPORT_LEN: usize = 5;
 
+/// The step byte of a failed `--rlimit`: this plus the setting's slot
+/// number (see [`super::rlimit::Settings`]).
+const RLIMIT_STEP: u8 = 32;
+
 /// How to start the command.
 #[derive(Clone, Copy)]
 pub struct SpawnOptions {
@@ -122,6 +126,8 @@ pub struct SpawnOptions {
     /// An fd of a cgroup's `cgroup.procs`: the child writes `0` to it before
     /// exec, so the command is born in that cgroup (`--contain cgroup`).
     pub join_cgroup: Option<libc::c_int>,
+    /// `--rlimit`: limits the child sets before exec.
+    pub rlimits: super::rlimit::Settings,
 }
 
 /// Start the command: fork, detach the child into a new group or session,
@@ -146,6 +152,10 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
         // its reserved signals: a caller that blocked them takes the fork path.
         && !options.child_mask.has_reserved()
         && options.join_cgroup.is_none()
+        // posix_spawn has no way to set a resource limit in the child, and
+        // setting it on pgrun around the spawn would bind pgrun too (a
+        // lowered hard limit for good): --rlimit takes the fork path.
+        && options.rlimits.is_empty()
         && let Some(defaults) = reserved_signal_defaults()
     {
         match spawn_posix(argv, &options.child_mask, &defaults, options.stdout_stderr) {
@@ -204,6 +214,21 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions) -> Result<Pid, SpawnError
         Ok(0) => Ok(pid),
         Ok(REPORT_LEN) => {
             let errno = i32::from_ne_bytes([report[1], report[2], report[3], report[4]]);
+            if let Some(kind) =
+                report[0].checked_sub(RLIMIT_STEP).and_then(|i| super::rlimit::Settings::kind_at(i.into()))
+            {
+                let err = io::Error::from_raw_os_error(errno);
+                let err = match reap_pid(pid) {
+                    Ok(()) => err,
+                    Err(e) => {
+                        io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})"))
+                    }
+                };
+                return Err(SpawnError::Setup(io::Error::new(
+                    err.kind(),
+                    format!("setting --rlimit {}: {err}", kind.name()),
+                )));
+            }
             let Some(step) = ChildStep::from_byte(report[0]) else {
                 return unknown(format!("the child reported an unknown step {} (errno {errno})", report[0]));
             };
@@ -400,6 +425,11 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
                 report_and_exit(err_fd, ChildStep::Sigchld);
             }
         }
+        // The limits last before the mask, so no earlier step runs under
+        // them (nothing after this but the mask and the exec).
+        if let Err(slot) = options.rlimits.apply_in_child() {
+            report_byte_and_exit(err_fd, RLIMIT_STEP + slot as u8);
+        }
         if set_mask_exactly(&options.child_mask) != 0 {
             report_and_exit(err_fd, ChildStep::SignalMask);
         }
@@ -444,9 +474,19 @@ unsafe fn set_mask_exactly(mask: &SigSet) -> libc::c_int {
 /// # Safety
 /// Only to be called in the forked child.
 unsafe fn report_and_exit(err_fd: libc::c_int, step: ChildStep) -> ! {
+    // SAFETY: the same contract.
+    unsafe { report_byte_and_exit(err_fd, step as u8) }
+}
+
+/// [`report_and_exit`] with the step as its byte (a `--rlimit` failure is
+/// [`RLIMIT_STEP`] plus the setting's slot).
+///
+/// # Safety
+/// Only to be called in the forked child.
+unsafe fn report_byte_and_exit(err_fd: libc::c_int, step: u8) -> ! {
     // nix's errno read is a bare read of it: async-signal-safe.
     let e = nix::errno::Errno::last_raw().to_ne_bytes();
-    let buf: [u8; REPORT_LEN] = [step as u8, e[0], e[1], e[2], e[3]];
+    let buf: [u8; REPORT_LEN] = [step, e[0], e[1], e[2], e[3]];
     // SAFETY: write and _exit are async-signal-safe; the pointer and length
     // describe a stack buffer. (Raw libc: the fd is a plain integer.)
     unsafe {
