@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write a JSON outcome report to PATH at exit')
             [CompletionResult]::new('--max-output', '--max-output', [CompletionResultType]::ParameterName, 'Bound COMMAND''s stdout and stderr to SIZE bytes each (e.g. 64K, 1M, 10MB): a longer stream keeps its first and last SIZE/2 bytes around a line `[pgrun: N bytes omitted]`')
             [CompletionResult]::new('--contain', '--contain', [CompletionResultType]::ParameterName, 'What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]')
+            [CompletionResult]::new('--rlimit', '--rlimit', [CompletionResultType]::ParameterName, 'A limit NAME=SOFT[:HARD] for COMMAND, e.g. nofile=1024 (repeatable)')
             [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Print the man page or a shell''s completion script, for packagers')
             [CompletionResult]::new('--preserve-status', '--preserve-status', [CompletionResultType]::ParameterName, 'On timeout, exit with COMMAND''s status instead of 124')
             [CompletionResult]::new('--wait-group', '--wait-group', [CompletionResultType]::ParameterName, 'When COMMAND exits, let the rest of its group finish on its own instead of stopping it (a timeout or cancel still applies)')

@@ -29,7 +29,7 @@ _pgrun() {
 
     case "${cmd}" in
         pgrun)
-            opts="-t -s -k -p -v -h -V --timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --contain --no-guard --die-with-parent --setsid --verbose --generate --help --version cancel status"
+            opts="-t -s -k -p -v -h -V --timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --contain --no-guard --die-with-parent --rlimit --setsid --verbose --generate --help --version cancel status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -129,6 +129,10 @@ _pgrun() {
                     ;;
                 --contain)
                     COMPREPLY=($(compgen -W "group tree cgroup auto" -- "${cur}"))
+                    return 0
+                    ;;
+                --rlimit)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --generate)

@@ -31,6 +31,7 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand --report 'Write a JSON outcome report to PATH at exit'
             cand --max-output 'Bound COMMAND''s stdout and stderr to SIZE bytes each (e.g. 64K, 1M, 10MB): a longer stream keeps its first and last SIZE/2 bytes around a line `[pgrun: N bytes omitted]`'
             cand --contain 'What is stopped and waited for: group, tree, cgroup or auto [default: tree on Linux, group elsewhere]'
+            cand --rlimit 'A limit NAME=SOFT[:HARD] for COMMAND, e.g. nofile=1024 (repeatable)'
             cand --generate 'Print the man page or a shell''s completion script, for packagers'
             cand --preserve-status 'On timeout, exit with COMMAND''s status instead of 124'
             cand --wait-group 'When COMMAND exits, let the rest of its group finish on its own instead of stopping it (a timeout or cancel still applies)'

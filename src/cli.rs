@@ -140,12 +140,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub die_with_parent: bool,
 
-    /// A resource limit for COMMAND, set in its process before exec
-    /// (repeatable): NAME is as, core, cpu, data, fsize, memlock, nofile,
-    /// nproc or stack; a value is a SIZE (byte limits), a DUR (cpu), a
-    /// number (nofile, nproc) or unlimited; one value sets both limits,
-    /// SOFT: only the soft one, :HARD only the hard one.
-    #[arg(long, value_name = "NAME=SOFT[:HARD]", value_parser = crate::rlimit::parse_rlimit,
+    /// A limit NAME=SOFT[:HARD] for COMMAND, e.g. nofile=1024 (repeatable).
+    ///
+    /// Set in COMMAND's process before exec. NAME is as, core, cpu, data,
+    /// fsize, memlock, nofile, nproc or stack; a value is a SIZE (byte
+    /// limits), a DUR (cpu), a number (nofile, nproc) or unlimited; one
+    /// value sets both limits, SOFT: only the soft one, :HARD only the hard
+    /// one.
+    #[arg(long, value_name = "LIMIT", value_parser = crate::rlimit::parse_rlimit,
           action = clap::ArgAction::Append)]
     pub rlimit: Vec<crate::rlimit::RlimitArg>,
 
