@@ -151,6 +151,31 @@ pub struct RunArgs {
           action = clap::ArgAction::Append)]
     pub rlimit: Vec<crate::rlimit::RlimitArg>,
 
+    /// The run's memory, all members together (cgroup memory.max, no swap).
+    ///
+    /// The run's memory, all its processes together: memory.max = SIZE and
+    /// memory.swap.max = 0 in the run's cgroup leaf, and memory.oom.group =
+    /// 1, so an out-of-memory kill ends the whole run (report reason oom,
+    /// exit 137). Needs --contain cgroup, which it makes the default.
+    #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
+    pub memory_max: Option<u64>,
+
+    /// At most N tasks in the run at once (cgroup pids.max).
+    ///
+    /// At most N tasks (processes and threads) in the run at once: pids.max
+    /// in the run's cgroup leaf; a fork past it fails with EAGAIN inside the
+    /// run. Needs --contain cgroup, which it makes the default.
+    #[arg(long, value_name = "N", value_parser = crate::cgroup_limits::parse_pids_max)]
+    pub pids_max: Option<u64>,
+
+    /// CPU bandwidth worth X CPUs, e.g. 0.5 or 2 (cgroup cpu.max).
+    ///
+    /// CPU bandwidth worth X CPUs (0.5, 2): cpu.max = X*100000 per 100000
+    /// µs in the run's cgroup leaf. Needs --contain cgroup, which it makes
+    /// the default.
+    #[arg(long, value_name = "X", value_parser = crate::cgroup_limits::parse_cpus)]
+    pub cpus: Option<u64>,
+
     /// Start COMMAND in a new session instead of a new group (no terminal).
     #[arg(long)]
     pub setsid: bool,
@@ -166,9 +191,24 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// The `--contain` mode asked for, or this platform's default.
+    /// The `--contain` mode asked for, or this platform's default; with a
+    /// cgroup limit, `cgroup` (also for `auto`: the limits need a leaf).
     pub fn contain_mode(&self) -> crate::contain::Mode {
-        self.contain.unwrap_or_else(crate::contain::Mode::default_here)
+        use crate::contain::Mode;
+        match self.contain {
+            None | Some(Mode::Auto) if self.cgroup_limits().any() => Mode::Cgroup,
+            Some(mode) => mode,
+            None => Mode::default_here(),
+        }
+    }
+
+    /// `--memory-max`, `--pids-max`, `--cpus`.
+    pub fn cgroup_limits(&self) -> crate::cgroup_limits::CgroupLimits {
+        crate::cgroup_limits::CgroupLimits {
+            memory_max: self.memory_max,
+            pids_max: self.pids_max,
+            cpu_quota_us: self.cpus,
+        }
     }
 
     /// The stop sequence these options ask for.

@@ -20,7 +20,8 @@
 //!   readers [`cancel`] and [`status`];
 //! - the terminal and job control: [`terminal`];
 //! - what the run used (the report's `resources`): [`resources`];
-//!   `--rlimit`: [`rlimit`];
+//!   `--rlimit`: [`rlimit`]; `--memory-max`, `--pids-max`, `--cpus`:
+//!   [`cgroup_limits`], set on the leaf by [`contain::cgroup`];
 //! - `--max-output`: [`output`]; `--report`: [`report`]; `--die-with-parent`:
 //!   [`parent_death`]; a panic: [`panic_stop`];
 //! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
@@ -30,6 +31,7 @@
 pub mod atomic_file;
 pub mod backoff;
 pub mod cancel;
+pub mod cgroup_limits;
 pub mod cli;
 pub mod contain;
 pub mod duration;

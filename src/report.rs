@@ -27,6 +27,8 @@ pub enum Reason {
     Cancelled,
     CancelledBeforeStart,
     Error,
+    /// The kernel's out-of-memory killer ended the run (`--memory-max`).
+    Oom,
 }
 
 #[derive(Serialize)]

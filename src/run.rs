@@ -221,13 +221,14 @@ fn execute(args: &RunArgs, started: Instant, parent: Pid) -> Outcome {
 fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     let argv = command_line(args)?;
     let rlimits = crate::rlimit::resolve(&args.rlimit).map_err(|e| failure(anyhow!("{e}")))?;
+    cgroup_limits_need_a_leaf(args)?;
     let marker = marker_path(args)?;
     let (handled, inherited, signals) = block_signals()?;
     let claim = claim_pid_file(args)?;
     take_marker_before_start(marker.as_deref())?;
     test_hook::pause("marker-checked");
     process::become_subreaper().map_err(|e| failure(anyhow!("cannot become a child subreaper: {e}")))?;
-    let mut scope = Scope::prepare(args.contain_mode()).map_err(failure)?;
+    let mut scope = Scope::prepare(args.contain_mode(), &args.cgroup_limits()).map_err(failure)?;
     let parent_watch = watch_parent(args, parent)?;
     if let Some(signal) = termination_pending() {
         let _ = signals.drain();
@@ -253,6 +254,23 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
         child_ends,
         guard,
     })
+}
+
+/// `--memory-max`, `--pids-max` and `--cpus` limit the run's cgroup leaf:
+/// with `--contain group` or `tree` there is none (a usage error).
+fn cgroup_limits_need_a_leaf(args: &RunArgs) -> Step<()> {
+    let limits = args.cgroup_limits();
+    let mode = args.contain_mode();
+    if !limits.any() || mode == Mode::Cgroup {
+        return Ok(());
+    }
+    let given = [
+        ("--memory-max", limits.memory_max.is_some()),
+        ("--pids-max", limits.pids_max.is_some()),
+        ("--cpus", limits.cpu_quota_us.is_some()),
+    ];
+    let option = given.iter().find(|(_, on)| *on).map_or("--memory-max", |(o, _)| *o);
+    Err(failure(anyhow!("{option} limits the run's cgroup: it needs --contain cgroup, not --contain {}", mode.name())))
 }
 
 /// COMMAND and its arguments as C strings.
@@ -468,6 +486,10 @@ fn clean_up(
             Outcome::failed(RunExit::Failed, anyhow!("cannot supervise process group {pgid}: {e}"), Some(pgid))
         }
     };
+    if oom_killed(&outcome) {
+        verbose!("the command was killed by the kernel's out-of-memory killer");
+        outcome.reason = Reason::Oom;
+    }
     if let Some(relay) = &mut run.relay {
         relay.close();
     }
@@ -480,6 +502,15 @@ fn clean_up(
     outcome.output = run.relay.take().map(|relay| relay.flush_rest(&run.signals));
     outcome.contain = Some(run.scope.mode());
     outcome
+}
+
+/// Whether the kernel's OOM killer ended the run: the leaf counted an OOM
+/// kill and the command died of a SIGKILL that pgrun did not send.
+fn oom_killed(outcome: &Outcome) -> bool {
+    outcome.reason == Reason::Signaled
+        && outcome.status == Some(ChildStatus::Signaled(libc::SIGKILL))
+        && outcome.resources.oom_kills.is_some_and(|n| n > 0)
+        && !outcome.signals.iter().any(|s| s.signal == Signal::KILL)
 }
 
 /// What the run used: the usage of the processes pgrun reaped, and in

@@ -74,7 +74,7 @@ impl Scope {
     /// Settle `requested` into the mode in force, before the command
     /// starts: create the cgroup leaf for `cgroup` (an error if none can be
     /// had) and `auto` (falling back to `tree`).
-    pub fn prepare(requested: Mode) -> Result<Scope> {
+    pub fn prepare(requested: Mode, limits: &crate::cgroup_limits::CgroupLimits) -> Result<Scope> {
         let linux = cfg!(linux_strengths);
         let (mode, leaf) = match requested {
             Mode::Group => (Mode::Group, None),
@@ -82,12 +82,12 @@ impl Scope {
                 bail!("--contain {} needs Linux; only group is available here", requested.name())
             }
             Mode::Tree => (Mode::Tree, None),
-            Mode::Cgroup => match cgroup::Leaf::create() {
+            Mode::Cgroup => match cgroup::Leaf::create(limits) {
                 Ok(leaf) => (Mode::Cgroup, Some(leaf)),
                 Err(why) => bail!("--contain cgroup: {why}"),
             },
             Mode::Auto if !linux => (Mode::Group, None),
-            Mode::Auto => match cgroup::Leaf::create() {
+            Mode::Auto => match cgroup::Leaf::create(limits) {
                 Ok(leaf) => (Mode::Cgroup, Some(leaf)),
                 Err(why) => {
                     verbose!("--contain auto: no cgroup ({why}); using tree");
@@ -305,6 +305,12 @@ fn run_leaf(holder: Pid, pgid: Pid) -> Option<std::path::PathBuf> {
     use crate::sys::{cgroup as cg, proc};
     let mount = cg::find_mount().ok()??;
     let own = proc::cgroup_path(holder)?;
+    // A pgrun that moved itself into a leaf of its own (to enable the
+    // controllers of cgroup limits) made the run's leaf beside it.
+    let own = match own.rsplit_once('/') {
+        Some((parent, me)) if me.starts_with(&format!("pgrun-{holder}-self-")) => parent.to_string(),
+        _ => own,
+    };
     let prefix = format!("{}/pgrun-{holder}-", own.trim_end_matches('/'));
     let mut members: Vec<Pid> = proc::scan().into_iter().filter(|(_, s)| s.pgrp == pgid).map(|(p, _)| p).collect();
     members.sort_by_key(|&p| p != pgid);

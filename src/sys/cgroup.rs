@@ -266,6 +266,27 @@ fn keyed_value(text: &str, key: &str) -> Option<u64> {
     })
 }
 
+/// The words of a cgroup file such as `cgroup.controllers` or
+/// `cgroup.subtree_control`.
+pub fn read_words(dir: &Path, name: &str) -> io::Result<Vec<String>> {
+    Ok(fs::read_to_string(dir.join(name))?.split_ascii_whitespace().map(str::to_string).collect())
+}
+
+/// Write `value` to cgroup file `name` in `dir` (one write, as the
+/// kernel wants it).
+pub fn write_file(dir: &Path, name: &str, value: &str) -> io::Result<()> {
+    let mut file: File = open_write(dir, name)?.into();
+    file.write_all(value.as_bytes())
+}
+
+/// The processes in cgroup `dir` itself (not below it).
+pub fn procs_here(dir: &Path) -> io::Result<Vec<Pid>> {
+    Ok(fs::read_to_string(dir.join("cgroup.procs"))?
+        .split_ascii_whitespace()
+        .filter_map(|p| p.parse::<Pid>().ok())
+        .collect())
+}
+
 /// Whether process `pid` is in cgroup `rel` (a `/proc/PID/cgroup` path) or
 /// below it.
 pub fn process_in(pid: Pid, rel: &str) -> bool {
