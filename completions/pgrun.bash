@@ -29,7 +29,7 @@ _pgrun() {
 
     case "${cmd}" in
         pgrun)
-            opts="-t -s -k -p -v -h -V --timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --contain --no-guard --die-with-parent --rlimit --setsid --verbose --generate --help --version cancel status"
+            opts="-t -s -k -p -v -h -V --timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --contain --no-guard --die-with-parent --rlimit --memory-max --pids-max --cpus --setsid --verbose --generate --help --version cancel status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -132,6 +132,18 @@ _pgrun() {
                     return 0
                     ;;
                 --rlimit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --memory-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pids-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpus)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -157,7 +157,7 @@ pub struct RunArgs {
     /// memory.swap.max = 0 in the run's cgroup leaf, and memory.oom.group =
     /// 1, so an out-of-memory kill ends the whole run (report reason oom,
     /// exit 137). Needs --contain cgroup, which it makes the default.
-    #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
+    #[arg(long, hide_short_help = true, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
     pub memory_max: Option<u64>,
 
     /// At most N tasks in the run at once (cgroup pids.max).
@@ -165,7 +165,7 @@ pub struct RunArgs {
     /// At most N tasks (processes and threads) in the run at once: pids.max
     /// in the run's cgroup leaf; a fork past it fails with EAGAIN inside the
     /// run. Needs --contain cgroup, which it makes the default.
-    #[arg(long, value_name = "N", value_parser = crate::cgroup_limits::parse_pids_max)]
+    #[arg(long, hide_short_help = true, value_name = "N", value_parser = crate::cgroup_limits::parse_pids_max)]
     pub pids_max: Option<u64>,
 
     /// CPU bandwidth worth X CPUs, e.g. 0.5 or 2 (cgroup cpu.max).
@@ -173,7 +173,7 @@ pub struct RunArgs {
     /// CPU bandwidth worth X CPUs (0.5, 2): cpu.max = X*100000 per 100000
     /// µs in the run's cgroup leaf. Needs --contain cgroup, which it makes
     /// the default.
-    #[arg(long, value_name = "X", value_parser = crate::cgroup_limits::parse_cpus)]
+    #[arg(long, hide_short_help = true, value_name = "X", value_parser = crate::cgroup_limits::parse_cpus)]
     pub cpus: Option<u64>,
 
     /// Start COMMAND in a new session instead of a new group (no terminal).

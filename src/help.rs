@@ -237,7 +237,26 @@ Resources:
   leaf says so far: memory_bytes (memory.current), pids (pids.current),
   user_ms and system_ms.
 
-Limits (--rlimit):
+Limits:
+  --memory-max SIZE, --pids-max N and --cpus X limit the run as a whole, in
+  its cgroup leaf: memory.max = SIZE with memory.swap.max = 0 and
+  memory.oom.group = 1 (an out-of-memory kill ends the whole run at once:
+  report reason oom, exit 137, resources.oom_kills counts it); pids.max = N
+  tasks, processes and threads (a fork past it fails with EAGAIN inside the
+  run); cpu.max = X*100000 per 100000 µs (X may be 0.5 or 2). They need
+  --contain cgroup and make it the default (auto too); with --contain group
+  or tree they are an error (125). The leaf is made under pgrun's own
+  cgroup, which must offer the controller (memory, pids, cpu: its
+  cgroup.controllers) and have it enabled in cgroup.subtree_control, which
+  pgrun does itself. cgroup v2 allows that only in a cgroup with no process
+  of its own (the root excepted): where pgrun is alone in its cgroup (a
+  container's PID 1 in its own cgroup namespace), it first moves itself into
+  a leaf of its own beside the run's (pgrun-PID-self-..., left behind empty
+  when pgrun exits); where other processes share it, or a controller is
+  missing, pgrun exits 125 before the start, naming the controller and why.
+  pgrun never moves any process but itself and COMMAND. This needs root or
+  a delegated cgroup.
+
   --rlimit NAME=SOFT[:HARD] sets a resource limit for COMMAND, in its own
   process before it execs, so it holds from COMMAND's first instruction and
   never binds pgrun (repeatable; a later one for the same NAME replaces an

@@ -4,6 +4,7 @@ mod util;
 
 mod cancel;
 mod cgroup;
+mod cgroup_limits;
 mod containment;
 mod docs;
 mod exit_status;

@@ -457,23 +457,26 @@ fn enable_controllers(parent: &Path, limits: &CgroupLimits) -> Result<(), String
             parent.display()
         )
     };
-    match cgroup::write_file(parent, "cgroup.subtree_control", &request) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-            let members = cgroup::procs_here(parent)
-                .map_err(|e| format!("cannot read {}/cgroup.procs: {e}", parent.display()))?;
-            let me = sys::getpid();
-            if members.iter().any(|&p| p != me) {
-                return Err(format!(
-                    "{} needs the {} controller, which cannot be enabled in cgroup {}: {} other process(es) share it with \
-                     pgrun, and cgroup v2 hands controllers down only from a cgroup with no process of its own \
-                     (run pgrun alone in a cgroup, or give it a delegated one)",
-                    option_needing(to_enable[0]),
-                    to_enable.join(" and "),
-                    parent.display(),
-                    members.iter().filter(|&&p| p != me).count()
-                ));
-            }
+    // Checked before anything is written: the kernel refuses a domain
+    // controller (memory) in a cgroup with processes (EBUSY), but takes a
+    // threaded one (pids, cpu) and then refuses every process in the new
+    // leaf. The root cgroup (it has no cgroup.type) may have processes.
+    if parent.join("cgroup.type").exists() {
+        let members =
+            cgroup::procs_here(parent).map_err(|e| format!("cannot read {}/cgroup.procs: {e}", parent.display()))?;
+        let me = sys::getpid();
+        let others = members.iter().filter(|&&p| p != me).count();
+        if others > 0 {
+            return Err(format!(
+                "{} needs the {} controller, which cannot be enabled in cgroup {}: {others} other process(es) share it \
+                 with pgrun, and cgroup v2 hands controllers down only from a cgroup with no process of its own \
+                 (run pgrun alone in a cgroup, or in a delegated one with controllers)",
+                option_needing(to_enable[0]),
+                to_enable.join(" and "),
+                parent.display(),
+            ));
+        }
+        if members.contains(&me) {
             let own = parent.join(format!("pgrun-{me}-self-{:016x}", cgroup::random_bits()));
             cgroup::create(&own)
                 .map_err(|e| format!("cannot create cgroup {} for pgrun itself: {e}", own.display()))?;
@@ -482,10 +485,9 @@ fn enable_controllers(parent: &Path, limits: &CgroupLimits) -> Result<(), String
                 return Err(format!("cannot move pgrun into cgroup {}: {e}", own.display()));
             }
             verbose!("moved pgrun into {} to enable {request} in {}", own.display(), parent.display());
-            cgroup::write_file(parent, "cgroup.subtree_control", &request).map_err(|e| cannot(&e))?;
         }
-        Err(e) => return Err(cannot(&e)),
     }
+    cgroup::write_file(parent, "cgroup.subtree_control", &request).map_err(|e| cannot(&e))?;
     verbose!("enabled {request} in {}/cgroup.subtree_control", parent.display());
     Ok(())
 }
