@@ -165,3 +165,28 @@ fn a_limit_the_child_cannot_set_is_125_before_the_command_runs() {
     assert_eq!(lines, ["pgrun: cannot start 'touch': setting --rlimit nofile: Operation not permitted"], "{err}");
     assert!(!witness.exists(), "the command ran");
 }
+
+/// The cgroup limits need the run's cgroup leaf: with `--contain group` or
+/// `tree` they are an error, and bad values are usage errors; all 125
+/// before anything runs. (The limits themselves: tests/cgroup_limits.rs, in
+/// a VM.)
+#[test]
+fn cgroup_limits_without_a_leaf_or_with_bad_values_are_125() {
+    for (args, says) in [
+        (
+            &["--contain", "tree", "--memory-max", "64M"][..],
+            "--memory-max limits the run's cgroup: it needs --contain cgroup, not --contain tree",
+        ),
+        (
+            &["--contain", "group", "--pids-max", "5"][..],
+            "--pids-max limits the run's cgroup: it needs --contain cgroup, not --contain group",
+        ),
+        (&["--contain", "tree", "--cpus", "0.5"][..], "--cpus limits the run's cgroup"),
+        (&["--memory-max", "0"][..], "at least 1 byte"),
+        (&["--pids-max", "0"][..], "not a number of tasks"),
+        (&["--cpus", "0"][..], "below the smallest share of CPU"),
+        (&["--cpus=-1"][..], "not a number of CPUs"),
+    ] {
+        refused(args, says);
+    }
+}
