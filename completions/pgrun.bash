@@ -32,7 +32,7 @@ _pgrun() {
 
     case "${cmd}" in
         pgrun)
-            opts="-t -s -k -p -v -h -V --timeout --idle-timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --output-file --contain --no-guard --die-with-parent --detach --setsid --verbose --generate --help --version cancel status wait"
+            opts="-t -s -k -p -v -h -V --timeout --idle-timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --output-file --contain --no-guard --die-with-parent --detach --rlimit --memory-max --pids-max --cpus --setsid --verbose --generate --help --version cancel status wait"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -151,6 +151,22 @@ _pgrun() {
                     ;;
                 --contain)
                     COMPREPLY=($(compgen -W "group tree cgroup auto" -- "${cur}"))
+                    return 0
+                    ;;
+                --rlimit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --memory-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pids-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --generate)

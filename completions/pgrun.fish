@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_pgrun_global_optspecs
-    string join \n t/timeout= idle-timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= output-file= contain= no-guard die-with-parent detach setsid v/verbose generate= h/help V/version
+    string join \n t/timeout= idle-timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= output-file= contain= no-guard die-with-parent detach rlimit= memory-max= pids-max= cpus= setsid v/verbose generate= h/help V/version
 end
 
 function __fish_pgrun_needs_command
@@ -49,6 +49,10 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -l contain -d 'What is stopped
 tree\t'The group and every descendant of pgrun (Linux)'
 cgroup\t'Everything in a new cgroup v2 leaf (Linux, delegated cgroup2)'
 auto\t'cgroup where a leaf can be created, else tree'"
+complete -c pgrun -n "__fish_pgrun_needs_command" -l rlimit -d 'A limit NAME=SOFT[:HARD] for COMMAND, e.g. nofile=1024 (repeatable)' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -l memory-max -d 'The run\'s memory, all members together (cgroup memory.max, no swap)' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -l pids-max -d 'At most N tasks in the run at once (cgroup pids.max)' -r
+complete -c pgrun -n "__fish_pgrun_needs_command" -l cpus -d 'CPU bandwidth worth X CPUs, e.g. 0.5 or 2 (cgroup cpu.max)' -r
 complete -c pgrun -n "__fish_pgrun_needs_command" -l generate -d 'Print the man page or a shell\'s completion script, for packagers' -r -f -a "man\t'man/pgrun.1'
 man-cancel\t'man/pgrun-cancel.1'
 man-status\t'man/pgrun-status.1'

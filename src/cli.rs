@@ -240,6 +240,42 @@ of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)
     )]
     pub detach: bool,
 
+    /// A limit NAME=SOFT[:HARD] for COMMAND, e.g. nofile=1024 (repeatable).
+    ///
+    /// Set in COMMAND's process before exec. NAME is as, core, cpu, data,
+    /// fsize, memlock, nofile, nproc or stack; a value is a SIZE (byte
+    /// limits), a DUR (cpu), a number (nofile, nproc) or unlimited; one
+    /// value sets both limits, SOFT: only the soft one, :HARD only the hard
+    /// one.
+    #[arg(long, value_name = "LIMIT", value_parser = crate::rlimit::parse_rlimit,
+          action = clap::ArgAction::Append)]
+    pub rlimit: Vec<crate::rlimit::RlimitArg>,
+
+    /// The run's memory, all members together (cgroup memory.max, no swap).
+    ///
+    /// The run's memory, all its processes together: memory.max = SIZE and
+    /// memory.swap.max = 0 in the run's cgroup leaf, and memory.oom.group =
+    /// 1, so an out-of-memory kill ends the whole run (report reason oom,
+    /// exit 137). Needs --contain cgroup, which it makes the default.
+    #[arg(long, hide_short_help = true, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
+    pub memory_max: Option<u64>,
+
+    /// At most N tasks in the run at once (cgroup pids.max).
+    ///
+    /// At most N tasks (processes and threads) in the run at once: pids.max
+    /// in the run's cgroup leaf; a fork past it fails with EAGAIN inside the
+    /// run. Needs --contain cgroup, which it makes the default.
+    #[arg(long, hide_short_help = true, value_name = "N", value_parser = crate::cgroup_limits::parse_pids_max)]
+    pub pids_max: Option<u64>,
+
+    /// CPU bandwidth worth X CPUs, e.g. 0.5 or 2 (cgroup cpu.max).
+    ///
+    /// CPU bandwidth worth X CPUs (0.5, 2): cpu.max = X*100000 per 100000
+    /// µs in the run's cgroup leaf. Needs --contain cgroup, which it makes
+    /// the default.
+    #[arg(long, hide_short_help = true, value_name = "X", value_parser = crate::cgroup_limits::parse_cpus)]
+    pub cpus: Option<u64>,
+
     /// Start COMMAND in a new session instead of a new group (no terminal).
     #[arg(long)]
     pub setsid: bool,
@@ -255,9 +291,15 @@ of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)
 }
 
 impl RunArgs {
-    /// The `--contain` mode asked for, or this platform's default.
+    /// The `--contain` mode asked for, or this platform's default; with a
+    /// cgroup limit, `cgroup` (also for `auto`: the limits need a leaf).
     pub fn contain_mode(&self) -> crate::contain::Mode {
-        self.contain.map_or_else(crate::contain::Mode::default_here, Contain::mode)
+        use crate::contain::Mode;
+        match self.contain.map(Contain::mode) {
+            None | Some(Mode::Auto) if self.cgroup_limits().any() => Mode::Cgroup,
+            Some(mode) => mode,
+            None => Mode::default_here(),
+        }
     }
 
     /// `--idle-timeout`, if one is in force (0 means none).
@@ -270,6 +312,15 @@ impl RunArgs {
     /// passing untouched.
     pub fn relays_output(&self) -> bool {
         self.max_output.is_some() || self.output_file.is_some() || self.idle_timeout().is_some()
+    }
+
+    /// `--memory-max`, `--pids-max`, `--cpus`.
+    pub fn cgroup_limits(&self) -> crate::cgroup_limits::CgroupLimits {
+        crate::cgroup_limits::CgroupLimits {
+            memory_max: self.memory_max,
+            pids_max: self.pids_max,
+            cpu_quota_us: self.cpus,
+        }
     }
 
     /// The stop sequence these options ask for.

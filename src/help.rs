@@ -315,6 +315,67 @@ Report:
   so every exit after that writes the report; cancelled is written only
   once the group is confirmed gone.
 
+Resources:
+  Every report has resources, what the run used, for example
+    \"resources\": {\"user_ms\": 1520, \"system_ms\": 210, \"max_rss_kb\": 48212,
+                  \"memory_peak_bytes\": null, \"pids_peak\": null, \"oom_kills\": null}
+  user_ms and system_ms are the CPU time of the run's processes: in group
+  and tree mode of every process pgrun reaped for the run, each with what
+  it had reaped itself (wait4's rusage, the RUSAGE_CHILDREN rule: a
+  grandchild its parent waited for counts, one nobody waited for, a child of
+  a parent that ignores SIGCHLD, does not), never the guard's nor pgrun's
+  own; in cgroup mode the leaf's cpu.stat, which counts every member.
+  max_rss_kb is the largest peak resident set of any one of those processes
+  (ru_maxrss), in every mode. memory_peak_bytes (memory.peak), pids_peak
+  (pids.peak) and oom_kills (oom_kill in memory.events) come from the leaf in
+  cgroup mode where those files exist (the parent cgroup enables the memory
+  and pids controllers), and are null otherwise. pgrun reads them once the
+  run is gone, before it removes the leaf; nothing is measured before the
+  start. A run whose command never started reports zeros and nulls. `pgrun
+  status --json` of a live run in cgroup mode adds resources with what the
+  leaf says so far: memory_bytes (memory.current), pids (pids.current),
+  user_ms and system_ms.
+
+Limits:
+  --memory-max SIZE, --pids-max N and --cpus X limit the run as a whole, in
+  its cgroup leaf: memory.max = SIZE with memory.swap.max = 0 and
+  memory.oom.group = 1 (an out-of-memory kill ends the whole run at once:
+  report reason oom, exit 137, resources.oom_kills counts it); pids.max = N
+  tasks, processes and threads (a fork past it fails with EAGAIN inside the
+  run); cpu.max = X*100000 per 100000 µs (X may be 0.5 or 2). They need
+  --contain cgroup and make it the default (auto too); with --contain group
+  or tree they are an error (125). The leaf is made under pgrun's own
+  cgroup, which must offer the controller (memory, pids, cpu: its
+  cgroup.controllers) and have it enabled in cgroup.subtree_control, which
+  pgrun does itself. cgroup v2 allows that only in a cgroup with no process
+  of its own (the root excepted): where pgrun is alone in its cgroup (a
+  container's PID 1 in its own cgroup namespace), it first moves itself into
+  a leaf of its own beside the run's (pgrun-PID-self-..., left behind empty
+  when pgrun exits); where other processes share it, or a controller is
+  missing, pgrun exits 125 before the start, naming the controller and why.
+  pgrun never moves any process but itself and COMMAND. This needs root or
+  a delegated cgroup.
+
+  --rlimit NAME=SOFT[:HARD] sets a resource limit for COMMAND, in its own
+  process before it execs, so it holds from COMMAND's first instruction and
+  never binds pgrun (repeatable; a later one for the same NAME replaces an
+  earlier one; every mode and platform). NAME is spelled as prlimit(1)
+  spells it: as, core, cpu, data, fsize, memlock, nofile, nproc, stack. As
+  with prlimit, one value sets both the soft and the hard limit, SOFT:HARD
+  each, SOFT: only the soft one and :HARD only the hard one (the other stays
+  as pgrun has it). A value is unlimited, a SIZE for the byte limits (as,
+  core, data, fsize, memlock, stack: 64M, 1G, 512KB, plain bytes, 0), a DUR
+  for cpu (rounded up to whole seconds; the kernel sends SIGXCPU at the soft
+  limit and SIGKILL at the hard one, so on Linux one value gives SIGKILL,
+  exit 137),
+  or a plain number for nofile and nproc. A bad name or value is a usage
+  error (125). Before the start pgrun checks each limit against its own: a
+  soft limit above the hard one, or a hard limit raised without the
+  privilege to (CAP_SYS_RESOURCE), is exit 125 and COMMAND never runs; what
+  only the kernel refuses (nofile above fs.nr_open) is refused in COMMAND's
+  process before exec, and is 125 too. With --rlimit pgrun starts COMMAND
+  with fork and exec rather than posix_spawn, which cannot set limits.
+
 Output limit:
   --max-output SIZE bounds COMMAND's stdout and stderr, for harnesses that
   hand the output to a person or a model. SIZE is bytes, with K, M, G
@@ -527,7 +588,9 @@ alone; status signals nothing and changes no file. It prints one line, e.g. \
 'running: pgid 4242, pgrun pid 4241, 3 processes, up 12.4s', or with --json \
 one object with state, pgid, pid, processes, uptime_ms, pidfile, \
 cancel_pending, starting and other_pid_namespace (then processes is null: \
-the file's group id names other processes here). A cancel marker owned by \
+the file's group id names other processes here), and for a run in cgroup \
+mode resources: what its leaf says so far (memory_bytes, pids, user_ms, \
+system_ms; null where the file is not there). A cancel marker owned by \
 another user is ignored and said so. States: running, stopping (a stop sequence is under way), \
 stale (no live run holds the pid file), not-running, cancel-pending (only a \
 marker exists).";

@@ -29,6 +29,9 @@
 //!   for `pgrun 30 ...`: [`timeout_hint`]; DUR arguments: [`duration`];
 //! - the documentation: [`help`] (the `--help` prose), [`generate`] (man
 //!   pages, completions and README's exit statuses, from the definitions);
+//! - what the run used (the report's `resources`): [`resources`];
+//!   `--rlimit`: [`rlimit`]; `--memory-max`, `--pids-max`, `--cpus`:
+//!   [`cgroup_limits`], set on the leaf by [`contain::cgroup`];
 //! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
 //!   event announces), [`say`] (pgrun's only voice on stderr, and
 //!   `verbose!`), [`test_hook`] (pauses for the test suite, debug builds
@@ -37,6 +40,7 @@
 pub mod atomic_file;
 pub mod backoff;
 pub mod cancel;
+pub mod cgroup_limits;
 pub mod cli;
 pub mod contain;
 pub mod detach;
@@ -51,6 +55,8 @@ pub mod panic_stop;
 pub mod parent_death;
 pub mod pidfile;
 pub mod report;
+pub mod resources;
+pub mod rlimit;
 pub mod run;
 pub mod say;
 pub mod signal_policy;

@@ -144,6 +144,8 @@ fn write_report(what: &str, pgid: Option<Pid>, status: Option<ChildStatus>) {
         unreaped: 0,
         unstopped: 0,
         cgroup_left: None,
+        // The supervisor's count is out of reach of a panic: none is given.
+        resources: Default::default(),
         duration: report.started.elapsed(),
         error: Some(what),
     };
@@ -176,7 +178,7 @@ fn kill_and_reap(pgid: Pid) -> Option<ChildStatus> {
         let _ = process::signal_group(pgid, Signal::KILL);
         loop {
             match process::reap_one() {
-                Ok(Reaped::Child(pid, how)) if pid == pgid => status = Some(how),
+                Ok(Reaped::Child(pid, how, _)) if pid == pgid => status = Some(how),
                 Ok(Reaped::Child(..) | Reaped::Stopped(..)) => {}
                 _ => break,
             }

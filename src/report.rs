@@ -8,6 +8,7 @@
 use crate::atomic_file::TempFile;
 use crate::output::{Relayed, StreamError};
 use crate::pidfile::check_target;
+use crate::resources::Resources;
 use crate::stop_plan::SentSignal;
 use crate::sys::Pid;
 use crate::sys::process::ChildStatus;
@@ -27,6 +28,8 @@ pub enum Reason {
     Cancelled,
     CancelledBeforeStart,
     Error,
+    /// The kernel's out-of-memory killer ended the run (`--memory-max`).
+    Oom,
 }
 
 #[derive(Serialize)]
@@ -62,6 +65,8 @@ struct ReportJson<'a> {
     escaped: usize,
     /// The cgroup leaf pgrun could not remove (null if none is left).
     cgroup_left: Option<String>,
+    /// What the run used.
+    resources: Resources,
     duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
@@ -119,6 +124,8 @@ pub struct Contents<'a> {
     pub escaped: usize,
     /// The cgroup leaf pgrun could not remove.
     pub cgroup_left: Option<&'a Path>,
+    /// What the run used (zeros and nulls if the command never started).
+    pub resources: Resources,
     pub duration: Duration,
     pub error: Option<&'a str>,
 }
@@ -173,6 +180,7 @@ impl ReportTarget {
             contain: contents.contain,
             escaped: contents.escaped,
             cgroup_left: contents.cgroup_left.map(|p| p.display().to_string()),
+            resources: contents.resources,
             duration_ms: contents.duration.as_millis() as u64,
             error: contents.error,
         };

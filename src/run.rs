@@ -27,12 +27,13 @@ use crate::output::{RelayEnd, Relayed, StreamError};
 use crate::parent_death::ParentWatch;
 use crate::pidfile::{self, Claimed, Marker};
 use crate::report::{Contents, Reason, ReportTarget};
+use crate::resources::Resources;
 use crate::signal_policy;
 use crate::signame::Signal;
 use crate::stop_plan::SentSignal;
 use crate::supervisor::{self, GroupEnd, StopReason, Supervised};
 use crate::sys::Pid;
-use crate::sys::process::{self, ChildStatus, Detach, Reaped, SpawnError, SpawnOptions};
+use crate::sys::process::{self, ChildStatus, ChildUsage, Detach, Reaped, SpawnError, SpawnOptions};
 use crate::sys::sigmask::{self, SigSet};
 use crate::sys::wakeup::SignalSource;
 use crate::terminal::Terminal;
@@ -69,6 +70,8 @@ struct Outcome {
     escaped: usize,
     /// The cgroup leaf that could not be removed.
     cgroup_left: Option<PathBuf>,
+    /// What the run used; zeros and nulls if the command never started.
+    resources: Resources,
     /// The guard, released once the run is withdrawn; reaped when this is
     /// dropped, after the report is written.
     guard: Option<Guard>,
@@ -92,6 +95,7 @@ impl Outcome {
             contain: None,
             escaped: 0,
             cgroup_left: None,
+            resources: Resources::default(),
             guard: None,
         }
     }
@@ -173,6 +177,7 @@ pub fn run(args: &RunArgs, started: Instant, publication: Option<Publication>) -
             contain: outcome.contain.unwrap_or_else(|| args.contain_mode()).name(),
             escaped: outcome.escaped,
             cgroup_left: outcome.cgroup_left.as_deref(),
+            resources: outcome.resources,
             unreaped: outcome.unreaped,
             unstopped: outcome.unstopped,
             duration: started.elapsed(),
@@ -216,6 +221,8 @@ impl From<EarlyEnd> for Outcome {
 /// undoing (the terminal is given back, the guard released and reaped).
 struct Prepared {
     argv: Vec<CString>,
+    /// `--rlimit`, checked: set in the command's process before exec.
+    rlimits: crate::sys::rlimit::Settings,
     marker: Option<PathBuf>,
     handled: SigSet,
     inherited: sigmask::Inherited,
@@ -255,13 +262,15 @@ fn execute(args: &RunArgs, started: Instant, parent: Pid, publication: Option<Pu
 /// Everything before the spawn, in the contract's order.
 fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     let argv = command_line(args)?;
+    let rlimits = crate::rlimit::resolve(&args.rlimit).map_err(|e| failure(anyhow!("{e}")))?;
+    cgroup_limits_need_a_leaf(args)?;
     let marker = marker_path(args)?;
     let (handled, inherited, signals) = block_signals()?;
     let claim = claim_pid_file(args)?;
     take_marker_before_start(marker.as_deref())?;
     test_hook::pause("marker-checked");
     process::become_subreaper().map_err(|e| failure(anyhow!("cannot become a child subreaper: {e}")))?;
-    let mut scope = Scope::prepare(args.contain_mode()).map_err(failure)?;
+    let mut scope = Scope::prepare(args.contain_mode(), &args.cgroup_limits()).map_err(failure)?;
     let parent_watch = watch_parent(args, parent)?;
     if let Some(signal) = termination_pending() {
         let _ = signals.drain();
@@ -277,6 +286,7 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     }
     Ok(Prepared {
         argv,
+        rlimits,
         marker,
         handled,
         inherited,
@@ -312,6 +322,23 @@ fn start_relay(args: &RunArgs, marker: Option<&Path>) -> Step<Option<(Relay, Chi
     let file = args.output_file.as_deref().map(OutputFile::open).transpose().map_err(failure)?;
     let limit = args.max_output.map_or(Limit::None, Limit::Bytes);
     Relay::new(limit, file).map(Some).map_err(failure)
+}
+
+/// `--memory-max`, `--pids-max` and `--cpus` limit the run's cgroup leaf:
+/// with `--contain group` or `tree` there is none (a usage error).
+fn cgroup_limits_need_a_leaf(args: &RunArgs) -> Step<()> {
+    let limits = args.cgroup_limits();
+    let mode = args.contain_mode();
+    if !limits.any() || mode == Mode::Cgroup {
+        return Ok(());
+    }
+    let given = [
+        ("--memory-max", limits.memory_max.is_some()),
+        ("--pids-max", limits.pids_max.is_some()),
+        ("--cpus", limits.cpu_quota_us.is_some()),
+    ];
+    let option = given.iter().find(|(_, on)| *on).map_or("--memory-max", |(o, _)| *o);
+    Err(failure(anyhow!("{option} limits the run's cgroup: it needs --contain cgroup, not --contain {}", mode.name())))
 }
 
 /// COMMAND and its arguments as C strings.
@@ -411,6 +438,7 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         stdout_stderr: run.child_ends.as_ref().map(|ends| ends.raw()),
         join_cgroup: run.scope.join_fd(),
         on_created: Some(&created),
+        rlimits: run.rlimits,
     };
     let program = args.command[0].to_string_lossy();
     assert!(!test_hook::active(test_hook::PANIC_BEFORE_SPAWN), "test hook: panic before the spawn");
@@ -473,7 +501,10 @@ fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: 
     // What the stop found (the command's status, the signals, stragglers,
     // escapees), under pgrun's failure: the reason the run ended.
     let mut outcome = match stopped {
-        Ok(ended) => outcome_of(ended, pgid),
+        Ok(ended) => {
+            let resources = resources_of(&run.scope, ended.usage);
+            Outcome { resources, ..outcome_of(ended, pgid) }
+        }
         Err(_) => Outcome::new(RunExit::Failed, Reason::Error),
     };
     outcome.exit = RunExit::Failed;
@@ -537,7 +568,8 @@ fn clean_up(
     pgid: Pid,
 ) -> Outcome {
     let mut outcome = match ended {
-        Ok(ended) => outcome_of(ended, pgid),
+        // The leaf's accounting is read here, before it is removed below.
+        Ok(ended) => Outcome { resources: resources_of(&run.scope, ended.usage), ..outcome_of(ended, pgid) },
         Err(e) => {
             // The loop itself failed (poll or waitpid returned an error no
             // run should see). Do not leave the run behind unwatched.
@@ -549,6 +581,10 @@ fn clean_up(
             Outcome::failed(RunExit::Failed, err, Some(pgid))
         }
     };
+    if oom_killed(&outcome) {
+        verbose!("the command was killed by the kernel's out-of-memory killer");
+        outcome.reason = Reason::Oom;
+    }
     if let Some(relay) = &mut run.relay {
         relay.close();
     }
@@ -561,6 +597,22 @@ fn clean_up(
     outcome.take_relay_end(run.relay.take().map(|relay| relay.flush_rest(&run.signals)));
     outcome.contain = Some(run.scope.mode());
     outcome
+}
+
+/// Whether the kernel's OOM killer ended the run: the leaf counted an OOM
+/// kill and the command died of a SIGKILL that pgrun did not send.
+fn oom_killed(outcome: &Outcome) -> bool {
+    outcome.reason == Reason::Signaled
+        && outcome.status == Some(ChildStatus::Signaled(libc::SIGKILL))
+        && outcome.resources.oom_kills.is_some_and(|n| n > 0)
+        && !outcome.signals.iter().any(|s| s.signal == Signal::KILL)
+}
+
+/// What the run used: the usage of the processes pgrun reaped, and in
+/// cgroup mode what the leaf says (read now, while it is still there).
+fn resources_of(scope: &Scope, usage: ChildUsage) -> Resources {
+    let reaped = Resources::reaped(usage);
+    scope.leaf_accounting().map_or(reaped, |leaf| reaped.with_leaf(&leaf))
 }
 
 /// How long pgrun goes on killing a run whose supervision failed.
@@ -577,7 +629,7 @@ fn kill_unsupervised(scope: &mut Scope, guard: Option<&Guard>) -> bool {
     loop {
         let _ = scope.signal(Signal::KILL, false, true);
         while let Ok(reaped @ (Reaped::Child(..) | Reaped::Stopped(..))) = process::reap_one() {
-            if let (Reaped::Child(pid, _), Some(guard)) = (reaped, guard)
+            if let (Reaped::Child(pid, _, _), Some(guard)) = (reaped, guard)
                 && guard.is(pid)
             {
                 guard.reaped();

@@ -45,6 +45,9 @@ struct Answer {
     /// user.
     #[serde(skip_serializing_if = "Option::is_none")]
     ignored_marker_uid: Option<u32>,
+    /// A live run in cgroup mode: what its leaf says so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<crate::resources::Live>,
 }
 
 /// `pgrun status`: answer, or say the one error; the exit status.
@@ -89,6 +92,7 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
             Marker::Foreign(uid) => Some(uid),
             _ => None,
         },
+        resources: None,
     };
     match record {
         None => report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning },
@@ -131,6 +135,10 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
                             holder => count_run(holder, record.pgid)
                                 .map(|run| run.saturating_sub(process::count_group_members(record.pgid).unwrap_or(0))),
                         };
+                        report.resources = (holder > 0)
+                            .then(|| live_accounting(holder, record.pgid))
+                            .flatten()
+                            .map(|leaf| crate::resources::Live::from(&leaf));
                     }
                     report.uptime_ms = record
                         .meta
@@ -194,10 +202,7 @@ fn print(json: bool, r: &Answer, marker: &std::path::Path) -> std::io::Result<()
 /// tell.
 fn count_run(holder: Pid, pgid: Pid) -> Option<usize> {
     let group = process::count_group_members(pgid)?;
-    let mode = crate::sys::proc::cmdline(holder)
-        .and_then(|argv| <crate::cli::Cli as clap::Parser>::try_parse_from(argv).ok())
-        .and_then(|cli| if cli.action.is_none() { Some(cli.run.contain_mode()) } else { None })
-        .unwrap_or(Mode::Group);
+    let mode = mode_of(holder);
     if mode == Mode::Group {
         return Some(group);
     }
@@ -211,6 +216,26 @@ fn count_run(holder: Pid, pgid: Pid) -> Option<usize> {
     Some(group + crate::contain::tree::count_outside(holder, pgid, crate::guard::NAME))
 }
 
+/// The `--contain` mode the pgrun `holder` was asked for, read from its
+/// own command line (group where that cannot be read).
+fn mode_of(holder: Pid) -> Mode {
+    crate::sys::proc::cmdline(holder)
+        .and_then(|argv| <crate::cli::Cli as clap::Parser>::try_parse_from(argv).ok())
+        .and_then(|cli| if cli.action.is_none() { Some(cli.run.contain_mode()) } else { None })
+        .unwrap_or(Mode::Group)
+}
+
+/// What the cgroup leaf of the run published by the pgrun `holder` (group
+/// `pgid`) says so far; `None` unless that run is in cgroup mode and its
+/// leaf is found.
+fn live_accounting(holder: Pid, pgid: Pid) -> Option<crate::sys::cgroup::Accounting> {
+    if !matches!(mode_of(holder), Mode::Cgroup | Mode::Auto) {
+        return None;
+    }
+    let dir = run_leaf(holder, pgid)?;
+    Some(crate::sys::cgroup::accounting(&dir, &mut |_, _| {}))
+}
+
 /// The folder of the leaf of the run published by the pgrun `holder`
 /// (group `pgid`), found where the run's own processes are: the cgroup of
 /// the group's leader (or of another member, once the leader is gone),
@@ -220,6 +245,12 @@ fn run_leaf(holder: Pid, pgid: Pid) -> Option<std::path::PathBuf> {
     use crate::sys::{cgroup as cg, proc};
     let mount = cg::find_mount().ok()??;
     let own = proc::cgroup_path(holder)?;
+    // A pgrun that moved itself into a leaf of its own (to enable the
+    // controllers of cgroup limits) made the run's leaf beside it.
+    let own = match own.rsplit_once('/') {
+        Some((parent, me)) if me.starts_with(&format!("pgrun-{holder}-self-")) => parent.to_string(),
+        _ => own,
+    };
     let prefix = format!("{}/pgrun-{holder}-", own.trim_end_matches('/'));
     let mut members: Vec<Pid> = proc::scan().into_iter().filter(|(_, s)| s.pgrp == pgid).map(|(p, _)| p).collect();
     members.sort_by_key(|&p| p != pgid);

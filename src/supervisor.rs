@@ -38,7 +38,7 @@ use crate::signal_policy::{self, Handling};
 use crate::signame::Signal;
 use crate::stop_plan::{Action, AfterKill, SentSignal, StopPlan};
 use crate::stop_sequence::StopSequence;
-use crate::sys::process::{self, ChildStatus, Reaped};
+use crate::sys::process::{self, ChildStatus, ChildUsage, Reaped};
 use crate::sys::wakeup::SignalSource;
 use crate::sys::{self, Pid, PollFd};
 use crate::terminal::{RunState, Terminal};
@@ -76,6 +76,9 @@ pub struct GroupEnd {
     pub escaped: usize,
     /// Set when pgrun gave up on a run that refused every KILL.
     pub unstopped: Option<Unstopped>,
+    /// What the processes of the run that pgrun reaped used (with what
+    /// they reaped themselves); never the guard's.
+    pub usage: ChildUsage,
 }
 
 /// A run pgrun gave up stopping: [`crate::stop_plan::REFUSED_KILLS`] KILLs
@@ -160,6 +163,8 @@ struct Supervisor<'a> {
     send_error: Option<std::io::Error>,
     /// Test-only: panic on SIGUSR1 (see `test_hook`).
     panic_on_usr1: bool,
+    /// What the run's reaped processes used, so far.
+    usage: ChildUsage,
     pgid: Pid,
     /// A SIGCHLD arrived (or the loop just started): reap on the next turn.
     reap_due: bool,
@@ -189,6 +194,7 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
         unstopped: None,
         send_error: None,
         panic_on_usr1: crate::test_hook::active(crate::test_hook::PANIC_ON_USR1),
+        usage: ChildUsage::default(),
         pgid,
         poll_backoff: Backoff::up_to(MAX_POLL),
         reap_due: true,
@@ -262,6 +268,7 @@ impl Supervisor<'_> {
             unreaped: self.unreaped.unwrap_or(0),
             escaped: self.w.scope.escaped(),
             unstopped: self.unstopped,
+            usage: self.usage,
         }
     }
 
@@ -319,13 +326,15 @@ impl Supervisor<'_> {
         let mut spurious = 0;
         loop {
             match process::reap_one()? {
-                Reaped::Child(pid, _) if self.w.guard.is_some_and(|g| g.is(pid)) => {
+                // The guard is pgrun's, not the run's: its usage is not counted.
+                Reaped::Child(pid, _, _) if self.w.guard.is_some_and(|g| g.is(pid)) => {
                     verbose!("the guard {pid} died; the run goes on without it");
                     if let Some(guard) = self.w.guard {
                         guard.reaped();
                     }
                 }
-                Reaped::Child(pid, status) if pid == self.pgid => {
+                Reaped::Child(pid, status, usage) if pid == self.pgid => {
+                    self.usage.add(usage);
                     if let Some(guard) = self.w.guard {
                         guard.hold_members(pid, false);
                     }
@@ -336,7 +345,9 @@ impl Supervisor<'_> {
                     self.leader = Leader::GroupEnd(status);
                     leader_exited = true;
                 }
-                Reaped::Child(..) => {}
+                // Every other child of pgrun is a process of the run (an
+                // orphan of the run handed to pgrun, the subreaper).
+                Reaped::Child(_, _, usage) => self.usage.add(usage),
                 Reaped::Stopped(pid, signal) => self.on_stopped(pid, signal),
                 Reaped::NoneReady | Reaped::NoChildren if !matches!(self.leader, Leader::Running) => {
                     return Ok(leader_exited);

@@ -28,6 +28,7 @@
 //! is named in a warning and in the report.
 
 use crate::backoff::Backoff;
+use crate::cgroup_limits::CgroupLimits;
 use crate::signame::Signal;
 use crate::sys::{self, Pid, cgroup};
 use crate::unsupervised::{Group, Target};
@@ -87,9 +88,11 @@ pub struct Leaf {
 }
 
 impl Leaf {
-    /// Create a new leaf under pgrun's own cgroup and open its files.
-    /// `Err` says why no leaf can be had here, in words for the user.
-    pub fn create() -> Result<Leaf, String> {
+    /// Create a new leaf under pgrun's own cgroup, open its files, and
+    /// set `limits` in it (see [`enable_controllers`] for the controllers
+    /// they need). `Err` says why no leaf can be had here, in words for the
+    /// user.
+    pub fn create(limits: &CgroupLimits) -> Result<Leaf, String> {
         let mount = cgroup::find_mount()
             .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?
             .ok_or("no cgroup2 file system is mounted (see /proc/self/mountinfo)")?;
@@ -99,11 +102,14 @@ impl Leaf {
         let parent = cgroup::folder(&mount, &own).ok_or_else(|| {
             format!("pgrun's cgroup {own} is not visible under the cgroup2 mount {}", mount.point.display())
         })?;
+        if limits.any() {
+            enable_controllers(&parent, limits)?;
+        }
         for attempt in 0..NAME_TRIES {
             let name = leaf_name(attempt);
             let dir = parent.join(&name);
             match cgroup::create(&dir) {
-                Ok(()) => return Leaf::open_created(dir, format!("{}/{name}", own.trim_end_matches('/'))),
+                Ok(()) => return Leaf::open_created(dir, format!("{}/{name}", own.trim_end_matches('/')), limits),
                 // Somebody else's: never adopted, another name is tried.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     verbose!("cgroup {} exists already; trying another name", dir.display())
@@ -116,14 +122,27 @@ impl Leaf {
 
     /// Open the files of the leaf just created at `dir`; remove it again if
     /// they cannot be had.
-    fn open_created(dir: PathBuf, rel: String) -> Result<Leaf, String> {
-        let opened = cgroup::open_folder(&dir).and_then(|folder| {
-            let ino = cgroup::inode_of(folder.as_fd())?;
-            let here = cgroup::through(folder.as_fd());
-            let procs = cgroup::open_write(&here, "cgroup.procs")?;
-            let events = cgroup::open_read(&here, "cgroup.events")?;
-            Ok((folder, ino, Files { procs, events }))
-        });
+    fn open_created(dir: PathBuf, rel: String, limits: &CgroupLimits) -> Result<Leaf, String> {
+        let opened = cgroup::open_folder(&dir)
+            .map_err(|e| format!("cannot open the files of cgroup {}: {e}", dir.display()))
+            .and_then(|folder| {
+                let ino = cgroup::inode_of(folder.as_fd())
+                    .map_err(|e| format!("cannot open the files of cgroup {}: {e}", dir.display()))?;
+                let here = cgroup::through(folder.as_fd());
+                let files = cgroup::open_write(&here, "cgroup.procs")
+                    .and_then(|procs| Ok(Files { procs, events: cgroup::open_read(&here, "cgroup.events")? }));
+                let files = files.map_err(|e| format!("cannot open the files of cgroup {}: {e}", dir.display()))?;
+                for (name, value, optional) in limits.files() {
+                    match cgroup::write_file(&here, name, &value) {
+                        Ok(()) => verbose!("set {name} = {value} in {}", dir.display()),
+                        Err(e) if optional && e.raw_os_error() == Some(libc::ENOENT) => {
+                            verbose!("{} has no {name}: not set", dir.display())
+                        }
+                        Err(e) => return Err(format!("cannot set {name} = {value} in cgroup {}: {e}", dir.display())),
+                    }
+                }
+                Ok((folder, ino, files))
+            });
         match opened {
             Ok((folder, ino, files)) => Ok(Leaf {
                 dir,
@@ -137,10 +156,10 @@ impl Leaf {
                 pgid: None,
                 group: None,
             }),
-            Err(e) => {
+            Err(why) => {
                 // Just made by this run, with nobody in it.
                 let _ = cgroup::remove_one(&dir);
-                Err(format!("cannot open the files of cgroup {}: {e}", dir.display()))
+                Err(why)
             }
         }
     }
@@ -293,6 +312,23 @@ impl Leaf {
         }
     }
 
+    /// What the leaf's accounting files say (`cpu.stat`, `memory.peak`,
+    /// `pids.peak`, `memory.events`...), read through its open folder;
+    /// `None` once the leaf is removed. A file that cannot be read is left
+    /// out, said with --verbose.
+    pub fn accounting(&self) -> Option<cgroup::Accounting> {
+        let here = match self.here() {
+            Ok(Some(here)) => here,
+            Ok(None) => return None,
+            Err(e) => {
+                verbose!("cannot read the accounting of {}: {e}", self.describe());
+                return None;
+            }
+        };
+        let mut failed = |file: &str, e: io::Error| verbose!("cannot read {file} of {}: {e}", self.describe());
+        Some(cgroup::accounting(&here, &mut failed))
+    }
+
     /// `cgroup.kill`: SIGKILL everything in the leaf at once. Nothing to do
     /// once the leaf is removed.
     pub fn kill(&self) -> io::Result<()> {
@@ -370,6 +406,87 @@ impl Drop for Leaf {
             self.remove();
         }
     }
+}
+
+/// The option that needs `controller`, for messages.
+fn option_needing(controller: &str) -> &'static str {
+    match controller {
+        "memory" => "--memory-max",
+        "pids" => "--pids-max",
+        _ => "--cpus",
+    }
+}
+
+/// Make the controllers `limits` need available to a leaf made under
+/// `parent` (pgrun's own cgroup): each must be in its
+/// `cgroup.controllers`, and is enabled in its `cgroup.subtree_control`
+/// if it is not already. cgroup v2 hands controllers down only from a
+/// cgroup with no process of its own (the root excepted): if pgrun is the
+/// only process of `parent` (a container's PID 1 in its own cgroup
+/// namespace; the guard is not forked yet), pgrun first moves itself into
+/// a leaf of its own beside the run's, `pgrun-PID-self-RANDOM` (left in
+/// place: it holds pgrun until pgrun exits); if other processes share
+/// it, the limits cannot be had. pgrun never moves any other process.
+fn enable_controllers(parent: &Path, limits: &CgroupLimits) -> Result<(), String> {
+    let needed = limits.controllers();
+    let offered = cgroup::read_words(parent, "cgroup.controllers")
+        .map_err(|e| format!("cannot read {}/cgroup.controllers: {e}", parent.display()))?;
+    if let Some(missing) = needed.iter().find(|c| !offered.iter().any(|o| o == *c)) {
+        return Err(format!(
+            "{} needs the {missing} controller, which cgroup {} does not have (not in its cgroup.controllers: {})",
+            option_needing(missing),
+            parent.display(),
+            if offered.is_empty() { "none".to_string() } else { offered.join(" ") }
+        ));
+    }
+    let enabled = cgroup::read_words(parent, "cgroup.subtree_control")
+        .map_err(|e| format!("cannot read {}/cgroup.subtree_control: {e}", parent.display()))?;
+    let to_enable: Vec<&str> = needed.into_iter().filter(|c| !enabled.iter().any(|e| e == c)).collect();
+    if to_enable.is_empty() {
+        return Ok(());
+    }
+    let request = to_enable.iter().map(|c| format!("+{c}")).collect::<Vec<_>>().join(" ");
+    let cannot = |e: &io::Error| {
+        format!(
+            "{} needs the {} controller, which cannot be enabled in {}/cgroup.subtree_control: {e}",
+            option_needing(to_enable[0]),
+            to_enable.join(" and "),
+            parent.display()
+        )
+    };
+    // Checked before anything is written: the kernel refuses a domain
+    // controller (memory) in a cgroup with processes (EBUSY), but takes a
+    // threaded one (pids, cpu) and then refuses every process in the new
+    // leaf. The root cgroup (it has no cgroup.type) may have processes.
+    if parent.join("cgroup.type").exists() {
+        let members =
+            cgroup::procs_here(parent).map_err(|e| format!("cannot read {}/cgroup.procs: {e}", parent.display()))?;
+        let me = sys::getpid();
+        let others = members.iter().filter(|&&p| p != me).count();
+        if others > 0 {
+            return Err(format!(
+                "{} needs the {} controller, which cannot be enabled in cgroup {}: {others} other process(es) share it \
+                 with pgrun, and cgroup v2 hands controllers down only from a cgroup with no process of its own \
+                 (run pgrun alone in a cgroup, or in a delegated one with controllers)",
+                option_needing(to_enable[0]),
+                to_enable.join(" and "),
+                parent.display(),
+            ));
+        }
+        if members.contains(&me) {
+            let own = parent.join(format!("pgrun-{me}-self-{:016x}", sys::random_bits()));
+            cgroup::create(&own)
+                .map_err(|e| format!("cannot create cgroup {} for pgrun itself: {e}", own.display()))?;
+            if let Err(e) = cgroup::write_file(&own, "cgroup.procs", "0") {
+                let _ = cgroup::remove_one(&own);
+                return Err(format!("cannot move pgrun into cgroup {}: {e}", own.display()));
+            }
+            verbose!("moved pgrun into {} to enable {request} in {}", own.display(), parent.display());
+        }
+    }
+    cgroup::write_file(parent, "cgroup.subtree_control", &request).map_err(|e| cannot(&e))?;
+    verbose!("enabled {request} in {}/cgroup.subtree_control", parent.display());
+    Ok(())
 }
 
 /// The name of the `attempt`th try: pgrun's pid (for people reading the

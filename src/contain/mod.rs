@@ -76,7 +76,7 @@ impl Scope {
     /// Settle `requested` into the mode in force, before the command
     /// starts: create the cgroup leaf for `cgroup` (an error if none can be
     /// had) and `auto` (falling back to `tree`).
-    pub fn prepare(requested: Mode) -> Result<Scope> {
+    pub fn prepare(requested: Mode, limits: &crate::cgroup_limits::CgroupLimits) -> Result<Scope> {
         let linux = crate::sys::CAN_CONTAIN;
         let (mode, leaf) = match requested {
             Mode::Group => (Mode::Group, None),
@@ -84,12 +84,12 @@ impl Scope {
                 bail!("--contain {} needs Linux; only group is available here", requested.name())
             }
             Mode::Tree => (Mode::Tree, None),
-            Mode::Cgroup => match cgroup::Leaf::create() {
+            Mode::Cgroup => match cgroup::Leaf::create(limits) {
                 Ok(leaf) => (Mode::Cgroup, Some(leaf)),
                 Err(why) => bail!("--contain cgroup: {why}"),
             },
             Mode::Auto if !linux => (Mode::Group, None),
-            Mode::Auto => match cgroup::Leaf::create() {
+            Mode::Auto => match cgroup::Leaf::create(limits) {
                 Ok(leaf) => (Mode::Cgroup, Some(leaf)),
                 Err(why) => {
                     verbose!("--contain auto: no cgroup ({why}); using tree");
@@ -242,6 +242,12 @@ impl Scope {
         if let Some(leaf) = &self.leaf {
             let _ = leaf.populated();
         }
+    }
+
+    /// What the cgroup leaf's accounting files say (cgroup mode, while the
+    /// leaf is there): read at the end of the run, before it is removed.
+    pub fn leaf_accounting(&self) -> Option<crate::sys::cgroup::Accounting> {
+        self.leaf.as_ref().and_then(cgroup::Leaf::accounting)
     }
 
     /// Remove the cgroup leaf (cgroup mode), once the run is gone; the

@@ -182,6 +182,96 @@ pub fn inode_at(path: &Path) -> io::Result<Option<u64>> {
     }
 }
 
+/// What a cgroup's accounting files say, each `None` where the file (or
+/// the key in it) is not there: `cpu.stat` is in every cgroup2 cgroup, the
+/// others only where the parent enabled the controller (`memory`, `pids`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Accounting {
+    /// `cpu.stat`: `user_usec`, `system_usec`.
+    pub user_usec: Option<u64>,
+    pub system_usec: Option<u64>,
+    /// `memory.peak`, `memory.current`.
+    pub memory_peak: Option<u64>,
+    pub memory_current: Option<u64>,
+    /// `pids.peak`, `pids.current`.
+    pub pids_peak: Option<u64>,
+    pub pids_current: Option<u64>,
+    /// `oom_kill` in `memory.events`.
+    pub oom_kills: Option<u64>,
+}
+
+/// Read cgroup `dir`'s accounting files. A file that is not there is
+/// `None`; one that cannot be read is `None` too, and its error is handed
+/// to `failed` (with the file's name) for the caller to say.
+pub fn accounting(dir: &Path, failed: &mut dyn FnMut(&str, io::Error)) -> Accounting {
+    let mut keyed = |file: &str, keys: &[&str]| -> Vec<Option<u64>> {
+        match read_optional(&dir.join(file)) {
+            Ok(Some(text)) => keys.iter().map(|k| keyed_value(&text, k)).collect(),
+            Ok(None) => vec![None; keys.len()],
+            Err(e) => {
+                failed(file, e);
+                vec![None; keys.len()]
+            }
+        }
+    };
+    let cpu = keyed("cpu.stat", &["user_usec", "system_usec"]);
+    let oom = keyed("memory.events", &["oom_kill"]);
+    let mut single = |file: &str| match read_optional(&dir.join(file)) {
+        Ok(text) => text.and_then(|t| t.trim().parse().ok()),
+        Err(e) => {
+            failed(file, e);
+            None
+        }
+    };
+    Accounting {
+        user_usec: cpu[0],
+        system_usec: cpu[1],
+        memory_peak: single("memory.peak"),
+        memory_current: single("memory.current"),
+        pids_peak: single("pids.peak"),
+        pids_current: single("pids.current"),
+        oom_kills: oom[0],
+    }
+}
+
+/// A file's content; `Ok(None)` if it is not there.
+fn read_optional(path: &Path) -> io::Result<Option<String>> {
+    match fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The value of `key` in a flat-keyed cgroup file (`KEY VALUE` lines).
+fn keyed_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (k, v) = line.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
+/// The words of a cgroup file such as `cgroup.controllers` or
+/// `cgroup.subtree_control`.
+pub fn read_words(dir: &Path, name: &str) -> io::Result<Vec<String>> {
+    Ok(fs::read_to_string(dir.join(name))?.split_ascii_whitespace().map(str::to_string).collect())
+}
+
+/// Write `value` to cgroup file `name` in `dir` (one write, as the
+/// kernel wants it).
+pub fn write_file(dir: &Path, name: &str, value: &str) -> io::Result<()> {
+    let mut file: File = open_write(dir, name)?.into();
+    file.write_all(value.as_bytes())
+}
+
+/// The processes in cgroup `dir` itself (not below it).
+pub fn procs_here(dir: &Path) -> io::Result<Vec<Pid>> {
+    Ok(fs::read_to_string(dir.join("cgroup.procs"))?
+        .split_ascii_whitespace()
+        .filter_map(|p| p.parse::<Pid>().ok())
+        .collect())
+}
+
 /// Whether process `pid` is in cgroup `rel` (a `/proc/PID/cgroup` path) or
 /// below it.
 pub fn process_in(pid: Pid, rel: &str) -> bool {
@@ -204,6 +294,17 @@ mod tests {
         assert_eq!(folder(&m, "/user.slicex"), None);
         assert_eq!(folder(&m, "/other"), None);
         assert_eq!(parse_mountinfo("1 2 0:1 / / rw - ext4 /dev/sda rw\n"), None);
+    }
+
+    #[test]
+    fn flat_keyed_files() {
+        let stat = "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 0\n";
+        assert_eq!(keyed_value(stat, "user_usec"), Some(1000));
+        assert_eq!(keyed_value(stat, "system_usec"), Some(500));
+        assert_eq!(keyed_value(stat, "usec"), None);
+        let events = "low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\noom_group_kill 1\n";
+        assert_eq!(keyed_value(events, "oom_kill"), Some(2));
+        assert_eq!(keyed_value("oom_kill x\n", "oom_kill"), None);
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! [`pidfd`] (a hold on one process that pid reuse cannot redirect),
 //! [`lifetime`] (the guard's fork and the socket that ties it to pgrun, the
 //! parent-death signal), [`session`] (what `--detach` needs: a new session,
-//! the standard fds pointed elsewhere).
+//! the standard fds pointed elsewhere),
+//! [`rlimit`] (resource limits for `--rlimit`).
 //!
 //! The calls go through nix's safe wrappers wherever the nix features this
 //! crate enables (`fs`, `process`, `signal`, `user`) express them. Raw libc
@@ -32,6 +33,7 @@ pub mod pidfd;
 pub mod pipe;
 pub mod proc;
 pub mod process;
+pub mod rlimit;
 pub mod session;
 pub mod sigmask;
 pub mod terminal;

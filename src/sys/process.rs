@@ -104,6 +104,10 @@ impl ChildStep {
 /// The length of the child's failure message: a step byte and an errno.
 const REPORT_LEN: usize = 5;
 
+/// The step byte of a failed `--rlimit`: this plus the setting's slot
+/// number (see [`super::rlimit::Settings`]).
+const RLIMIT_STEP: u8 = 32;
+
 /// How to start the command.
 #[derive(Clone, Copy)]
 pub struct SpawnOptions<'a> {
@@ -125,6 +129,8 @@ pub struct SpawnOptions<'a> {
     /// Called with the child's pid the moment it exists (in the parent,
     /// before waiting for the exec's outcome), so the guard can hold it.
     pub on_created: Option<&'a dyn Fn(Pid)>,
+    /// `--rlimit`: limits the child sets before exec.
+    pub rlimits: super::rlimit::Settings,
 }
 
 /// Start the command: fork, detach the child into a new group or session,
@@ -149,6 +155,10 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Pid, SpawnE
         // its reserved signals: a caller that blocked them takes the fork path.
         && !options.child_mask.has_reserved()
         && options.join_cgroup.is_none()
+        // posix_spawn has no way to set a resource limit in the child, and
+        // setting it on pgrun around the spawn would bind pgrun too (a
+        // lowered hard limit for good): --rlimit takes the fork path.
+        && options.rlimits.is_empty()
         && let Some(defaults) = reserved_signal_defaults()
     {
         match spawn_posix(argv, &options.child_mask, &defaults, options.stdout_stderr) {
@@ -217,6 +227,21 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Pid, SpawnE
         Ok(0) => Ok(pid),
         Ok(REPORT_LEN) => {
             let errno = i32::from_ne_bytes([report[1], report[2], report[3], report[4]]);
+            if let Some(kind) =
+                report[0].checked_sub(RLIMIT_STEP).and_then(|i| super::rlimit::Settings::kind_at(i.into()))
+            {
+                let err = io::Error::from_raw_os_error(errno);
+                let err = match reap_pid(pid) {
+                    Ok(()) => err,
+                    Err(e) => {
+                        io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})"))
+                    }
+                };
+                return Err(SpawnError::Setup(io::Error::new(
+                    err.kind(),
+                    format!("setting --rlimit {}: {err}", kind.name()),
+                )));
+            }
             let Some(step) = ChildStep::from_byte(report[0]) else {
                 return unknown(format!("the child reported an unknown step {} (errno {errno})", report[0]));
             };
@@ -413,6 +438,11 @@ fn child_after_fork(argv: &[*const libc::c_char], options: &SpawnOptions, err_fd
                 report_and_exit(err_fd, ChildStep::Sigchld);
             }
         }
+        // The limits last before the mask, so no earlier step runs under
+        // them (nothing after this but the mask and the exec).
+        if let Err(slot) = options.rlimits.apply_in_child() {
+            report_byte_and_exit(err_fd, RLIMIT_STEP + slot as u8);
+        }
         if set_mask_exactly(&options.child_mask) != 0 {
             report_and_exit(err_fd, ChildStep::SignalMask);
         }
@@ -457,9 +487,19 @@ unsafe fn set_mask_exactly(mask: &SigSet) -> libc::c_int {
 /// # Safety
 /// Only to be called in the forked child.
 unsafe fn report_and_exit(err_fd: libc::c_int, step: ChildStep) -> ! {
+    // SAFETY: the same contract.
+    unsafe { report_byte_and_exit(err_fd, step as u8) }
+}
+
+/// [`report_and_exit`] with the step as its byte (a `--rlimit` failure is
+/// [`RLIMIT_STEP`] plus the setting's slot).
+///
+/// # Safety
+/// Only to be called in the forked child.
+unsafe fn report_byte_and_exit(err_fd: libc::c_int, step: u8) -> ! {
     // nix's errno read is a bare read of it: async-signal-safe.
     let e = nix::errno::Errno::last_raw().to_ne_bytes();
-    let buf: [u8; REPORT_LEN] = [step as u8, e[0], e[1], e[2], e[3]];
+    let buf: [u8; REPORT_LEN] = [step, e[0], e[1], e[2], e[3]];
     // SAFETY: write and _exit are async-signal-safe; the pointer and length
     // describe a stack buffer. (Raw libc: the fd is a plain integer.)
     unsafe {
@@ -536,10 +576,42 @@ pub enum ChildStatus {
     Signaled(i32),
 }
 
-/// The result of one non-blocking `waitpid(-1, WNOHANG | WUNTRACED)`.
+/// What a reaped child used: its own CPU time and peak resident set and
+/// those of every descendant it reaped itself, or that a reaped descendant
+/// of it reaped (the `RUSAGE_CHILDREN` rule), as `wait4(2)` reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChildUsage {
+    pub user: std::time::Duration,
+    pub system: std::time::Duration,
+    /// The largest peak resident set of any one of those processes, in KiB.
+    pub max_rss_kb: u64,
+}
+
+impl ChildUsage {
+    /// Add another reaped child's usage: CPU times add up, the peak is the
+    /// larger one.
+    pub fn add(&mut self, other: ChildUsage) {
+        self.user = self.user.saturating_add(other.user);
+        self.system = self.system.saturating_add(other.system);
+        self.max_rss_kb = self.max_rss_kb.max(other.max_rss_kb);
+    }
+
+    fn from_rusage(ru: &libc::rusage) -> Self {
+        let time = |tv: libc::timeval| {
+            std::time::Duration::from_secs(u64::try_from(tv.tv_sec).unwrap_or(0))
+                + std::time::Duration::from_micros(u64::try_from(tv.tv_usec).unwrap_or(0))
+        };
+        let max_rss = u64::try_from(ru.ru_maxrss).unwrap_or(0);
+        // ru_maxrss is in KiB, except on Apple's systems: bytes.
+        let max_rss_kb = if cfg!(target_vendor = "apple") { max_rss / 1024 } else { max_rss };
+        ChildUsage { user: time(ru.ru_utime), system: time(ru.ru_stime), max_rss_kb }
+    }
+}
+
+/// The result of one non-blocking `wait4(-1, WNOHANG | WUNTRACED)`.
 pub enum Reaped {
-    /// A child ended and has been reaped.
-    Child(Pid, ChildStatus),
+    /// A child ended and has been reaped, with what it used.
+    Child(Pid, ChildStatus, ChildUsage),
     /// A child was stopped by this signal (it is still there).
     Stopped(Pid, i32),
     /// Children exist but none has changed state.
@@ -548,13 +620,17 @@ pub enum Reaped {
     NoChildren,
 }
 
-/// `waitpid(-1, &status, WNOHANG | WUNTRACED)`: reap one child that has
-/// ended, or report one that has stopped.
+/// `wait4(-1, &status, WNOHANG | WUNTRACED, &rusage)`: reap one child
+/// that has ended, with its resource usage, or report one that has
+/// stopped. (`wait4` is `waitpid` with the usage the kernel has anyway.)
 pub fn reap_one() -> io::Result<Reaped> {
     let mut status: libc::c_int = 0;
     loop {
-        // SAFETY: `status` is writable; WNOHANG makes the call non-blocking.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | libc::WUNTRACED) };
+        // SAFETY: a zeroed rusage is a valid buffer for wait4 to fill.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `status` and `usage` are writable; WNOHANG makes the call
+        // non-blocking.
+        let pid = unsafe { libc::wait4(-1, &mut status, libc::WNOHANG | libc::WUNTRACED, &mut usage) };
         if pid > 0 {
             if libc::WIFSTOPPED(status) {
                 return Ok(Reaped::Stopped(pid, libc::WSTOPSIG(status)));
@@ -564,7 +640,7 @@ pub fn reap_one() -> io::Result<Reaped> {
             } else {
                 ChildStatus::Exited(libc::WEXITSTATUS(status))
             };
-            return Ok(Reaped::Child(pid, how));
+            return Ok(Reaped::Child(pid, how, ChildUsage::from_rusage(&usage)));
         }
         if pid == 0 {
             return Ok(Reaped::NoneReady);

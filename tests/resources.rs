@@ -1,0 +1,221 @@
+//! The report's `resources`: what the run's processes used, in every mode
+//! (the usage of what was reaped inside the run, never pgrun's or the
+//! guard's), the cgroup leaf's figures in cgroup mode, zeros and nulls for a
+//! run that never started, and `status --json` of a live cgroup run.
+
+use crate::util::*;
+use std::fs;
+
+/// Python that uses about 0.6 s of CPU, nearly all of it in user mode (the
+/// clock is read once per 20000 turns of the loop).
+const BURN: &str = "import time\n\
+                    end = time.process_time() + 0.6\n\
+                    while time.process_time() < end:\n    \
+                        for _ in range(20000): pass\n";
+
+/// The report's `resources` object.
+fn resources(report: &std::path::Path) -> serde_json::Value {
+    let r = json(report);
+    assert!(r["resources"].is_object(), "no resources in {r}");
+    r["resources"].clone()
+}
+
+fn ms(v: &serde_json::Value, key: &str) -> u64 {
+    v[key].as_u64().unwrap_or_else(|| panic!("{key} is not an integer in {v}"))
+}
+
+/// The keys only a cgroup leaf can give are null.
+fn assert_no_leaf_keys(v: &serde_json::Value) {
+    for key in ["memory_peak_bytes", "pids_peak", "oom_kills"] {
+        assert!(v[key].is_null(), "{key} is not null outside cgroup mode: {v}");
+    }
+}
+
+fn modes() -> &'static [&'static str] {
+    if cfg!(feature = "posix-fallback") { &["group"] } else { &["group", "tree"] }
+}
+
+#[test]
+fn a_grandchild_reaped_by_its_parent_is_counted() {
+    for mode in modes() {
+        let scratch = Scratch::new();
+        let report = scratch.path("report.json");
+        // python is sh's child, reaped by sh; sh is reaped by pgrun.
+        let payload = format!("python3 -c '{BURN}'; true");
+        let out =
+            run(&mut pgrun(["--contain", mode, "--report", report.to_str().unwrap(), "--", "sh", "-c", &payload]));
+        assert_status(&out, 0, mode);
+        let v = resources(&report);
+        assert!(ms(&v, "user_ms") >= 300, "{mode}: the grandchild's CPU time is missing: {v}");
+        assert!(ms(&v, "user_ms") + ms(&v, "system_ms") >= 500, "{mode}: {v}");
+        assert!(ms(&v, "max_rss_kb") > 0, "{mode}: {v}");
+        assert_no_leaf_keys(&v);
+    }
+}
+
+#[test]
+fn an_escapee_reaped_by_pgrun_is_counted() {
+    if cfg!(feature = "posix-fallback") {
+        return; // no subreaper: an escapee is not pgrun's to reap
+    }
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    let parent = scratch.path("parent");
+    // The escapee leaves the group, waits until sh (its parent, the
+    // command) is gone, so that it is pgrun's child, says so, then burns.
+    let escapee = format!(
+        "import os, sys, time\n\
+         os.setsid()\n\
+         while os.getppid() == int(sys.argv[1]): time.sleep(0.01)\n\
+         open({parent:?}, \"w\").write(str(os.getppid()) + chr(10))\n\
+         {BURN}",
+        parent = parent.to_str().unwrap()
+    );
+    let payload = format!("python3 -c '{escapee}' $$ &");
+    let mut guard = Guard::new();
+    let index = guard.spawn(&mut pgrun([
+        "--contain",
+        "tree",
+        "--wait-group",
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &payload,
+    ]));
+    let pgrun_pid = guard.child(index).id() as i32;
+    assert_eq!(wait_line(&parent), pgrun_pid.to_string(), "the escapee is not pgrun's child");
+    assert_eq!(guard.wait(index), 0);
+    let v = resources(&report);
+    assert!(ms(&v, "user_ms") >= 300, "the escapee's CPU time is missing: {v}");
+    assert_no_leaf_keys(&v);
+}
+
+#[test]
+fn the_peak_resident_set_of_a_child_shows() {
+    let mut modes = modes().to_vec();
+    if !cfg!(feature = "posix-fallback") && require(Capability::Cgroup2) {
+        modes.push("cgroup");
+    }
+    for mode in modes {
+        let scratch = Scratch::new();
+        let report = scratch.path("report.json");
+        // 100 MiB, every page written.
+        let out = run(&mut pgrun([
+            "--contain",
+            mode,
+            "--report",
+            report.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            "b = b'x' * (100 << 20)",
+        ]));
+        assert_status(&out, 0, mode);
+        let v = resources(&report);
+        assert!(ms(&v, "max_rss_kb") >= 90_000, "{mode}: 100 MiB do not show: {v}");
+    }
+}
+
+#[test]
+fn a_run_that_never_started_reports_zeros_and_nulls() {
+    let zeros = serde_json::json!({
+        "user_ms": 0, "system_ms": 0, "max_rss_kb": 0,
+        "memory_peak_bytes": null, "pids_peak": null, "oom_kills": null
+    });
+    // Cancelled before the start: the marker was there first.
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    let pidfile = scratch.path("job.pid");
+    fs::write(scratch.path("job.pid.cancel"), "").unwrap();
+    let witness = scratch.path("ran");
+    let out = run(&mut pgrun([
+        "-p",
+        pidfile.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "touch",
+        witness.to_str().unwrap(),
+    ]));
+    assert_status(&out, 143, "cancelled before the start");
+    assert!(!witness.exists(), "the command ran");
+    assert_eq!(json(&report)["reason"], "cancelled-before-start");
+    assert_eq!(resources(&report), zeros);
+    // Not found: the child pgrun forked never became the command.
+    let out = run(&mut pgrun(["--report", report.to_str().unwrap(), "--", "/nonexistent/command"]));
+    assert_status(&out, 127, "not found");
+    assert_eq!(resources(&report), zeros);
+}
+
+/// In cgroup mode the CPU times are the leaf's `cpu.stat`, which counts a
+/// process nobody reaped with wait: a child of a parent that ignores
+/// SIGCHLD is reaped by the kernel, and its usage reaches no rusage.
+#[test]
+fn cgroup_mode_takes_the_cpu_times_of_the_leaf() {
+    if cfg!(feature = "posix-fallback") || !require(Capability::Cgroup2) {
+        return;
+    }
+    let (_, own) = cgroup2_folders().unwrap();
+    let controllers = fs::read_to_string(own.join("cgroup.subtree_control")).unwrap_or_default();
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    let burner = format!(
+        "import os, signal, time\n\
+         signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n\
+         pid = os.fork()\n\
+         if pid == 0:\n    exec({BURN:?})\n    os._exit(0)\n\
+         while os.path.exists('/proc/%d' % pid): time.sleep(0.01)\n"
+    );
+    let out =
+        run(&mut pgrun(["--contain", "cgroup", "--report", report.to_str().unwrap(), "--", "python3", "-c", &burner]));
+    assert_status(&out, 0, "cgroup");
+    let v = resources(&report);
+    assert!(ms(&v, "user_ms") >= 300, "cpu.stat's CPU time is not the report's: {v}");
+    // The other keys are the leaf's where its parent has the controller.
+    let has = |c: &str| controllers.split_whitespace().any(|w| w == c);
+    assert_eq!(v["memory_peak_bytes"].is_u64(), has("memory"), "memory.peak: {v} (controllers: {controllers})");
+    assert_eq!(v["oom_kills"].is_u64(), has("memory"), "memory.events: {v}");
+    assert_eq!(v["pids_peak"].is_u64(), has("pids"), "pids.peak: {v}");
+}
+
+#[test]
+fn status_json_of_a_live_cgroup_run_shows_what_the_leaf_says() {
+    if cfg!(feature = "posix-fallback") {
+        return;
+    }
+    let scratch = Scratch::new();
+    let status = |pidfile: &std::path::Path| -> serde_json::Value {
+        let out = run(&mut pgrun(["status", "--json", pidfile.to_str().unwrap()]));
+        assert_status(&out, 0, "status of a live run");
+        serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).expect("JSON")
+    };
+    let mut guard = Guard::new();
+    // A tree run has no leaf: no resources.
+    let tree = scratch.path("tree.pid");
+    let (index, _) = start_published(&mut guard, &tree, &["--contain", "tree"], "sleep 300");
+    let v = status(&tree);
+    assert!(v.get("resources").is_none(), "a tree run has resources: {v}");
+    send(guard.child(index).id() as i32, libc::SIGTERM);
+    assert_eq!(guard.wait(index), 143);
+    if !require(Capability::Cgroup2) {
+        return;
+    }
+    let pidfile = scratch.path("job.pid");
+    let ready = scratch.path("ready");
+    let payload = format!("python3 -c '{BURN}'; echo > {}; sleep 300", ready.display());
+    let (index, _) = start_published(&mut guard, &pidfile, &["--contain", "cgroup"], &payload);
+    wait_line(&ready);
+    let v = status(&pidfile);
+    let r = &v["resources"];
+    assert!(r["user_ms"].as_u64().is_some_and(|ms| ms >= 300), "the CPU time so far is missing: {v}");
+    assert!(r["system_ms"].is_u64(), "{v}");
+    let (_, own) = cgroup2_folders().unwrap();
+    let controllers = fs::read_to_string(own.join("cgroup.subtree_control")).unwrap_or_default();
+    let has = |c: &str| controllers.split_whitespace().any(|w| w == c);
+    assert_eq!(r["memory_bytes"].is_u64(), has("memory"), "{v}");
+    assert_eq!(r["pids"].as_u64().map(|n| n >= 2), has("pids").then_some(true), "{v}");
+    send(guard.child(index).id() as i32, libc::SIGTERM);
+    assert_eq!(guard.wait(index), 143);
+}
