@@ -316,7 +316,10 @@ Output limit:
   non-blocking stdout that is full (EAGAIN) is waited for. A stream also
   ends when COMMAND's side of it is closed. If the reader of pgrun's stdout
   or stderr goes away (EPIPE), that stream's relay stops and COMMAND gets
-  EPIPE or SIGPIPE on its next write; the run goes on. Any other write
+  EPIPE or SIGPIPE on its next write; the run goes on. A pipe's reader
+  leaving is noticed even while pgrun has nothing to write to it (past the
+  head, say: `pgrun --max-output 1K -- yes | head -1` ends as `yes | head
+  -1` does); a terminal's or socket's, at pgrun's next write. Any other write
   error, or a failed read of COMMAND's output, ends that stream the same
   way, with one line on stderr. The report gains output: per stream, bytes
   (what COMMAND wrote) and omitted, and error when the stream was cut short
