@@ -307,6 +307,17 @@ impl Relay {
         }
     }
 
+    /// What became of the streams and the output file so far: after
+    /// [`Relay::close`], every count is final; only an error of the writes
+    /// still owed ([`Relay::flush_rest`]) can come on top.
+    pub fn end_so_far(&self) -> RelayEnd {
+        RelayEnd {
+            streams: [&self.streams[0], &self.streams[1]]
+                .map(|s| Relayed { stats: s.stats.unwrap_or_default(), error: s.error }),
+            file_error: self.file.as_ref().and_then(OutputFile::error),
+        }
+    }
+
     /// After [`Relay::close`]: write everything still owed, waiting for the
     /// readers as long as they take (or until they leave), and return what
     /// became of stdout, stderr and the output file (which has everything
