@@ -765,3 +765,42 @@ fn a_terminal_that_stops_taking_output_does_not_deafen_the_timeout() {
     let all = reader.join().unwrap();
     assert_eq!(all.len(), 1_500_000, "every line, with its newline made CR LF");
 }
+
+#[test]
+fn a_write_error_in_the_last_flush_is_added_to_the_report() {
+    // The report is written once the run is withdrawn, before pgrun writes
+    // the output it still holds. Should that last flush fail (here: the
+    // terminal pgrun writes to hangs up, EIO), the report is written again
+    // with the error.
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    let mut guard = Guard::new();
+    // The master close-on-exec from the start: no process spawned meanwhile
+    // (by any test) may hold it, or closing it would not hang up the terminal.
+    use nix::fcntl::OFlag;
+    let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC).expect("posix_openpt");
+    nix::pty::grantpt(&master).expect("grantpt");
+    nix::pty::unlockpt(&master).expect("unlockpt");
+    let name = nix::pty::ptsname_r(&master).expect("ptsname_r");
+    use std::os::unix::fs::OpenOptionsExt;
+    let slave = fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOCTTY).open(name).unwrap();
+    // A 12K head fits in the terminal; the 12K tail and marker do not.
+    let index = guard.spawn(
+        pgrun(["--max-output", "24K", "--report", report.to_str().unwrap(), "--", "head", "-c", "100000", "/dev/zero"])
+            .stdout(slave)
+            .stderr(Stdio::piped()),
+    );
+    eventually("the report, before the last flush", || report.exists());
+    assert!(json(&report)["output"]["stdout"]["error"].is_null(), "{}", json(&report));
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun did not wait for the terminal");
+    drop(master);
+    let status = guard.wait(index);
+    let mut stderr = String::new();
+    guard.child(index).stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stderr.contains("cannot write the command's stdout"), "{stderr}");
+    let r = json(&report);
+    let error = r["output"]["stdout"]["error"].as_str().unwrap_or_else(|| panic!("no error in the report: {r}"));
+    assert!(error.contains("EIO"), "{r}");
+    assert_eq!(r["output"]["stdout"]["bytes"], 100000, "{r}");
+}
