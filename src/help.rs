@@ -279,20 +279,26 @@ Cancel and status:
 
 Waiting for a run:
   `pgrun wait PIDFILE` waits, from any process of the run's user (or root),
-  until the run published in PIDFILE is over: its pgrun has exited and, if
-  that pgrun was killed, its guard has stopped the run and the group is
-  gone. Like cancel, it waits up to --wait-start for a run to publish and
-  refuses the same pid files. Waiting is event-driven (a pidfd of the pgrun
-  holding the lock, on Linux): a waiter does not wake up while the run
-  runs. --timeout DUR gives up after DUR (124), leaving the run alone.
-  --report PATH (the path the run was given) makes wait exit with the
-  run's own status, read from that report. wait never signals anything and
+  until the run published in PIDFILE is over: its pgrun has withdrawn it
+  (removed the pid file, let go of the lock and released its guard; it may
+  still be writing held output to a slow reader, which wait does not wait
+  for) or exited and, if that pgrun was killed, its guard has stopped the
+  run and the group is gone. Like cancel, it waits up to --wait-start for a
+  run to publish and refuses the same pid files. Waiting is event-driven
+  (pidfds of the pgrun holding the lock and of its guard, on Linux; with
+  --no-guard, or a guard that died, the pgrun's exit): a waiter does not
+  wake up while the run runs. --timeout DUR gives up after DUR (124),
+  leaving the run alone. --report PATH (the path the run was given) makes
+  wait exit with the run's own status, read from that report, which pgrun
+  writes as it withdraws the run. wait never signals anything and
   creates or removes no file (a stale pid file is left as it is); any
   number of waiters may wait on one run.
 {WAIT_EXIT}
 
 Report:
-  --report PATH writes one JSON object atomically at exit, for example
+  --report PATH writes one JSON object atomically at exit (with output
+  still held for a slow reader: once the run is withdrawn, before that
+  output is written; see Output limit), for example
     {\"exit_code\": 124, \"reason\": \"timeout\",
      \"status\": {\"code\": null, \"signal\": \"KILL\"}, \"pgid\": 4242,
      \"signals\": [{\"signal\": \"TERM\", \"at_ms\": 1001},
@@ -400,15 +406,21 @@ Output limit:
   pgrun reads what the pipes hold at that moment and no more (a process
   outside the run that still holds a pipe cannot keep it waiting), removes
   the pid file and the marker and releases the guard (status says
-  not-running from then on), then writes the rest, waiting for its readers
-  as long as they take, and exits. A signal to pgrun then changes nothing:
+  not-running from then on, and wait returns), writes the report (the
+  output counts are final by then), then writes the rest, waiting for its
+  readers as long as they take, and exits. Should a write fail in that
+  last part (other than EPIPE), the report is written again with the
+  error. A signal to pgrun then changes nothing:
   the run is over; SIGKILL ends a pgrun that holds only its output. No
   write of pgrun's ever blocks: a reader that stops reading holds up
   COMMAND, as a direct pipe would, never pgrun's timeout or signals, and a
   non-blocking stdout that is full (EAGAIN) is waited for. A stream also
   ends when COMMAND's side of it is closed. If the reader of pgrun's stdout
   or stderr goes away (EPIPE), that stream's relay stops and COMMAND gets
-  EPIPE or SIGPIPE on its next write; the run goes on. Any other write
+  EPIPE or SIGPIPE on its next write; the run goes on. A pipe's reader
+  leaving is noticed even while pgrun has nothing to write to it (past the
+  head, say: `pgrun --max-output 1K -- yes | head -1` ends as `yes | head
+  -1` does); a terminal's or socket's, at pgrun's next write. Any other write
   error, or a failed read of COMMAND's output, ends that stream the same
   way, with one line on stderr. The report gains output: per stream, bytes
   (what COMMAND wrote) and omitted, and error when the stream was cut short
@@ -605,9 +617,10 @@ pub const WAIT_LONG_ABOUT: &str = "\
 Wait, from another process of the run's user (or root), until the run \
 published in PIDFILE is over. If no run is published yet, wait looks for one \
 up to --wait-start, as cancel does. It then waits until the pgrun holding the \
-lock has exited and, if that pgrun was killed, until its guard has stopped the \
-run and the group is gone: event-driven (a pidfd on Linux), no ticks while the \
-run runs. wait never signals anything and creates or removes no file; a stale \
+lock has withdrawn the run (pid file removed, lock let go of, guard released; \
+output it still owes a slow reader is not waited for) or has exited and, if \
+that pgrun was killed, until its guard has stopped the run and the group is \
+gone: event-driven (pidfds on Linux), no ticks while the run runs. wait never signals anything and creates or removes no file; a stale \
 pid file is left as it is. Pid files owned by another user, world-writable \
 ones and symlinks are refused, as cancel refuses them. With --report PATH \
 (the path the run was given), wait exits with the run's own exit status from \

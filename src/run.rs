@@ -1,19 +1,15 @@
 //! The run mode from start to finish: `pgrun [OPTIONS] [--] COMMAND`.
 //!
-//! The steps, in order (each a function below): check the report path
-//! ([`run`]); check the command line and the folders of the pid file and
-//! the marker; block the handled signals; claim the pid file; honour a
-//! cancel marker left before the start; become the subreaper and settle
-//! what the run is (`--contain`, see [`crate::contain`]); arm
-//! `--die-with-parent`; end here if a termination signal is already
-//! pending; set up the terminal and the output relay (`--max-output`,
-//! `--output-file`, `--idle-timeout`); fork the guard;
-//! spawn the command into its new group; publish the group id (and tell a detached run's caller, see
-//! [`crate::detach`]); check the marker again; supervise until the run is gone. Then the run is withdrawn
-//! (the pid file and the marker removed, the guard released), the cgroup
-//! leaf removed, and only then the output still held and
-//! the report written. Every refusal comes before the spawn, so bad input
-//! never half-runs a command.
+//! The order is the contract's: check the report path, claim the pid file,
+//! honour a cancel marker left before the start, block the handled signals,
+//! settle what the run is (`--contain`, see [`crate::contain`]), arm
+//! `--die-with-parent`, fork the guard, spawn the command into its new
+//! group, publish the group id (and tell a detached run's caller, see
+//! [`crate::detach`]), check the marker again, supervise until the
+//! run is gone, then remove the pid file and the marker, release the guard,
+//! remove the cgroup leaf, write the report, then the output still held (`--max-output`,
+//! `--output-file`; should a write of it fail, the report again). Every refusal comes before the spawn,
+//! so bad input never half-runs a command.
 
 use crate::backoff::Backoff;
 use crate::cli::RunArgs;
@@ -150,10 +146,7 @@ pub fn run(args: &RunArgs, started: Instant, publication: Option<Publication>) -
         });
     }
     let outcome = execute(args, started, parent, publication);
-    let exit = match outcome.exit {
-        RunExit::Timeout if args.preserve_status => outcome.status.map_or(RunExit::Timeout, RunExit::Command),
-        exit => exit,
-    };
+    let exit = exit_of(args, &outcome);
     if let Some(err) = &outcome.error {
         say::line(format_args!("{err:#}"));
     }
@@ -162,33 +155,47 @@ pub fn run(args: &RunArgs, started: Instant, publication: Option<Publication>) -
     {
         say::line(format_args!("{hint}"));
     }
+    // Unless written already, before the output's last flush (clean_up).
     if let Some(report) = crate::panic_stop::take_report() {
-        let message = outcome.error.as_ref().map(say::error_text);
-        let contents = Contents {
-            exit_code: exit.code(),
-            reason: outcome.reason,
-            status: outcome.status,
-            pgid: outcome.pgid,
-            signals: &outcome.signals,
-            stragglers: outcome.stragglers,
-            output: args.relays_output().then(|| outcome.output.unwrap_or_default()),
-            output_file: args.output_file.as_deref(),
-            output_file_error: outcome.file_error,
-            contain: outcome.contain.unwrap_or_else(|| args.contain_mode()).name(),
-            escaped: outcome.escaped,
-            cgroup_left: outcome.cgroup_left.as_deref(),
-            resources: outcome.resources,
-            unreaped: outcome.unreaped,
-            unstopped: outcome.unstopped,
-            duration: started.elapsed(),
-            error: message.as_deref(),
-        };
-        if let Err(err) = report.write(&contents) {
-            say::line(format_args!("{err:#}"));
-        }
+        write_report(report, args, started, &outcome);
     }
     test_hook::pause("exit");
     exit.code()
+}
+
+/// How pgrun exits for `outcome` (`--preserve-status` applied).
+fn exit_of(args: &RunArgs, outcome: &Outcome) -> RunExit {
+    match outcome.exit {
+        RunExit::Timeout if args.preserve_status => outcome.status.map_or(RunExit::Timeout, RunExit::Command),
+        exit => exit,
+    }
+}
+
+/// Write the report of `outcome` to `target`; a failure is said.
+fn write_report(target: ReportTarget, args: &RunArgs, started: Instant, outcome: &Outcome) {
+    let message = outcome.error.as_ref().map(say::error_text);
+    let contents = Contents {
+        exit_code: exit_of(args, outcome).code(),
+        reason: outcome.reason,
+        status: outcome.status,
+        pgid: outcome.pgid,
+        signals: &outcome.signals,
+        stragglers: outcome.stragglers,
+        output: args.relays_output().then(|| outcome.output.unwrap_or_default()),
+        output_file: args.output_file.as_deref(),
+        output_file_error: outcome.file_error,
+        contain: outcome.contain.unwrap_or_else(|| args.contain_mode()).name(),
+        escaped: outcome.escaped,
+        cgroup_left: outcome.cgroup_left.as_deref(),
+        resources: outcome.resources,
+        unreaped: outcome.unreaped,
+        unstopped: outcome.unstopped,
+        duration: started.elapsed(),
+        error: message.as_deref(),
+    };
+    if let Err(err) = target.write(&contents) {
+        say::line(format_args!("{err:#}"));
+    }
 }
 
 /// Why a run ends before it is supervised: pgrun itself failed (with the
@@ -256,7 +263,7 @@ fn execute(args: &RunArgs, started: Instant, parent: Pid, publication: Option<Pu
     let stop_now = marker_after_publishing(run.marker.as_deref());
     let ended = supervise(args, &mut run, started, stop_now);
     test_hook::pause("run-gone");
-    clean_up(run, published, ended, pgid)
+    clean_up(args, started, run, published, ended, pgid)
 }
 
 /// Everything before the spawn, in the contract's order.
@@ -556,12 +563,17 @@ fn supervise(
 
 /// The run is gone (or pgrun cannot watch it any more). Its record goes
 /// first: read what the output pipes still hold, withdraw the pid file,
-/// consume the marker, release the guard. Only then is the held output
-/// written, which waits for its readers as long as they take (see
-/// [`Relay::flush_rest`]): meanwhile nothing advertises a run that is over,
-/// `cancel` finds nothing to stop, and a SIGKILL of pgrun leaves the guard
-/// nothing to act on (the group's number may be another group's by then).
+/// consume the marker, release the guard; then the report is written
+/// (`pgrun wait` returns once the run is withdrawn, and reads it then).
+/// Only then is the held output written, which waits for its readers as
+/// long as they take (see [`Relay::flush_rest`]): meanwhile nothing
+/// advertises a run that is over, `cancel` finds nothing to stop, and a
+/// SIGKILL of pgrun leaves the guard nothing to act on (the group's number
+/// may be another group's by then). A write of that output that fails
+/// (other than EPIPE) has the report written again, with the error.
 fn clean_up(
+    args: &RunArgs,
+    started: Instant,
     mut run: Prepared,
     published: Option<pidfile::Published>,
     ended: std::io::Result<GroupEnd>,
@@ -594,8 +606,28 @@ fn clean_up(
     outcome.guard = withdraw(&mut run);
     // The leaf is empty: removed before a flush that may wait on a reader.
     outcome.cgroup_left = run.scope.remove_leaf();
-    outcome.take_relay_end(run.relay.take().map(|relay| relay.flush_rest(&run.signals)));
     outcome.contain = Some(run.scope.mode());
+    let relay = run.relay.take();
+    let before_flush = relay.as_ref().map(Relay::end_so_far);
+    outcome.take_relay_end(before_flush);
+    // The report now, not after a flush that may wait as long as a reader
+    // does: `pgrun wait --report` returns once the run is withdrawn and
+    // reads it then. Only a write error in the flush comes later: the
+    // report is then written again.
+    let reported = crate::panic_stop::take_report().map(|target| write_report(target, args, started, &outcome));
+    if let Some(relay) = relay {
+        let end = relay.flush_rest(&run.signals);
+        outcome.take_relay_end(Some(end));
+        if reported.is_some()
+            && Some(end) != before_flush
+            && let Some(path) = args.report.as_deref()
+        {
+            match ReportTarget::prepare(path) {
+                Ok(target) => write_report(target, args, started, &outcome),
+                Err(err) => say::line(format_args!("{err:#}")),
+            }
+        }
+    }
     outcome
 }
 

@@ -5,15 +5,22 @@
 //! changes what a starting run, `cancel` or `status` sees. Like cancel, it
 //! waits up to `--wait-start` for a run to publish, and refuses the pid
 //! files cancel refuses. A live run is then waited for by events: a pidfd
-//! of the pgrun holding the lock (readable when that pgrun exits, after it
-//! removed the pid file and wrote the report). A pgrun ends only once its
-//! run is gone, so its exit is the run's end, unless it died (SIGKILL):
-//! then the pid file is still in place, and wait goes on waiting for the
-//! guard (a pidfd found among that pgrun's children when the run was
-//! found) and for the group itself, which no event announces (a backoff).
-//! Without pidfds (off Linux, or the holder in a PID namespace we cannot
-//! see) the lock is polled with the same backoff. The file's group number
-//! is used only when the pgrun holding the lock shares our PID namespace.
+//! of the pgrun holding the lock (readable when that pgrun exits) and one
+//! of its guard (a child of that pgrun found when the run was found), which
+//! exits when pgrun releases it: pgrun does so once the run is gone and it
+//! has removed the pid file and let go of the lock, and writes the report
+//! right after, before any output it still owes a slow reader. So the
+//! guard's exit with the lock let go of is the run's end, however long
+//! pgrun then writes (a guard that ends while the lock is held died during
+//! the run: then, as with `--no-guard`, pgrun's exit is waited for). A
+//! pgrun ends only once its run is gone, so its exit is the run's end too,
+//! unless it died (SIGKILL): then the pid file is still in place, and wait
+//! goes on waiting for the guard and for the group itself, which no event
+//! announces (a backoff). Without pidfds (off Linux, or the holder in a PID
+//! namespace we cannot see) the lock is polled with the same backoff. The
+//! file's group number is used only when the pgrun holding the lock shares
+//! our PID namespace. Unless pgrun was seen to exit, the report may still
+//! be on its way when the lock is let go of: wait gives it a moment.
 
 use crate::backoff::{self, Backoff};
 use crate::cancel::{check_safe, lock_error};
@@ -27,7 +34,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// How long, without a pidfd, wait gives a pgrun that released its lock to
+/// How long wait gives a pgrun that released its lock (and guard) to
 /// write its report (it does so right after).
 const REPORT_SETTLE: Duration = Duration::from_secs(5);
 
@@ -120,14 +127,17 @@ impl Waiter<'_> {
         }
         verbose!("waiting for pgrun {holder} (process group {})", record.pgid);
 
-        // 1. The pgrun holding the lock ends (or, without a pidfd, lets go
-        //    of the lock).
+        // 1. The pgrun holding the lock ends, or releases its guard with the
+        //    lock already let go of (the run is over and withdrawn; pgrun
+        //    may still be writing its output); without a pidfd, it lets go
+        //    of the lock.
         let holder_exited = match &holder_fd {
             Some(fd) => {
-                if !self.wait_readable(fd.as_fd()).with_context(|| format!("cannot wait for pgrun {holder}"))? {
-                    return Ok(self.timed_out());
+                let released = || record.liveness().ok().is_some_and(|l| l != Liveness::Live(holder));
+                match self.wait_for_holder(fd.as_fd(), guard_fd.as_ref().map(AsFd::as_fd), released)? {
+                    None => return Ok(self.timed_out()),
+                    Some(exited) => exited,
                 }
-                true
             }
             None => {
                 let released = || record.liveness().ok().is_some_and(|l| l != Liveness::Live(holder));
@@ -163,8 +173,8 @@ impl Waiter<'_> {
             None => Ok(WaitExit::Over),
             Some(report) if holder_exited => read_report(report, record.pgid).map(WaitExit::RunStatus),
             Some(report) => {
-                // Without a pidfd the report may still be on its way. The
-                // run is over: --timeout no longer applies.
+                // pgrun did not exit (yet): the report may still be on its
+                // way. The run is over: --timeout no longer applies.
                 let until = Some(Instant::now() + REPORT_SETTLE);
                 let mut found = read_report(report, record.pgid);
                 let mut backoff = Backoff::default();
@@ -172,6 +182,45 @@ impl Waiter<'_> {
                     found = read_report(report, record.pgid);
                 }
                 found.map(WaitExit::RunStatus)
+            }
+        }
+    }
+
+    /// Wait until pgrun `holder` (its pidfd) exits, or its guard (`guard`)
+    /// exits and `released` says the lock is let go of: pgrun releases its
+    /// guard only after removing the pid file, so that is the run's end,
+    /// announced before pgrun's last flush of output to a slow reader.
+    /// `Some(true)`: pgrun exited; `Some(false)`: released; `None`: the
+    /// deadline passed first. A guard that ends with the lock still held
+    /// died during the run: from then on only pgrun's exit is waited for.
+    fn wait_for_holder(
+        &self,
+        holder: BorrowedFd<'_>,
+        mut guard: Option<BorrowedFd<'_>>,
+        released: impl Fn() -> bool,
+    ) -> Result<Option<bool>> {
+        loop {
+            let mut set = [sys::PollFd::read(holder); 2];
+            let n = match guard {
+                Some(fd) => {
+                    set[1] = sys::PollFd::read(fd);
+                    2
+                }
+                None => 1,
+            };
+            let left = self.deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            sys::poll(&mut set[..n], left).context("cannot wait for pgrun and its guard")?;
+            if set[0].ready {
+                return Ok(Some(true));
+            }
+            if n == 2 && set[1].ready {
+                if released() {
+                    return Ok(Some(false));
+                }
+                verbose!("the guard of the run ended while the run lives; waiting for pgrun alone");
+                guard = None;
+            } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
             }
         }
     }

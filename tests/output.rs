@@ -385,6 +385,67 @@ fn a_reader_that_leaves_stops_the_relay_not_the_run() {
     assert_eq!(r["output"]["stderr"]["bytes"], 6);
 }
 
+/// Read `reader` up to and including its first newline, then drop it (the
+/// reader leaves, as `head -1` does).
+fn read_one_line_and_leave(mut reader: std::io::PipeReader) {
+    let mut byte = [0u8; 1];
+    loop {
+        assert_eq!(reader.read(&mut byte).unwrap(), 1, "pgrun's stdout ended before a line");
+        if byte[0] == b'\n' {
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_reader_that_leaves_after_the_head_is_written_still_ends_the_writer() {
+    // `pgrun --max-output SIZE -- yes | head -1`: the head is written, the
+    // reader reads a line and leaves, and from then on pgrun only keeps
+    // bytes in its ring, never writing. It must still notice the reader
+    // left and close the pipe, so yes gets SIGPIPE (141) at once, as
+    // without pgrun; whether the head was all read (1K) or not (64K).
+    for size in ["1K", "64K"] {
+        let mut guard = Guard::new();
+        let (reader, writer) = std::io::pipe().unwrap();
+        let index = guard.spawn(pgrun(["--max-output", size, "--", "yes"]).stdout(writer).stderr(Stdio::null()));
+        read_one_line_and_leave(reader);
+        assert_eq!(guard.wait(index), 141, "{size}: yes's SIGPIPE");
+    }
+}
+
+#[test]
+fn a_reader_that_leaves_after_the_head_ends_only_its_stream() {
+    // As above, with an output file and stderr: the command learns its
+    // stdout reader left (141), stderr is still relayed, and the file has
+    // every byte pgrun read from stdout (as many as the report says) and
+    // stderr's.
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let report = scratch.path("report.json");
+    let file = scratch.path("out");
+    let mut guard = Guard::new();
+    let (reader, writer) = std::io::pipe().unwrap();
+    let payload = format!("yes; echo $? > {dir}/status; echo after >&2");
+    let index = guard.spawn(
+        pgrun(["--max-output", "1K", "--output-file", file.to_str().unwrap(), "--report", report.to_str().unwrap()])
+            .args(["--", "sh", "-c", &payload])
+            .stdout(writer)
+            .stderr(Stdio::piped()),
+    );
+    read_one_line_and_leave(reader);
+    let status = guard.wait(index);
+    let mut stderr = String::new();
+    guard.child(index).stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(stderr, "after\n");
+    assert_eq!(fs::read_to_string(scratch.path("status")).unwrap(), "141\n");
+    // The file has both streams: stdout's bytes, then stderr's line.
+    let copied = fs::read(&file).unwrap();
+    let stdout = copied.strip_suffix(b"after\n").expect("stderr's line last in the file");
+    assert_eq!(json(&report)["output"]["stdout"]["bytes"], stdout.len(), "the file has every byte read");
+    assert!(stdout.len() > 1024 && stdout.chunks(2).all(|c| c == b"y\n" || c == b"y"), "{} bytes", stdout.len());
+}
+
 #[test]
 fn size_zero_and_bad_sizes_are_usage_errors() {
     for bad in ["0", "1k", "1.5M", "-1", "M"] {
@@ -703,4 +764,49 @@ fn a_terminal_that_stops_taking_output_does_not_deafen_the_timeout() {
     assert_eq!(guard.wait(index), 124);
     let all = reader.join().unwrap();
     assert_eq!(all.len(), 1_500_000, "every line, with its newline made CR LF");
+}
+
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path writes a terminal as a pipe: PIPE_BUF after POLLOUT, which a full terminal can hold"
+)]
+fn a_write_error_in_the_last_flush_is_added_to_the_report() {
+    // The report is written once the run is withdrawn, before pgrun writes
+    // the output it still holds. Should that last flush fail (here: the
+    // terminal pgrun writes to hangs up, EIO), the report is written again
+    // with the error.
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    let mut guard = Guard::new();
+    // The master close-on-exec from the start: no process spawned meanwhile
+    // (by any test) may hold it, or closing it would not hang up the terminal.
+    use nix::fcntl::OFlag;
+    let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC).expect("posix_openpt");
+    nix::pty::grantpt(&master).expect("grantpt");
+    nix::pty::unlockpt(&master).expect("unlockpt");
+    let name = nix::pty::ptsname_r(&master).expect("ptsname_r");
+    use std::os::unix::fs::OpenOptionsExt;
+    let slave = fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOCTTY).open(name).unwrap();
+    // A 12K head fits in the terminal; the 12K tail and marker do not. All
+    // of it fits in the inner pipe (64 KiB on the portable path): the
+    // command ends even if the terminal takes less.
+    let index = guard.spawn(
+        pgrun(["--max-output", "24K", "--report", report.to_str().unwrap(), "--", "head", "-c", "60000", "/dev/zero"])
+            .stdout(slave)
+            .stderr(Stdio::piped()),
+    );
+    eventually("the report, before the last flush", || report.exists());
+    assert!(json(&report)["output"]["stdout"]["error"].is_null(), "{}", json(&report));
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun did not wait for the terminal");
+    drop(master);
+    let status = guard.wait(index);
+    let mut stderr = String::new();
+    guard.child(index).stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stderr.contains("cannot write the command's stdout"), "{stderr}");
+    let r = json(&report);
+    let error = r["output"]["stdout"]["error"].as_str().unwrap_or_else(|| panic!("no error in the report: {r}"));
+    assert!(error.contains("EIO"), "{r}");
+    assert_eq!(r["output"]["stdout"]["bytes"], 60000, "{r}");
 }

@@ -98,10 +98,10 @@ fn wait_returns_0_once_the_run_is_over_and_not_before() {
     assert!(scratch.path("bg.done").exists(), "wait returned before the background member ended");
     // SAFETY: kill(-pgid, 0) only probes.
     assert_eq!(unsafe { libc::kill(-pgid, 0) }, -1, "wait returned while group {pgid} existed");
-    // With a pidfd wait returns once that pgrun has exited; the portable
-    // build polls the lock, which pgrun lets go of just before it exits.
-    #[cfg(not(feature = "posix-fallback"))]
-    assert!(is_dead(pgrun_pid), "wait returned while the run's pgrun lived");
+    // wait returns once pgrun has withdrawn the run (removed the pid file,
+    // let go of the lock), which may be before pgrun exits (it may still
+    // be writing output to a slow reader).
+    assert!(!pidfile.exists(), "wait returned while the run's pid file was in place");
     let _ = pgrun_pid;
     assert_eq!(guard.wait(index), 0);
 }
@@ -228,6 +228,61 @@ fn wait_report_gives_the_runs_own_status() {
     assert_status(&run(&mut pgrun(["cancel", pidfile.to_str().unwrap()])), 0, "cancel");
     assert_eq!(guard.wait(waiter), 143, "wait --report of a cancelled run");
     assert_eq!(guard.wait(index), 143);
+}
+
+#[test]
+fn wait_does_not_wait_for_pgrun_to_flush_output_to_a_stalled_reader() {
+    // The run is over (the command exited, the pid file is withdrawn) while
+    // pgrun still owes its stdout reader, who does not read, the marker and
+    // the tail. wait, with and without --report, returns then, with the
+    // run's status, not once pgrun has written everything (which the test
+    // then reads, and which must be complete).
+    for with_report in [false, true] {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let dir = scratch.sh();
+        let pidfile = scratch.path("job.pid");
+        let report = scratch.path("job.json");
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let payload = format!(
+            "echo ready > {dir}/ready; while [ ! -e {dir}/gate ]; do sleep 0.05; done; head -c 1048576 /dev/zero; exit 3"
+        );
+        let mut args = vec!["-p", pidfile.to_str().unwrap(), "--max-output", "100K"];
+        if with_report {
+            args.extend(["--report", report.to_str().unwrap()]);
+        }
+        args.extend(["--", "sh", "-c", &payload]);
+        let index = guard.spawn(pgrun(&args).stdout(writer));
+        let pgid: i32 = wait_line(&pidfile).parse().expect("pid file holds a number");
+        guard.record_group(pgid);
+        wait_line(&scratch.path("ready"));
+        let mut wait_args = vec![pidfile.to_str().unwrap()];
+        if with_report {
+            wait_args.splice(0..0, ["--report", report.to_str().unwrap()]);
+        }
+        let waiter = spawn_waiting(&mut guard, &wait_args);
+        fs::write(scratch.path("gate"), "").unwrap();
+        let status = guard.wait(waiter);
+        let err = rest_of_stderr(&mut guard, waiter);
+        assert_eq!(status, if with_report { 3 } else { 0 }, "report {with_report}: {err}");
+        assert!(!pidfile.exists(), "wait returned before the record was withdrawn");
+        // SAFETY: kill(-pgid, 0) only probes.
+        assert_eq!(unsafe { libc::kill(-pgid, 0) }, -1, "wait returned while group {pgid} existed");
+        assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun no longer waited for its reader");
+        let mut all = Vec::new();
+        std::io::Read::read_to_end(&mut reader, &mut all).unwrap();
+        assert_eq!(guard.wait(index), 3);
+        let half = 51200;
+        let mut want = vec![0u8; half];
+        want.extend_from_slice(format!("\n[pgrun: {} bytes omitted]\n", (1 << 20) - 2 * half).as_bytes());
+        want.extend_from_slice(&[0u8; 51200]);
+        assert!(all == want, "report {with_report}: {} bytes out, {} expected", all.len(), want.len());
+        if with_report {
+            let r = json(&report);
+            assert_eq!(r["exit_code"], 3, "{r}");
+            assert_eq!(r["output"]["stdout"]["bytes"], 1 << 20, "{r}");
+        }
+    }
 }
 
 #[test]

@@ -88,6 +88,11 @@ impl OutputFile {
         }
     }
 
+    /// The write that ended the copy early, if one failed so far.
+    pub fn error(&self) -> Option<StreamError> {
+        self.error
+    }
+
     /// Close the file; the write that ended the copy early, if one failed.
     pub fn finish(self) -> Option<StreamError> {
         self.error

@@ -33,7 +33,13 @@
 //! likewise); a socket with `MSG_DONTWAIT`; a file at once. EAGAIN (the
 //! caller's own O_NONBLOCK) means "wait for POLLOUT", like a full pipe.
 //! Only a write error means the reader is gone: EPIPE (the reader left)
-//! quietly, any other error with one line. A stream
+//! quietly, any other error with one line. A destination that is a pipe is
+//! also watched while nothing is owed to it (poll for POLLERR/POLLHUP
+//! only, which a pipe's write end reports once its last reader left and
+//! never otherwise): past the head nothing is written until the stream
+//! ends, and the command must not write on for a reader long gone. A
+//! terminal, socket or file is not watched so (a terminal's hangup is no
+//! reader leaving): its next write says. A stream
 //! whose reader is gone is closed at once, so the command gets EPIPE or
 //! SIGPIPE on its next write, as it would without pgrun; the run goes on. A
 //! read error on an inner pipe ends that stream with one line, and the
@@ -148,6 +154,9 @@ struct Stream {
     /// A splicing stream found its destination full: poll it for room
     /// instead of the source for bytes.
     wants_room: bool,
+    /// `dest` is a pipe: while there is nothing to write to it, it is
+    /// still polled for its reader leaving (POLLERR/POLLHUP, nothing else).
+    watch_reader: bool,
     /// `None` once the stream has ended and its stats are known.
     shape: Option<Shape>,
     /// Bytes to write to `dest`, in order; the front one from `written` on.
@@ -256,6 +265,9 @@ impl Relay {
             if !s.outbox.is_empty() {
                 set[n] = PollFd::write(s.dest.fd());
                 n += 1;
+            } else if s.watch_reader && s.source.is_some() {
+                set[n] = PollFd::errors(s.dest.fd());
+                n += 1;
             }
         }
         n
@@ -267,7 +279,11 @@ impl Relay {
         let mut read = false;
         for entry in set.iter().filter(|e| e.ready) {
             for s in &mut self.streams {
-                if entry.write && entry.fd == s.dest.fd().as_raw_fd() && s.wants_room {
+                if entry.errors {
+                    if entry.fd == s.dest.fd().as_raw_fd() && s.source.is_some() {
+                        s.reader_left(&mut self.scratch, &mut self.file);
+                    }
+                } else if entry.write && entry.fd == s.dest.fd().as_raw_fd() && s.wants_room {
                     // Room again: read on (on the next turn).
                     s.wants_room = false;
                 } else if entry.write && entry.fd == s.dest.fd().as_raw_fd() && !s.outbox.is_empty() {
@@ -288,6 +304,17 @@ impl Relay {
             s.drain(&mut self.scratch, &mut self.file);
             s.end();
             s.flush();
+        }
+    }
+
+    /// What became of the streams and the output file so far: after
+    /// [`Relay::close`], every count is final; only an error of the writes
+    /// still owed ([`Relay::flush_rest`]) can come on top.
+    pub fn end_so_far(&self) -> RelayEnd {
+        RelayEnd {
+            streams: [&self.streams[0], &self.streams[1]]
+                .map(|s| Relayed { stats: s.stats.unwrap_or_default(), error: s.error }),
+            file_error: self.file.as_ref().and_then(OutputFile::error),
         }
     }
 
@@ -356,6 +383,7 @@ impl Stream {
             (dest, kind) = (Dest::Own(own), WriteKind::NonBlocking);
         }
         let splice = matches!(shape, Shape::Whole(_)) && !copied && pipe::can_splice_to(dest.fd());
+        let watch_reader = pipe::is_pipe(dest.fd());
         Stream {
             name,
             source: Some(source),
@@ -363,6 +391,7 @@ impl Stream {
             kind,
             splice,
             wants_room: false,
+            watch_reader,
             shape: Some(shape),
             outbox: VecDeque::new(),
             written: 0,
@@ -542,6 +571,21 @@ impl Stream {
                 error.to_string().trim_start_matches("cannot write: ")
             ));
             self.error.get_or_insert(error);
+        }
+        self.abandon();
+    }
+
+    /// Nothing was owed to `dest`, a pipe, and it reports an error or a
+    /// hangup: its reader left (a pipe's write end says nothing else). End
+    /// the stream as on EPIPE, now rather than at a next write that may
+    /// never come (past the head, bytes only go to the ring): what the pipe
+    /// holds is read first (the output file and the counts get it), then
+    /// the pipe is closed, so the command gets EPIPE or SIGPIPE on its next
+    /// write. The condition stays set, so the stream is never polled again.
+    fn reader_left(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) {
+        self.drain(scratch, file);
+        if self.source.is_some() {
+            verbose!("the reader of the command's {} left; no longer relaying it", self.name);
         }
         self.abandon();
     }

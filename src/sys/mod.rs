@@ -91,6 +91,9 @@ pub struct PollFd {
     /// Wait for a priority event (POLLPRI) instead: what a cgroup's
     /// `cgroup.events` reports when it changes.
     pub priority: bool,
+    /// Wait for nothing but POLLERR/POLLHUP (events 0): the write end of a
+    /// pipe whose reader left, without waking while it has room.
+    pub errors: bool,
     /// Set by [`poll`]: the fd is ready, or hung up or in error (so the next
     /// read or write will not block and will say which).
     pub ready: bool,
@@ -99,15 +102,22 @@ pub struct PollFd {
 impl PollFd {
     pub fn read(fd: BorrowedFd<'_>) -> Self {
         use std::os::fd::AsRawFd;
-        PollFd { fd: fd.as_raw_fd(), write: false, priority: false, ready: false }
+        PollFd { fd: fd.as_raw_fd(), write: false, priority: false, errors: false, ready: false }
     }
     pub fn write(fd: BorrowedFd<'_>) -> Self {
         use std::os::fd::AsRawFd;
-        PollFd { fd: fd.as_raw_fd(), write: true, priority: false, ready: false }
+        PollFd { fd: fd.as_raw_fd(), write: true, priority: false, errors: false, ready: false }
     }
     pub fn priority(fd: BorrowedFd<'_>) -> Self {
         use std::os::fd::AsRawFd;
-        PollFd { fd: fd.as_raw_fd(), write: false, priority: true, ready: false }
+        PollFd { fd: fd.as_raw_fd(), write: false, priority: true, errors: false, ready: false }
+    }
+    /// Only an error or hangup on `fd` (the kernel reports those whatever
+    /// is asked for): a pipe's write end says POLLERR (Linux) or POLLHUP
+    /// (BSD) once no reader is left.
+    pub fn errors(fd: BorrowedFd<'_>) -> Self {
+        use std::os::fd::AsRawFd;
+        PollFd { fd: fd.as_raw_fd(), write: false, priority: false, errors: true, ready: false }
     }
 }
 
@@ -130,7 +140,9 @@ pub fn poll(set: &mut [PollFd], timeout: Option<Duration>) -> io::Result<()> {
     };
     let mut pfds = [libc::pollfd { fd: -1, events: 0, revents: 0 }; POLL_MAX];
     for (p, s) in pfds.iter_mut().zip(set.iter()) {
-        let events = if s.priority {
+        let events = if s.errors {
+            0
+        } else if s.priority {
             libc::POLLPRI
         } else if s.write {
             libc::POLLOUT

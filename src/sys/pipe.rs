@@ -66,7 +66,12 @@ pub fn bytes_readable(fd: BorrowedFd<'_>) -> io::Result<usize> {
 
 /// Whether [`splice_nowait`] can write to `fd`: a pipe or FIFO, on Linux.
 pub fn can_splice_to(fd: BorrowedFd<'_>) -> bool {
-    cfg!(linux_strengths) && nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO)
+    cfg!(linux_strengths) && is_pipe(fd)
+}
+
+/// Whether `fd` is a pipe or FIFO (`fstat` failing: no).
+pub fn is_pipe(fd: BorrowedFd<'_>) -> bool {
+    nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO)
 }
 
 /// Move up to `len` bytes from the pipe `from` to the pipe `to` inside the
