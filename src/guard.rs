@@ -23,8 +23,12 @@
 //! really gone (it was reparented: `getppid()` is no longer pgrun; an
 //! error of the wait alone proves nothing, and the guard waits again), then
 //! runs the stop sequence on the run (on the cgroup leaf in cgroup mode,
-//! then removes the leaf), removes the pid file and the marker if they are
-//! still the ones pgrun published (same device and inode), and exits.
+//! then removes the leaf), removes the pid file if it is still the one
+//! pgrun published (same device and inode) and stale (no live run's lock
+//! on it: a new run may have published a file with the old inode number),
+//! and the marker if it is still what pgrun left there (its own stopping
+//! note, or the request that cancelled the run: a cancel may have made a
+//! request of the note since, for the next run), and exits.
 //!
 //! The guard stops only what it can prove is the run's: on Linux the
 //! processes it holds by pidfd, and members of the group found while one of
@@ -65,6 +69,11 @@ const PGID: usize = 0;
 const PIDFILE: usize = 1;
 const MARKER: usize = 4;
 const RELEASED: usize = 7;
+
+/// What the marker's third slot says besides "valid": pgrun's own
+/// stopping note, or a request it found (see [`Guard::marker`]).
+const MARKER_NOTE: u64 = 1;
+const MARKER_REQUEST: u64 = 2;
 
 /// The guard's exit status when it panicked.
 const PANICKED: u8 = 70;
@@ -223,22 +232,25 @@ impl Guard {
 
     /// The pid file was published as this inode.
     pub fn published(&self, dev: u64, ino: u64) {
-        self.store_identity(PIDFILE, dev, ino);
+        self.store_identity(PIDFILE, dev, ino, 1);
     }
 
-    /// The marker pgrun created (or found) when it started stopping.
-    pub fn marker(&self, path: &std::path::Path) {
+    /// The marker pgrun created (`note`: its stopping note) or found (a
+    /// cancel request, which cancelled this run) when it started stopping.
+    pub fn marker(&self, path: &std::path::Path, note: bool) {
         if let Ok(meta) = std::fs::symlink_metadata(path) {
-            self.store_identity(MARKER, meta.dev(), meta.ino());
+            let kind = if note { MARKER_NOTE } else { MARKER_REQUEST };
+            self.store_identity(MARKER, meta.dev(), meta.ino(), kind);
         }
     }
 
-    /// Store (device, inode) at `first` and `first + 1`, then mark them set.
-    fn store_identity(&self, first: usize, dev: u64, ino: u64) {
+    /// Store (device, inode) at `first` and `first + 1`, then mark them set
+    /// with `valid` (not 0).
+    fn store_identity(&self, first: usize, dev: u64, ino: u64, valid: u64) {
         self.shared.slot(first + 2).store(0, Ordering::Release);
         self.shared.slot(first).store(dev, Ordering::Release);
         self.shared.slot(first + 1).store(ino, Ordering::Release);
-        self.shared.slot(first + 2).store(1, Ordering::Release);
+        self.shared.slot(first + 2).store(valid, Ordering::Release);
     }
 
     /// The run is over and withdrawn: tell the guard to exit. It is reaped
@@ -295,7 +307,7 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     drop(tie);
     confirm_pgrun_gone(shared, pgrun);
     let identity = |first: usize| {
-        (shared.slot(first + 2).load(Ordering::Acquire) == 1)
+        (shared.slot(first + 2).load(Ordering::Acquire) != 0)
             .then(|| (shared.slot(first).load(Ordering::Acquire), shared.slot(first + 1).load(Ordering::Acquire)))
     };
     let what = pgid.map_or_else(|| "its run".to_string(), |g| format!("process group {g}"));
@@ -326,8 +338,9 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     if let Some(leaf) = &leaf {
         leaf.remove();
     }
-    remove_if_same(plan.pidfile, identity(PIDFILE));
-    remove_if_same(plan.marker, identity(MARKER));
+    remove_pidfile_if_ours(plan.pidfile, identity(PIDFILE));
+    let note = shared.slot(MARKER + 2).load(Ordering::Acquire) == MARKER_NOTE;
+    remove_marker_if_ours(plan.marker, identity(MARKER), note.then_some(pgrun));
     sys::exit_now(0)
 }
 
@@ -482,10 +495,37 @@ fn exit_if_released(shared: &lifetime::SharedPage) {
     }
 }
 
-/// Remove `path` if it is still the file (device, inode) pgrun made.
-fn remove_if_same(path: Option<PathBuf>, id: Option<(u64, u64)>) {
-    if let (Some(path), Some((dev, ino))) = (path, id)
-        && let Ok(meta) = std::fs::symlink_metadata(&path)
+/// Remove the pid file if it is still the one pgrun published (same
+/// device and inode) and it is stale: a reader's removal, under the claim
+/// byte, refused while a live run holds the file's lock. The inode number
+/// alone proves nothing: once pgrun died its file was stale, another run
+/// may have replaced it meanwhile, and a new file often gets the old
+/// number (ext4). That run holds its file's lock from before the file
+/// appears at the path, so the lock tells it apart, whatever its inode.
+fn remove_pidfile_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>) {
+    let (Some(path), Some((dev, ino))) = (path, id) else { return };
+    let Ok(record) = crate::pidfile::read_record(&path, true) else { return };
+    if record.meta.dev() == dev && record.meta.ino() == ino {
+        crate::pidfile::remove_if_stale(&path, &record);
+    }
+}
+
+/// Remove the marker if it is still the file pgrun made or found (same
+/// device and inode) and still what it was then: pgrun's own stopping note
+/// (`note`: naming pgrun), or the request that cancelled the run. A cancel
+/// that finds the note makes a request of it, in place, for the next run:
+/// that is no longer the guard's to remove.
+fn remove_marker_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>, note: Option<Pid>) {
+    use crate::pidfile::Marker;
+    let (Some(path), Some((dev, ino))) = (path, id) else { return };
+    let was = match note {
+        Some(pgrun) => Marker::Note(Some(pgrun)),
+        None => Marker::Request,
+    };
+    if crate::pidfile::marker(&path, sys::geteuid()) != was {
+        return;
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(&path)
         && meta.dev() == dev
         && meta.ino() == ino
     {

@@ -377,3 +377,90 @@ fn pgrun_killed_while_posix_spawn_waits_for_the_exec_leaves_nothing_running() {
     // The command's process, after its exec, is the same process.
     guard.wait(index);
 }
+
+/// Start a run on `scratch`'s `job.pid` whose member ignores TERM (logging
+/// it), with `-k 300` and `extra`; SIGKILL pgrun so that its guard sends
+/// TERM and then waits out the long grace. Returns (pgid, member, guard).
+fn guard_in_a_long_grace(guard: &mut Guard, scratch: &Scratch, extra: &[&str]) -> (i32, i32, i32) {
+    let (index, pgid, member) = start_stubborn_with(guard, scratch, &[&["-k", "300"], extra].concat());
+    let pgrun_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    eventually("the guard to block", || state(keeper).as_deref() == Some("S"));
+    if !extra.is_empty() {
+        // A stop was asked for: pgrun itself sends TERM and writes its note.
+        assert_eq!(wait_line(&scratch.path("member.log")), "TERM");
+    }
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    eventually("the guard to send TERM", || {
+        fs::read_to_string(scratch.path("member.log"))
+            .is_ok_and(|l| l.lines().count() >= 1 + usize::from(!extra.is_empty()))
+    });
+    (pgid, member, keeper)
+}
+
+/// As [`start_stubborn`], with `args` in place of `-k 2`.
+fn start_stubborn_with(guard: &mut Guard, scratch: &Scratch, args: &[&str]) -> (usize, i32, i32) {
+    let dir = scratch.sh();
+    let payload = format!(
+        "sh -c 'trap \"echo TERM >> {dir}/member.log\" TERM; echo $$ > {dir}/member.pid; while :; do sleep 0.1; done' & wait"
+    );
+    let (index, pgid) = start_published(guard, &scratch.path("job.pid"), args, &payload);
+    let member = wait_pid(&scratch.path("member.pid"), guard);
+    (index, pgid, member)
+}
+
+/// Write-lock all of `file` as a published run does (fcntl, from byte 0).
+fn lock_as_a_live_run(file: &fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a zeroed flock is valid.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: a valid fd and flock; the lock dies with `file`.
+    assert_eq!(unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) }, 0, "cannot lock the pid file");
+}
+
+#[test]
+fn the_guard_never_removes_a_live_runs_pid_file_even_on_the_old_inode() {
+    // While a dead pgrun's guard waits out the grace, the pid file is stale
+    // and a new run may publish there; on ext4 its file often gets the old
+    // inode number. Made certain here: the test locks the very file (same
+    // device and inode) as a live run does. The guard must see the live
+    // lock and leave the file alone.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let (_pgid, member, keeper) = guard_in_a_long_grace(&mut guard, &scratch, &[]);
+    let live = fs::OpenOptions::new().read(true).write(true).open(&pidfile).unwrap();
+    lock_as_a_live_run(&live);
+    send(member, libc::SIGKILL);
+    wait_dead(member);
+    wait_dead(keeper);
+    assert!(pidfile.exists(), "the dead run's guard removed a live run's pid file");
+    drop(live);
+}
+
+#[test]
+fn the_guard_never_removes_a_cancel_request_made_of_its_note() {
+    // pgrun starts stopping (its note at the marker) and is SIGKILLed; a
+    // `cancel --keep-pending` turns the note into a request for the next
+    // run. The dead run's guard must leave that request alone.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let (_pgid, member, keeper) = guard_in_a_long_grace(&mut guard, &scratch, &["-t", "0.1"]);
+    assert!(fs::read_to_string(&marker).unwrap().starts_with("pgrun-stopping "), "no stopping note");
+    let out =
+        run(pgrun(["cancel", "--keep-pending", "--wait-start", "0.1", pidfile.to_str().unwrap()]).stdin(Stdio::null()));
+    assert_status(&out, 1, "cancel --keep-pending with no live run");
+    assert_eq!(fs::read(&marker).unwrap(), b"", "cancel left no request");
+    send(member, libc::SIGKILL);
+    wait_dead(member);
+    wait_dead(keeper);
+    assert!(marker.exists(), "the dead run's guard removed the pending cancel request");
+    let out = run(pgrun(["-p", pidfile.to_str().unwrap(), "--", "true"]).stdin(Stdio::null()));
+    assert_status(&out, 143, "the next run, cancelled in advance");
+}
