@@ -30,12 +30,39 @@
 //! note, or the request that cancelled the run: a cancel may have made a
 //! request of the note since, for the next run), and exits.
 //!
-//! The guard stops only what it can prove is the run's: on Linux the
-//! processes it holds by pidfd, and members of the group found while one of
-//! those is not yet reaped (an unreaped process keeps the group's number
-//! from being reused). A group whose every held process is reaped is over
-//! as far as the guard can tell: it never signals a bare number. Off Linux
-//! (no pidfds) it signals the group by number, as the man page says.
+//! The guard stops only what is the run's, and never signals a group
+//! number that may have been given to somebody else. A number is free
+//! for a new process (and so for a new group) only once no process has it
+//! as its pid, group or session: while any process of the run's group is
+//! left, alive or a zombie, the number is the group's. So:
+//! - a held pidfd of a process not yet reaped that is the leader (its pid
+//!   is the number) or still in the group proves the number is the run's
+//!   (checked again after a look in `/proc`, so the look saw the run's
+//!   group);
+//! - pgrun itself uses the number until it first sees the group empty
+//!   ([`crate::contain::Scope::group_exists`]: gone for good), and says so
+//!   in the shared page the moment it does (a store: no syscall, no
+//!   wake-up). Until then the number was the run's for as long as pgrun
+//!   lived, and the guard goes on from where pgrun was: it uses the number
+//!   (`kill(-pgid)`, besides the pidfds it holds) until it sees the group
+//!   empty itself, and never again after. This is how it reaches members
+//!   born after pgrun last handed pidfds over (a straggler's child, a
+//!   `--wait-group` member's), and how it stops the run at all where no
+//!   pidfd can be opened (ENOSYS, EPERM from a seccomp filter, EMFILE).
+//!   The one window is between pgrun's last look and the guard's first:
+//!   the group may have emptied then. If pgrun died with the leader
+//!   unreaped, the leader held the number up to pgrun's death, and the
+//!   window is only from the moment pgrun's subreaper reaps it to the
+//!   guard's look, which follows pgrun's death at once (the hang-up). Even
+//!   then a reuse needs the kernel to hand out that very number again,
+//!   and pids are allocated in turn: a freed number comes back only after
+//!   the counter has gone round all of `pid_max`; pgrun relies on the
+//!   same between two of its own looks.
+//! - once pgrun saw the group empty, only held pidfds count, and the
+//!   members found while one of them is unreaped and in the group.
+//!
+//! Off Linux (no pidfds) the guard signals the group by number, under the
+//! same rule: not once pgrun saw it empty.
 //!
 //! On pgrun's side, [`Guard`] is the one holder of the guard's state: the
 //! supervisor tells it when it reaps the guard's pid, so that nothing
@@ -69,6 +96,9 @@ const PGID: usize = 0;
 const PIDFILE: usize = 1;
 const MARKER: usize = 4;
 const RELEASED: usize = 7;
+/// 1 once pgrun has seen the run's group empty: gone for good, and its
+/// number no longer the run's.
+const GROUP_GONE: usize = 8;
 
 /// What the marker's third slot says besides "valid": pgrun's own
 /// stopping note, or a request it found (see [`Guard::marker`]).
@@ -91,14 +121,24 @@ pub struct Plan {
 /// `None` after. Shared by the [`Guard`] handle and those who must tell the
 /// guard apart from the run's processes (the scope, in tree mode): one
 /// value, set to `None` once, when the supervisor reaps the guard.
+/// Also the way to tell the guard that the run's group was seen empty.
 #[derive(Clone, Default)]
-pub struct GuardChild(Rc<Cell<Option<Pid>>>);
+pub struct GuardChild(Rc<Cell<Option<Pid>>>, Option<Rc<lifetime::SharedPage>>);
 
 impl GuardChild {
     /// The guard's pid, while it is an unreaped child of pgrun (so the
     /// number cannot have been reused).
     pub fn pid(&self) -> Option<Pid> {
         self.0.get()
+    }
+
+    /// pgrun saw the run's group empty: gone for good. From then on the
+    /// guard never uses its number (no syscall, no wake-up: a store in the
+    /// shared page).
+    pub fn group_gone(&self) {
+        if let Some(page) = &self.1 {
+            page.slot(GROUP_GONE).store(1, Ordering::Release);
+        }
     }
 }
 
@@ -107,7 +147,7 @@ pub struct Guard {
     child: GuardChild,
     /// pgrun's end of the tie; closed to wake the guard.
     tie: Option<OwnedFd>,
-    shared: lifetime::SharedPage,
+    shared: Rc<lifetime::SharedPage>,
     /// Told to exit already.
     released: bool,
 }
@@ -115,7 +155,7 @@ pub struct Guard {
 impl Guard {
     /// Fork the guard. Call before the command starts.
     pub fn start(plan: Plan) -> std::io::Result<Guard> {
-        let shared = lifetime::SharedPage::new()?;
+        let shared = Rc::new(lifetime::SharedPage::new()?);
         let (guard_end, pgrun_end) = lifetime::tie()?;
         let pgrun = sys::getpid();
         match lifetime::fork()? {
@@ -137,7 +177,7 @@ impl Guard {
                 // before the command starts, whichever runs first.
                 let _ = lifetime::setpgid(pid, pid);
                 Ok(Guard {
-                    child: GuardChild(Rc::new(Cell::new(Some(pid)))),
+                    child: GuardChild(Rc::new(Cell::new(Some(pid))), Some(shared.clone())),
                     tie: Some(pgrun_end),
                     shared,
                     released: false,
@@ -303,7 +343,10 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
         g => Some(g as Pid),
     }
     .filter(|&g| g > 1);
-    let group = pgid.map(|pgid| run_group(&tie, pgid, held));
+    // Until pgrun saw the group empty, its number is still the run's (see
+    // the module's doc): the guard goes on from where pgrun was.
+    let number_is_the_runs = shared.slot(GROUP_GONE).load(Ordering::Acquire) == 0;
+    let group = pgid.and_then(|pgid| run_group(&tie, pgid, held, number_is_the_runs));
     drop(tie);
     confirm_pgrun_gone(shared, pgrun);
     let identity = |first: usize| {
@@ -345,9 +388,16 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
 }
 
 /// The run's group as the guard can prove it: on Linux the processes pgrun
-/// handed over (the leader, members left after it was reaped); elsewhere
-/// the group by its number.
-fn run_group(tie: &OwnedFd, pgid: Pid, held: Vec<(Pid, OwnedFd)>) -> unsupervised::Group {
+/// handed over (the leader, members left after it was reaped), and the
+/// group by its number while pgrun never saw it empty (`number_is_the_runs`)
+/// until the guard sees it empty itself; elsewhere the group by its number,
+/// under the same condition. `None` if nothing is left that is the run's.
+fn run_group(
+    tie: &OwnedFd,
+    pgid: Pid,
+    held: Vec<(Pid, OwnedFd)>,
+    number_is_the_runs: bool,
+) -> Option<unsupervised::Group> {
     #[cfg(linux_strengths)]
     {
         let mut held = held;
@@ -355,14 +405,14 @@ fn run_group(tie: &OwnedFd, pgid: Pid, held: Vec<(Pid, OwnedFd)>) -> unsupervise
             Ok(received) => held.extend(received.processes),
             Err(e) => say::line(format_args!("guard: cannot take the processes pgrun handed over: {e}")),
         }
-        let mut group = unsupervised::Group::held(pgid, held);
+        let mut group = unsupervised::Group::held(pgid, held, number_is_the_runs);
         group.look_for_members();
-        group
+        Some(group)
     }
     #[cfg(not(linux_strengths))]
     {
         let _ = (tie, held);
-        unsupervised::Group::new(pgid)
+        number_is_the_runs.then(|| unsupervised::Group::new(pgid))
     }
 }
 

@@ -62,12 +62,14 @@ pub trait Target {
 ///   in the group, and looked for again while one of them lives; the group
 ///   is over once every member found has exited. Where no member can be
 ///   held (no /proc, no pidfd) it falls back to `kill(-pgid)`.
-/// - [`Group::held`] (the guard): only the processes handed over (pidfds
-///   pgrun opened while they were its run's) and the members found while
-///   one of those is not yet reaped: an unreaped process keeps the group's
-///   number in use, so whatever is in the group then is the run's. Once
-///   every held process is reaped nothing more is found, and nothing is
-///   ever signalled by number.
+/// - [`Group::held`] (the guard): the processes handed over (pidfds pgrun
+///   opened while they were its run's) and the members found while one of
+///   those is not yet reaped and still in the group: it keeps the group's
+///   number in use, so whatever is in the group then is the run's. And,
+///   if pgrun never saw the group empty, the group by its number, as pgrun
+///   itself used it, until the guard sees it empty (see the guard's module
+///   doc for why the number is still the run's then). Once that number is
+///   given up and every held process is reaped, nothing more is found.
 pub struct Group {
     pgid: Pid,
     /// Members found so far, each with a pidfd opened while it was one.
@@ -76,6 +78,10 @@ pub struct Group {
     /// Made by [`Group::held`].
     #[cfg(linux_strengths)]
     held: bool,
+    /// A held group whose number is still the run's: never seen empty, by
+    /// pgrun nor by the guard.
+    #[cfg(linux_strengths)]
+    number: bool,
 }
 
 impl Group {
@@ -86,20 +92,23 @@ impl Group {
             members: Vec::new(),
             #[cfg(linux_strengths)]
             held: false,
+            #[cfg(linux_strengths)]
+            number: false,
         }
     }
 
-    /// The group `pgid` known only through `members`, pidfds of processes
-    /// known to be the run's (see the type's doc).
+    /// The group `pgid` known through `members`, pidfds of processes known
+    /// to be the run's, and through its number while `number` (pgrun never
+    /// saw the group empty; see the type's doc).
     #[cfg(linux_strengths)]
-    pub fn held(pgid: Pid, handed: Vec<(Pid, OwnedFd)>) -> Group {
+    pub fn held(pgid: Pid, handed: Vec<(Pid, OwnedFd)>, number: bool) -> Group {
         let mut members: Vec<(Pid, OwnedFd)> = Vec::new();
         for (pid, fd) in handed {
             if !members.iter().any(|(p, _)| *p == pid) {
                 members.push((pid, fd));
             }
         }
-        Group { pgid, members, held: true }
+        Group { pgid, members, held: true, number }
     }
 
     /// Take hold of the members that can be proven the run's now (see the
@@ -120,12 +129,29 @@ impl Group {
         !self.members.is_empty() && self.members.iter().all(|(_, fd)| process::pidfd_exited(fd.as_fd()))
     }
 
-    /// Whether a member held is not yet reaped (alive, or a zombie): it
-    /// keeps the group's number in use.
+    /// Whether a member held is not yet reaped (alive, or a zombie) and
+    /// still holds the group's number: the leader (its pid is the number),
+    /// or a member still in the group (its group id read while the pidfd
+    /// says the pid is still its own).
     #[cfg(linux_strengths)]
     fn member_unreaped(&self) -> bool {
         use std::os::fd::AsFd;
-        self.members.iter().any(|(_, fd)| process::pidfd_signal(fd.as_fd(), Signal::PROBE).unwrap_or(false))
+        let unreaped = |fd: &OwnedFd| process::pidfd_signal(fd.as_fd(), Signal::PROBE).unwrap_or(false);
+        self.members.iter().any(|(pid, fd)| {
+            unreaped(fd)
+                && (*pid == self.pgid
+                    || (crate::sys::proc::stat(*pid).is_some_and(|s| s.pgrp == self.pgid) && unreaped(fd)))
+        })
+    }
+
+    /// For a held group whose number is still the run's: whether the group
+    /// is empty now, in which case the number is given up for good.
+    #[cfg(linux_strengths)]
+    fn number_given_up(&mut self) -> bool {
+        if self.number && !process::group_exists(self.pgid) {
+            self.number = false;
+        }
+        !self.number
     }
 
     /// Whether a member found is still a zombie in the group: it holds the
@@ -145,12 +171,13 @@ impl Group {
     /// still lives (a new member is forked by a live one).
     #[cfg(linux_strengths)]
     fn find_members(&mut self) {
-        let provable = if self.held { self.member_unreaped() } else { !self.members_all_exited() };
+        let provable =
+            if self.held { !self.number_given_up() || self.member_unreaped() } else { !self.members_all_exited() };
         if !provable {
             return;
         }
         let found = members_of(self.pgid);
-        if self.held && !self.member_unreaped() {
+        if self.held && !self.member_unreaped() && self.number_given_up() {
             return;
         }
         for (pid, fd) in found {
@@ -169,11 +196,24 @@ impl Group {
                 for (_, fd) in &self.members {
                     let _ = process::pidfd_signal(fd.as_fd(), signal);
                 }
+                // Also the members no pidfd holds (born since the look, or
+                // none could be opened), while the number is the run's.
+                if self.held && self.number && !matches!(process::signal_group(self.pgid, signal), Ok(true)) {
+                    self.number_given_up();
+                }
                 return;
             }
         }
         let _ = process::signal_group(self.pgid, signal);
     }
+}
+
+/// Whether `/proc` shows group `pgid` with no process but zombies (false
+/// if `/proc` cannot be read: then nothing can be told).
+#[cfg(linux_strengths)]
+fn only_zombies_in(pgid: Pid) -> bool {
+    let table = crate::sys::proc::scan();
+    !table.is_empty() && table.iter().all(|(_, stat)| stat.pgrp != pgid || stat.state == b'Z')
 }
 
 /// The processes of group `pgid` now, each with a pidfd opened first and
@@ -223,10 +263,13 @@ impl Target for Group {
         if self.held {
             // Nothing held can be signalled once it has exited.
             self.find_members();
-            return self.members.iter().all(|(_, fd)| {
+            let held_exited = self.members.iter().all(|(_, fd)| {
                 use std::os::fd::AsFd;
                 process::pidfd_exited(fd.as_fd())
             });
+            // While the number is the run's: until the group is empty, or
+            // holds only zombies (nothing left to stop).
+            return held_exited && (self.number_given_up() || only_zombies_in(self.pgid));
         }
         if !process::group_exists(self.pgid) {
             return true;

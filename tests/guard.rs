@@ -464,3 +464,88 @@ fn the_guard_never_removes_a_cancel_request_made_of_its_note() {
     let out = run(pgrun(["-p", pidfile.to_str().unwrap(), "--", "true"]).stdin(Stdio::null()));
     assert_status(&out, 143, "the next run, cancelled in advance");
 }
+
+/// A run (`extra` options) whose leader exits at once, leaving member A
+/// (which survives TERM), which waits for `go`, then starts B in the group
+/// and exits. Once A is
+/// reaped (every process pgrun handed its guard is then gone) pgrun is
+/// SIGKILLed: its guard must still stop B, whose group is the run's.
+fn member_started_after_the_hand_over_is_stopped_by_the_guard(extra: &[&str]) {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let a = format!(
+        "trap 'echo TERM >> {dir}/a.log' TERM; echo $$ > {dir}/a.pid; until [ -e {dir}/go ]; do sleep 0.01; done
+sh -c 'echo $$ > {dir}/b.pid; exec sleep 300' &
+until [ -s {dir}/b.pid ]; do sleep 0.01; done
+exit 0
+"
+    );
+    fs::write(scratch.path("a.sh"), a).unwrap();
+    // The leader exits once A has its trap set and its pid written.
+    let payload = format!("sh {dir}/a.sh & until [ -s {dir}/a.pid ]; do sleep 0.01; done; exit 0");
+    let mut args = vec!["-k", "300"];
+    args.extend_from_slice(extra);
+    let (index, pgid) = start_published(&mut guard, &scratch.path("job.pid"), &args, &payload);
+    let a = wait_pid(&scratch.path("a.pid"), &mut guard);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    // The leader is gone: reaped by pgrun, which handed A to its guard
+    // (and, without --wait-group, started stopping A, which ignores TERM).
+    eventually("the leader to be reaped", || is_dead(pgid) && !std::path::Path::new(&format!("/proc/{pgid}")).exists());
+    if !extra.contains(&"--wait-group") {
+        // pgrun's stop reached A before B exists.
+        assert_eq!(wait_line(&scratch.path("a.log")), "TERM");
+    }
+    fs::write(scratch.path("go"), "").unwrap();
+    let b = wait_pid(&scratch.path("b.pid"), &mut guard);
+    assert_eq!(pgrp(b), Some(pgid), "B is not in the run's group");
+    eventually("A to be reaped", || !std::path::Path::new(&format!("/proc/{a}")).exists());
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(b);
+    wait_dead(keeper);
+}
+
+#[test]
+fn with_wait_group_the_guard_stops_a_member_born_after_the_hand_over() {
+    member_started_after_the_hand_over_is_stopped_by_the_guard(&["--wait-group"]);
+}
+
+#[test]
+fn the_guard_stops_a_member_a_straggler_started_during_the_stop() {
+    member_started_after_the_hand_over_is_stopped_by_the_guard(&[]);
+}
+
+#[test]
+fn without_pidfds_the_guard_still_stops_the_run() {
+    // pidfd_open fails (ENOSYS: an old kernel, or a seccomp filter) for
+    // pgrun and its guard alike; pgrun is SIGKILLed: the guard stops the
+    // group by its number, which pgrun never saw empty.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pidfile = scratch.path("job.pid");
+    let mut cmd = pgrun_injected(
+        "pidfd_open:error=ENOSYS",
+        None,
+        &["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &format!("echo $$ > {dir}/cmd.pid; exec sleep 300")],
+    );
+    cmd.stderr(fs::File::create(scratch.path("err")).unwrap());
+    let index = guard.spawn(&mut cmd);
+    let strace_pid = guard.child(index).id() as i32;
+    let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
+    guard.record_group(command);
+    wait_line(&pidfile);
+    let comm = |p: i32| fs::read_to_string(format!("/proc/{p}/comm")).map(|c| c.trim_end().to_string()).ok();
+    let pgrun_pid = descendants(strace_pid).into_iter().find(|&p| comm(p).as_deref() == Some("pgrun")).unwrap();
+    guard.record(pgrun_pid);
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    send(pgrun_pid, libc::SIGKILL);
+    wait_dead(command);
+    wait_dead(keeper);
+    guard.wait(index);
+    eventually("the pid file to be removed", || !pidfile.exists());
+}
