@@ -262,15 +262,12 @@ fn pgrun_killed_before_the_commands_exec_is_confirmed_leaves_nothing_running() {
 }
 
 #[test]
-#[cfg_attr(
-    feature = "posix-fallback",
-    ignore = "the portable path has no pidfds: the guard signals by number, as the man page says"
-)]
 fn the_guard_never_stops_a_group_that_took_the_number_after_the_run_ended() {
     // The run's group ends and pgrun is held before it releases its guard;
     // the group's number is handed to an unrelated process (ns_last_pid,
     // in a PID namespace of our own); then pgrun is SIGKILLed. The guard
-    // must see that the run is over, and leave the newcomer alone.
+    // must see that the run is over (pgrun saw the group empty), and leave
+    // the newcomer alone: with pidfds or by number (the portable path).
     if !require(Capability::PidNamespaces) {
         return;
     }
