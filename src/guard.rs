@@ -240,6 +240,9 @@ impl Guard {
     /// The process announced with [`Guard::spawned`] failed to run and was
     /// reaped: the guard must not look for its group.
     pub fn spawn_failed(&self) {
+        // Reaped, its number is free: never the run's again (the guard may
+        // have caught the process itself and know the number that way).
+        self.shared.slot(GROUP_GONE).store(1, Ordering::Release);
         self.shared.slot(PGID).store(0, Ordering::Release);
     }
 
