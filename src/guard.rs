@@ -23,15 +23,46 @@
 //! really gone (it was reparented: `getppid()` is no longer pgrun; an
 //! error of the wait alone proves nothing, and the guard waits again), then
 //! runs the stop sequence on the run (on the cgroup leaf in cgroup mode,
-//! then removes the leaf), removes the pid file and the marker if they are
-//! still the ones pgrun published (same device and inode), and exits.
+//! then removes the leaf), removes the pid file if it is still the one
+//! pgrun published (same device and inode) and stale (no live run's lock
+//! on it: a new run may have published a file with the old inode number),
+//! and the marker if it is still what pgrun left there (its own stopping
+//! note, or the request that cancelled the run: a cancel may have made a
+//! request of the note since, for the next run), and exits.
 //!
-//! The guard stops only what it can prove is the run's: on Linux the
-//! processes it holds by pidfd, and members of the group found while one of
-//! those is not yet reaped (an unreaped process keeps the group's number
-//! from being reused). A group whose every held process is reaped is over
-//! as far as the guard can tell: it never signals a bare number. Off Linux
-//! (no pidfds) it signals the group by number, as the man page says.
+//! The guard stops only what is the run's, and never signals a group
+//! number that may have been given to somebody else. A number is free
+//! for a new process (and so for a new group) only once no process has it
+//! as its pid, group or session: while any process of the run's group is
+//! left, alive or a zombie, the number is the group's. So:
+//! - a held pidfd of a process not yet reaped that is the leader (its pid
+//!   is the number) or still in the group proves the number is the run's
+//!   (checked again after a look in `/proc`, so the look saw the run's
+//!   group);
+//! - pgrun itself uses the number until it first sees the group empty
+//!   ([`crate::contain::Scope::group_exists`]: gone for good), and says so
+//!   in the shared page the moment it does (a store: no syscall, no
+//!   wake-up). Until then the number was the run's for as long as pgrun
+//!   lived, and the guard goes on from where pgrun was: it uses the number
+//!   (`kill(-pgid)`, besides the pidfds it holds) until it sees the group
+//!   empty itself, and never again after. This is how it reaches members
+//!   born after pgrun last handed pidfds over (a straggler's child, a
+//!   `--wait-group` member's), and how it stops the run at all where no
+//!   pidfd can be opened (ENOSYS, EPERM from a seccomp filter, EMFILE).
+//!   The one window is between pgrun's last look and the guard's first:
+//!   the group may have emptied then. If pgrun died with the leader
+//!   unreaped, the leader held the number up to pgrun's death, and the
+//!   window is only from the moment pgrun's subreaper reaps it to the
+//!   guard's look, which follows pgrun's death at once (the hang-up). Even
+//!   then a reuse needs the kernel to hand out that very number again,
+//!   and pids are allocated in turn: a freed number comes back only after
+//!   the counter has gone round all of `pid_max`; pgrun relies on the
+//!   same between two of its own looks.
+//! - once pgrun saw the group empty, only held pidfds count, and the
+//!   members found while one of them is unreaped and in the group.
+//!
+//! Off Linux (no pidfds) the guard signals the group by number, under the
+//! same rule: not once pgrun saw it empty.
 //!
 //! On pgrun's side, [`Guard`] is the one holder of the guard's state: the
 //! supervisor tells it when it reaps the guard's pid, so that nothing
@@ -66,6 +97,14 @@ const PGID: usize = 0;
 const PIDFILE: usize = 1;
 const MARKER: usize = 4;
 const RELEASED: usize = 7;
+/// 1 once pgrun has seen the run's group empty: gone for good, and its
+/// number no longer the run's.
+const GROUP_GONE: usize = 8;
+
+/// What the marker's third slot says besides "valid": pgrun's own
+/// stopping note, or a request it found (see [`Guard::marker`]).
+const MARKER_NOTE: u64 = 1;
+const MARKER_REQUEST: u64 = 2;
 
 /// The guard's exit status when it panicked.
 const PANICKED: u8 = 70;
@@ -83,14 +122,24 @@ pub struct Plan {
 /// `None` after. Shared by the [`Guard`] handle and those who must tell the
 /// guard apart from the run's processes (the scope, in tree mode): one
 /// value, set to `None` once, when the supervisor reaps the guard.
+/// Also the way to tell the guard that the run's group was seen empty.
 #[derive(Clone, Default)]
-pub struct GuardChild(Rc<Cell<Option<Pid>>>);
+pub struct GuardChild(Rc<Cell<Option<Pid>>>, Option<Rc<lifetime::SharedPage>>);
 
 impl GuardChild {
     /// The guard's pid, while it is an unreaped child of pgrun (so the
     /// number cannot have been reused).
     pub fn pid(&self) -> Option<Pid> {
         self.0.get()
+    }
+
+    /// pgrun saw the run's group empty: gone for good. From then on the
+    /// guard never uses its number (no syscall, no wake-up: a store in the
+    /// shared page).
+    pub fn group_gone(&self) {
+        if let Some(page) = &self.1 {
+            page.slot(GROUP_GONE).store(1, Ordering::Release);
+        }
     }
 }
 
@@ -99,7 +148,7 @@ pub struct Guard {
     child: GuardChild,
     /// pgrun's end of the tie; closed to wake the guard.
     tie: Option<OwnedFd>,
-    shared: lifetime::SharedPage,
+    shared: Rc<lifetime::SharedPage>,
     /// Told to exit already.
     released: bool,
 }
@@ -107,7 +156,7 @@ pub struct Guard {
 impl Guard {
     /// Fork the guard. Call before the command starts.
     pub fn start(plan: Plan) -> std::io::Result<Guard> {
-        let shared = lifetime::SharedPage::new()?;
+        let shared = Rc::new(lifetime::SharedPage::new()?);
         let (guard_end, pgrun_end) = lifetime::tie()?;
         let pgrun = sys::getpid();
         match lifetime::fork()? {
@@ -129,7 +178,7 @@ impl Guard {
                 // before the command starts, whichever runs first.
                 let _ = lifetime::setpgid(pid, pid);
                 Ok(Guard {
-                    child: GuardChild(Rc::new(Cell::new(Some(pid)))),
+                    child: GuardChild(Rc::new(Cell::new(Some(pid))), Some(shared.clone())),
                     tie: Some(pgrun_end),
                     shared,
                     released: false,
@@ -192,6 +241,9 @@ impl Guard {
     /// The process announced with [`Guard::spawned`] failed to run and was
     /// reaped: the guard must not look for its group.
     pub fn spawn_failed(&self) {
+        // Reaped, its number is free: never the run's again (the guard may
+        // have caught the process itself and know the number that way).
+        self.shared.slot(GROUP_GONE).store(1, Ordering::Release);
         self.shared.slot(PGID).store(0, Ordering::Release);
     }
 
@@ -224,22 +276,25 @@ impl Guard {
 
     /// The pid file was published as this inode.
     pub fn published(&self, dev: u64, ino: u64) {
-        self.store_identity(PIDFILE, dev, ino);
+        self.store_identity(PIDFILE, dev, ino, 1);
     }
 
-    /// The marker pgrun created (or found) when it started stopping.
-    pub fn marker(&self, path: &std::path::Path) {
+    /// The marker pgrun created (`note`: its stopping note) or found (a
+    /// cancel request, which cancelled this run) when it started stopping.
+    pub fn marker(&self, path: &std::path::Path, note: bool) {
         if let Ok(meta) = std::fs::symlink_metadata(path) {
-            self.store_identity(MARKER, meta.dev(), meta.ino());
+            let kind = if note { MARKER_NOTE } else { MARKER_REQUEST };
+            self.store_identity(MARKER, meta.dev(), meta.ino(), kind);
         }
     }
 
-    /// Store (device, inode) at `first` and `first + 1`, then mark them set.
-    fn store_identity(&self, first: usize, dev: u64, ino: u64) {
+    /// Store (device, inode) at `first` and `first + 1`, then mark them set
+    /// with `valid` (not 0).
+    fn store_identity(&self, first: usize, dev: u64, ino: u64, valid: u64) {
         self.shared.slot(first + 2).store(0, Ordering::Release);
         self.shared.slot(first).store(dev, Ordering::Release);
         self.shared.slot(first + 1).store(ino, Ordering::Release);
-        self.shared.slot(first + 2).store(1, Ordering::Release);
+        self.shared.slot(first + 2).store(valid, Ordering::Release);
     }
 
     /// The run is over and withdrawn: tell the guard to exit. It is reaped
@@ -292,11 +347,14 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
         g => Some(g as Pid),
     }
     .filter(|&g| g > 1);
-    let group = pgid.map(|pgid| run_group(&tie, pgid, held));
+    // Until pgrun saw the group empty, its number is still the run's (see
+    // the module's doc): the guard goes on from where pgrun was.
+    let number_is_the_runs = shared.slot(GROUP_GONE).load(Ordering::Acquire) == 0;
+    let group = pgid.and_then(|pgid| run_group(&tie, pgid, held, number_is_the_runs));
     drop(tie);
     confirm_pgrun_gone(shared, pgrun);
     let identity = |first: usize| {
-        (shared.slot(first + 2).load(Ordering::Acquire) == 1)
+        (shared.slot(first + 2).load(Ordering::Acquire) != 0)
             .then(|| (shared.slot(first).load(Ordering::Acquire), shared.slot(first + 1).load(Ordering::Acquire)))
     };
     let what = pgid.map_or_else(|| "its run".to_string(), |g| format!("process group {g}"));
@@ -327,15 +385,23 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     if let Some(leaf) = &leaf {
         leaf.remove();
     }
-    remove_if_same(plan.pidfile, identity(PIDFILE));
-    remove_if_same(plan.marker, identity(MARKER));
+    remove_pidfile_if_ours(plan.pidfile, identity(PIDFILE));
+    let note = shared.slot(MARKER + 2).load(Ordering::Acquire) == MARKER_NOTE;
+    remove_marker_if_ours(plan.marker, identity(MARKER), note.then_some(pgrun));
     sys::exit_now(0)
 }
 
 /// The run's group as the guard can prove it: on Linux the processes pgrun
-/// handed over (the leader, members left after it was reaped); elsewhere
-/// the group by its number.
-fn run_group(tie: &OwnedFd, pgid: Pid, held: Vec<(Pid, OwnedFd)>) -> unsupervised::Group {
+/// handed over (the leader, members left after it was reaped), and the
+/// group by its number while pgrun never saw it empty (`number_is_the_runs`)
+/// until the guard sees it empty itself; elsewhere the group by its number,
+/// under the same condition. `None` if nothing is left that is the run's.
+fn run_group(
+    tie: &OwnedFd,
+    pgid: Pid,
+    held: Vec<(Pid, OwnedFd)>,
+    number_is_the_runs: bool,
+) -> Option<unsupervised::Group> {
     #[cfg(linux_strengths)]
     {
         let mut held = held;
@@ -344,14 +410,14 @@ fn run_group(tie: &OwnedFd, pgid: Pid, held: Vec<(Pid, OwnedFd)>) -> unsupervise
             Err(e) => say::line(format_args!("guard: cannot take the processes pgrun handed over: {e}")),
         }
         let held = held.into_iter().map(|(pid, fd)| (pid, sys::pidfd::Pidfd::from_owned(fd))).collect();
-        let mut group = unsupervised::Group::held(pgid, held);
+        let mut group = unsupervised::Group::held(pgid, held, number_is_the_runs);
         group.look_for_members();
-        group
+        Some(group)
     }
     #[cfg(not(linux_strengths))]
     {
         let _ = (tie, held);
-        unsupervised::Group::new(pgid)
+        number_is_the_runs.then(|| unsupervised::Group::new(pgid))
     }
 }
 
@@ -484,10 +550,37 @@ fn exit_if_released(shared: &lifetime::SharedPage) {
     }
 }
 
-/// Remove `path` if it is still the file (device, inode) pgrun made.
-fn remove_if_same(path: Option<PathBuf>, id: Option<(u64, u64)>) {
-    if let (Some(path), Some((dev, ino))) = (path, id)
-        && let Ok(meta) = std::fs::symlink_metadata(&path)
+/// Remove the pid file if it is still the one pgrun published (same
+/// device and inode) and it is stale: a reader's removal, under the claim
+/// byte, refused while a live run holds the file's lock. The inode number
+/// alone proves nothing: once pgrun died its file was stale, another run
+/// may have replaced it meanwhile, and a new file often gets the old
+/// number (ext4). That run holds its file's lock from before the file
+/// appears at the path, so the lock tells it apart, whatever its inode.
+fn remove_pidfile_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>) {
+    let (Some(path), Some((dev, ino))) = (path, id) else { return };
+    let Ok(record) = crate::pidfile::read_record(&path, true) else { return };
+    if record.meta.dev() == dev && record.meta.ino() == ino {
+        crate::pidfile::remove_if_stale(&path, &record);
+    }
+}
+
+/// Remove the marker if it is still the file pgrun made or found (same
+/// device and inode) and still what it was then: pgrun's own stopping note
+/// (`note`: naming pgrun), or the request that cancelled the run. A cancel
+/// that finds the note makes a request of it, in place, for the next run:
+/// that is no longer the guard's to remove.
+fn remove_marker_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>, note: Option<Pid>) {
+    use crate::pidfile::Marker;
+    let (Some(path), Some((dev, ino))) = (path, id) else { return };
+    let was = match note {
+        Some(pgrun) => Marker::Note(Some(pgrun)),
+        None => Marker::Request,
+    };
+    if crate::pidfile::marker(&path, sys::geteuid()) != was {
+        return;
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(&path)
         && meta.dev() == dev
         && meta.ino() == ino
     {

@@ -513,11 +513,15 @@ impl Supervisor<'_> {
     /// pid file means "stopping") and tell the guard it is ours to remove.
     fn mark_stopping(&self) {
         let Some(marker) = self.w.marker else { return };
-        if let Err(e) = crate::pidfile::create_note(marker, self.pgid) {
-            verbose!("cannot create {}: {e}", marker.display());
-        }
+        let note = match crate::pidfile::create_note(marker, self.pgid) {
+            Ok(note) => note,
+            Err(e) => {
+                verbose!("cannot create {}: {e}", marker.display());
+                return;
+            }
+        };
         if let Some(guard) = self.w.guard {
-            guard.marker(marker);
+            guard.marker(marker, note);
         }
     }
 

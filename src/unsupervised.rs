@@ -63,12 +63,14 @@ pub trait Target {
 ///   in the group, and looked for again while one of them lives; the group
 ///   is over once every member found has exited. Where no member can be
 ///   held (no /proc, no pidfd) it falls back to `kill(-pgid)`.
-/// - [`Group::held`] (the guard): only the processes handed over (pidfds
-///   pgrun opened while they were its run's) and the members found while
-///   one of those is not yet reaped: an unreaped process keeps the group's
-///   number in use, so whatever is in the group then is the run's. Once
-///   every held process is reaped nothing more is found, and nothing is
-///   ever signalled by number.
+/// - [`Group::held`] (the guard): the processes handed over (pidfds pgrun
+///   opened while they were its run's) and the members found while one of
+///   those is not yet reaped and still in the group: it keeps the group's
+///   number in use, so whatever is in the group then is the run's. And,
+///   if pgrun never saw the group empty, the group by its number, as pgrun
+///   itself used it, until the guard sees it empty (see the guard's module
+///   doc for why the number is still the run's then). Once that number is
+///   given up and every held process is reaped, nothing more is found.
 pub struct Group {
     pgid: Pid,
     /// Members found so far, each with a pidfd opened while it was one
@@ -76,23 +78,27 @@ pub struct Group {
     members: Vec<(Pid, Pidfd)>,
     /// Made by [`Group::held`].
     held: bool,
+    /// A held group whose number is still the run's: never seen empty, by
+    /// pgrun nor by the guard.
+    number: bool,
 }
 
 impl Group {
     pub fn new(pgid: Pid) -> Group {
-        Group { pgid, members: Vec::new(), held: false }
+        Group { pgid, members: Vec::new(), held: false, number: false }
     }
 
-    /// The group `pgid` known only through `members`, pidfds of processes
-    /// known to be the run's (see the type's doc).
-    pub fn held(pgid: Pid, handed: Vec<(Pid, Pidfd)>) -> Group {
+    /// The group `pgid` known through `members`, pidfds of processes known
+    /// to be the run's, and through its number while `number` (pgrun never
+    /// saw the group empty; see the type's doc).
+    pub fn held(pgid: Pid, handed: Vec<(Pid, Pidfd)>, number: bool) -> Group {
         let mut members: Vec<(Pid, Pidfd)> = Vec::new();
         for (pid, fd) in handed {
             if !members.iter().any(|(p, _)| *p == pid) {
                 members.push((pid, fd));
             }
         }
-        Group { pgid, members, held: true }
+        Group { pgid, members, held: true, number }
     }
 
     /// Take hold of the members that can be proven the run's now (see the
@@ -110,10 +116,26 @@ impl Group {
         !self.members.is_empty() && self.members.iter().all(|(_, fd)| fd.exited())
     }
 
-    /// Whether a member held is not yet reaped (alive, or a zombie): it
-    /// keeps the group's number in use.
+    /// Whether a member held is not yet reaped (alive, or a zombie) and
+    /// still holds the group's number: the leader (its pid is the number),
+    /// or a member still in the group (its group id read while the pidfd
+    /// says the pid is still its own).
     fn member_unreaped(&self) -> bool {
-        self.members.iter().any(|(_, fd)| fd.signal(Signal::PROBE).unwrap_or(false))
+        let unreaped = |fd: &Pidfd| fd.signal(Signal::PROBE).unwrap_or(false);
+        self.members.iter().any(|(pid, fd)| {
+            unreaped(fd)
+                && (*pid == self.pgid
+                    || (crate::sys::proc::stat(*pid).is_some_and(|s| s.pgrp == self.pgid) && unreaped(fd)))
+        })
+    }
+
+    /// For a held group whose number is still the run's: whether the group
+    /// is empty now, in which case the number is given up for good.
+    fn number_given_up(&mut self) -> bool {
+        if self.number && !process::group_exists(self.pgid) {
+            self.number = false;
+        }
+        !self.number
     }
 
     /// Whether a member found is still a zombie in the group: it holds the
@@ -126,17 +148,19 @@ impl Group {
     }
 
     /// Look for members not held yet. Only while the group is known to be
-    /// the run's: for a held group, while a held member is unreaped (checked
-    /// again after the scan: unreaped then, it kept the number in use all
-    /// through the scan); else before any member was found, or while one
-    /// still lives (a new member is forked by a live one).
+    /// the run's: for a held group, while its number is still the run's or
+    /// a held member is unreaped (checked again after the scan: unreaped
+    /// then, it kept the number in use all through the scan); else before
+    /// any member was found, or while one still lives (a new member is
+    /// forked by a live one).
     fn find_members(&mut self) {
-        let provable = if self.held { self.member_unreaped() } else { !self.members_all_exited() };
+        let provable =
+            if self.held { !self.number_given_up() || self.member_unreaped() } else { !self.members_all_exited() };
         if !provable {
             return;
         }
         let found = members_of(self.pgid);
-        if self.held && !self.member_unreaped() {
+        if self.held && !self.member_unreaped() && self.number_given_up() {
             return;
         }
         for (pid, fd) in found {
@@ -152,10 +176,22 @@ impl Group {
             for (_, fd) in &self.members {
                 let _ = fd.signal(signal);
             }
+            // Also the members no pidfd holds (born since the look, or none
+            // could be opened), while the number is the run's.
+            if self.held && self.number && !matches!(process::signal_group(self.pgid, signal), Ok(true)) {
+                self.number_given_up();
+            }
             return;
         }
         let _ = process::signal_group(self.pgid, signal);
     }
+}
+
+/// Whether `/proc` shows group `pgid` with no process but zombies (false
+/// if `/proc` cannot be read: then nothing can be told).
+fn only_zombies_in(pgid: Pid) -> bool {
+    let table = crate::sys::proc::scan();
+    !table.is_empty() && table.iter().all(|(_, stat)| stat.pgrp != pgid || stat.state == b'Z')
 }
 
 /// The processes of group `pgid` now, each with a pidfd opened first and
@@ -189,16 +225,14 @@ impl Target for Group {
             self.send(Signal::CONT);
         }
     }
-    #[cfg(linux_strengths)]
     fn signal_leader(&mut self, signal: Signal, cont: bool) -> bool {
-        use std::os::fd::AsFd;
         self.find_members();
         let Some((_, fd)) = self.members.iter().find(|(pid, _)| *pid == self.pgid) else { return false };
-        if process::pidfd_exited(fd.as_fd()) || !matches!(process::pidfd_signal(fd.as_fd(), signal), Ok(true)) {
+        if fd.exited() || !matches!(fd.signal(signal), Ok(true)) {
             return false;
         }
         if cont {
-            let _ = process::pidfd_signal(fd.as_fd(), Signal::CONT);
+            let _ = fd.signal(Signal::CONT);
         }
         true
     }
@@ -206,7 +240,10 @@ impl Target for Group {
         if self.held {
             // Nothing held can be signalled once it has exited.
             self.find_members();
-            return self.members.iter().all(|(_, fd)| fd.exited());
+            let held_exited = self.members.iter().all(|(_, fd)| fd.exited());
+            // While the number is the run's: until the group is empty, or
+            // holds only zombies (nothing left to stop).
+            return held_exited && (self.number_given_up() || only_zombies_in(self.pgid));
         }
         if !process::group_exists(self.pgid) {
             return true;

@@ -262,15 +262,12 @@ fn pgrun_killed_before_the_commands_exec_is_confirmed_leaves_nothing_running() {
 }
 
 #[test]
-#[cfg_attr(
-    feature = "posix-fallback",
-    ignore = "the portable path has no pidfds: the guard signals by number, as the man page says"
-)]
 fn the_guard_never_stops_a_group_that_took_the_number_after_the_run_ended() {
     // The run's group ends and pgrun is held before it releases its guard;
     // the group's number is handed to an unrelated process (ns_last_pid,
     // in a PID namespace of our own); then pgrun is SIGKILLed. The guard
-    // must see that the run is over, and leave the newcomer alone.
+    // must see that the run is over (pgrun saw the group empty), and leave
+    // the newcomer alone: with pidfds or by number (the portable path).
     if !require(Capability::PidNamespaces) {
         return;
     }
@@ -376,4 +373,175 @@ fn pgrun_killed_while_posix_spawn_waits_for_the_exec_leaves_nothing_running() {
     wait_dead(keeper);
     // The command's process, after its exec, is the same process.
     guard.wait(index);
+}
+
+/// Start a run on `scratch`'s `job.pid` whose member ignores TERM (logging
+/// it), with `-k 300` and `extra`; SIGKILL pgrun so that its guard sends
+/// TERM and then waits out the long grace. Returns (pgid, member, guard).
+fn guard_in_a_long_grace(guard: &mut Guard, scratch: &Scratch, extra: &[&str]) -> (i32, i32, i32) {
+    let (index, pgid, member) = start_stubborn_with(guard, scratch, &[&["-k", "300"], extra].concat());
+    let pgrun_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    eventually("the guard to block", || state(keeper).as_deref() == Some("S"));
+    if !extra.is_empty() {
+        // A stop was asked for: pgrun itself sends TERM and writes its note.
+        assert_eq!(wait_line(&scratch.path("member.log")), "TERM");
+    }
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    eventually("the guard to send TERM", || {
+        fs::read_to_string(scratch.path("member.log")).is_ok_and(|l| l.lines().count() > usize::from(!extra.is_empty()))
+    });
+    (pgid, member, keeper)
+}
+
+/// As [`start_stubborn`], with `args` in place of `-k 2`.
+fn start_stubborn_with(guard: &mut Guard, scratch: &Scratch, args: &[&str]) -> (usize, i32, i32) {
+    let dir = scratch.sh();
+    let payload = format!(
+        "sh -c 'trap \"echo TERM >> {dir}/member.log\" TERM; echo $$ > {dir}/member.pid; while :; do sleep 0.1; done' & wait"
+    );
+    let (index, pgid) = start_published(guard, &scratch.path("job.pid"), args, &payload);
+    let member = wait_pid(&scratch.path("member.pid"), guard);
+    (index, pgid, member)
+}
+
+/// Write-lock all of `file` as a published run does (fcntl, from byte 0).
+fn lock_as_a_live_run(file: &fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a zeroed flock is valid.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: a valid fd and flock; the lock dies with `file`.
+    assert_eq!(unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) }, 0, "cannot lock the pid file");
+}
+
+#[test]
+fn the_guard_never_removes_a_live_runs_pid_file_even_on_the_old_inode() {
+    // While a dead pgrun's guard waits out the grace, the pid file is stale
+    // and a new run may publish there; on ext4 its file often gets the old
+    // inode number. Made certain here: the test locks the very file (same
+    // device and inode) as a live run does. The guard must see the live
+    // lock and leave the file alone.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let (_pgid, member, keeper) = guard_in_a_long_grace(&mut guard, &scratch, &[]);
+    let live = fs::OpenOptions::new().read(true).write(true).open(&pidfile).unwrap();
+    lock_as_a_live_run(&live);
+    send(member, libc::SIGKILL);
+    wait_dead(member);
+    wait_dead(keeper);
+    assert!(pidfile.exists(), "the dead run's guard removed a live run's pid file");
+    drop(live);
+}
+
+#[test]
+fn the_guard_never_removes_a_cancel_request_made_of_its_note() {
+    // pgrun starts stopping (its note at the marker) and is SIGKILLed; a
+    // `cancel --keep-pending` turns the note into a request for the next
+    // run. The dead run's guard must leave that request alone.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let (_pgid, member, keeper) = guard_in_a_long_grace(&mut guard, &scratch, &["-t", "0.1"]);
+    assert!(fs::read_to_string(&marker).unwrap().starts_with("pgrun-stopping "), "no stopping note");
+    let out =
+        run(pgrun(["cancel", "--keep-pending", "--wait-start", "0.1", pidfile.to_str().unwrap()]).stdin(Stdio::null()));
+    assert_status(&out, 1, "cancel --keep-pending with no live run");
+    assert_eq!(fs::read(&marker).unwrap(), b"", "cancel left no request");
+    send(member, libc::SIGKILL);
+    wait_dead(member);
+    wait_dead(keeper);
+    assert!(marker.exists(), "the dead run's guard removed the pending cancel request");
+    let out = run(pgrun(["-p", pidfile.to_str().unwrap(), "--", "true"]).stdin(Stdio::null()));
+    assert_status(&out, 143, "the next run, cancelled in advance");
+}
+
+/// A run (`extra` options) whose leader exits at once, leaving member A
+/// (which survives TERM), which waits for `go`, then starts B in the group
+/// and exits. Once A is
+/// reaped (every process pgrun handed its guard is then gone) pgrun is
+/// SIGKILLed: its guard must still stop B, whose group is the run's.
+fn member_started_after_the_hand_over_is_stopped_by_the_guard(extra: &[&str]) {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let a = format!(
+        "trap 'echo TERM >> {dir}/a.log' TERM; echo $$ > {dir}/a.pid; until [ -e {dir}/go ]; do sleep 0.01; done
+sh -c 'echo $$ > {dir}/b.pid; exec sleep 300' &
+until [ -s {dir}/b.pid ]; do sleep 0.01; done
+exit 0
+"
+    );
+    fs::write(scratch.path("a.sh"), a).unwrap();
+    // The leader exits once A has its trap set and its pid written.
+    let payload = format!("sh {dir}/a.sh & until [ -s {dir}/a.pid ]; do sleep 0.01; done; exit 0");
+    let mut args = vec!["-k", "300"];
+    args.extend_from_slice(extra);
+    let (index, pgid) = start_published(&mut guard, &scratch.path("job.pid"), &args, &payload);
+    let a = wait_pid(&scratch.path("a.pid"), &mut guard);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    // The leader is gone: reaped by pgrun, which handed A to its guard
+    // (and, without --wait-group, started stopping A, which ignores TERM).
+    eventually("the leader to be reaped", || is_dead(pgid) && !std::path::Path::new(&format!("/proc/{pgid}")).exists());
+    if !extra.contains(&"--wait-group") {
+        // pgrun's stop reached A before B exists.
+        assert_eq!(wait_line(&scratch.path("a.log")), "TERM");
+    }
+    fs::write(scratch.path("go"), "").unwrap();
+    let b = wait_pid(&scratch.path("b.pid"), &mut guard);
+    assert_eq!(pgrp(b), Some(pgid), "B is not in the run's group");
+    eventually("A to be reaped", || !std::path::Path::new(&format!("/proc/{a}")).exists());
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(b);
+    wait_dead(keeper);
+}
+
+#[test]
+fn with_wait_group_the_guard_stops_a_member_born_after_the_hand_over() {
+    member_started_after_the_hand_over_is_stopped_by_the_guard(&["--wait-group"]);
+}
+
+#[test]
+fn the_guard_stops_a_member_a_straggler_started_during_the_stop() {
+    member_started_after_the_hand_over_is_stopped_by_the_guard(&[]);
+}
+
+#[test]
+fn without_pidfds_the_guard_still_stops_the_run() {
+    // pidfd_open fails (ENOSYS: an old kernel, or a seccomp filter) for
+    // pgrun and its guard alike; pgrun is SIGKILLed: the guard stops the
+    // group by its number, which pgrun never saw empty.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pidfile = scratch.path("job.pid");
+    let mut cmd = pgrun_injected(
+        "pidfd_open:error=ENOSYS",
+        None,
+        &["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &format!("echo $$ > {dir}/cmd.pid; exec sleep 300")],
+    );
+    cmd.stderr(fs::File::create(scratch.path("err")).unwrap());
+    let index = guard.spawn(&mut cmd);
+    let strace_pid = guard.child(index).id() as i32;
+    let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
+    guard.record_group(command);
+    wait_line(&pidfile);
+    let comm = |p: i32| fs::read_to_string(format!("/proc/{p}/comm")).map(|c| c.trim_end().to_string()).ok();
+    let pgrun_pid = descendants(strace_pid).into_iter().find(|&p| comm(p).as_deref() == Some("pgrun")).unwrap();
+    guard.record(pgrun_pid);
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    send(pgrun_pid, libc::SIGKILL);
+    wait_dead(command);
+    wait_dead(keeper);
+    guard.wait(index);
+    eventually("the pid file to be removed", || !pidfile.exists());
 }

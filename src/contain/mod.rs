@@ -197,7 +197,7 @@ impl Scope {
         let exists = process::group_exists(self.pgid);
         if !exists {
             verbose!("process group {} is empty: gone for good", self.pgid);
-            self.group_ended.set(true);
+            self.end_group();
         }
         exists
     }
@@ -215,8 +215,17 @@ impl Scope {
         if !delivered && process::is_child(self.pgid) {
             return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
         }
-        self.group_ended.set(!delivered);
+        if !delivered {
+            self.end_group();
+        }
         Ok(delivered)
+    }
+
+    /// The group was seen empty: gone for good, for pgrun and (told through
+    /// their shared page) for its guard.
+    fn end_group(&self) {
+        self.group_ended.set(true);
+        self.guard.group_gone();
     }
 
     /// Whether what the mode adds to the group is gone (always, in group
