@@ -521,7 +521,7 @@ fn wait_for_hangup(tie: &OwnedFd, shared: &lifetime::SharedPage, pgrun: Pid) {
                 }
                 failures += 1;
                 if failures == 1 {
-                    say::line(format_args!("guard: cannot wait for pgrun {pgrun}: {e}; waiting again"));
+                    say::line(format_args!("warning: guard: cannot wait for pgrun {pgrun}: {e}; waiting again"));
                 }
                 std::thread::sleep(pauses.next_pause());
             }
