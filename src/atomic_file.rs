@@ -161,7 +161,7 @@ impl TempFile {
             Err(e) => return Err(e),
         }
         crate::panic_stop::remove_on_panic(shared);
-        let _ = fs::remove_file(&self.temp);
+        remove_name(&self.temp);
         crate::panic_stop::placed(&self.temp);
         self.temp = shared.to_path_buf();
         Ok(true)
@@ -179,7 +179,7 @@ impl TempFile {
     /// a file that is there. The temporary name is removed either way.
     pub fn link_into_place(mut self) -> io::Result<File> {
         fs::hard_link(&self.temp, &self.target)?;
-        let _ = fs::remove_file(&self.temp);
+        remove_name(&self.temp);
         crate::panic_stop::placed(&self.temp);
         Ok(self.file.take().expect("placed once"))
     }
@@ -191,7 +191,7 @@ impl Drop for TempFile {
     fn drop(&mut self) {
         if let Some(file) = &self.file {
             if names_file(&self.temp, file) {
-                let _ = fs::remove_file(&self.temp);
+                remove_name(&self.temp);
             }
             crate::panic_stop::placed(&self.temp);
         }
@@ -204,6 +204,18 @@ fn names_file(path: &Path, file: &File) -> bool {
     match (fs::symlink_metadata(path), file.metadata()) {
         (Ok(at), Ok(ours)) => at.dev() == ours.dev() && at.ino() == ours.ino(),
         _ => false,
+    }
+}
+
+/// Remove a temporary name pgrun made; a removal that fails (other than
+/// because the name is gone already) is said in one warning line naming
+/// it, since nobody else will remove it.
+fn remove_name(path: &Path) {
+    if let Err(e) = fs::remove_file(path)
+        && e.kind() != io::ErrorKind::NotFound
+    {
+        let what = crate::pidfile::errno_text(&e);
+        crate::say::line(format_args!("warning: cannot remove temporary file {}: {what}", path.display()));
     }
 }
 

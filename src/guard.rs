@@ -583,7 +583,10 @@ fn remove_marker_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>, note: Op
     if let Ok(meta) = std::fs::symlink_metadata(&path)
         && meta.dev() == dev
         && meta.ino() == ino
+        && let Err(e) = std::fs::remove_file(&path)
+        && e.kind() != std::io::ErrorKind::NotFound
     {
-        let _ = std::fs::remove_file(&path);
+        let what = crate::pidfile::errno_text(&e);
+        say::line(format_args!("guard: warning: cannot remove cancel marker {}: {what}", path.display()));
     }
 }

@@ -4,6 +4,7 @@ use crate::util::*;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
 
 #[test]
 fn pid_file_names_the_group_is_locked_0644_and_removed_at_exit() {
@@ -530,4 +531,32 @@ fn the_report_of_a_command_that_cannot_start_names_the_mode_in_force() {
     let r = json(&report);
     let in_force = if cfg!(feature = "posix-fallback") { ["group", "group"] } else { ["tree", "cgroup"] };
     assert!(in_force.contains(&r["contain"].as_str().unwrap()), "the mode in force, not the one asked for: {r}");
+}
+
+// The faults sweep (new-A): the temporary name of the pid file, unlinked
+// once the file is linked into place, was left silently when that unlink
+// failed. It is said now, in one warning line naming it (nobody else will
+// remove it); the run goes on as usual.
+#[test]
+fn a_temporary_name_that_cannot_be_removed_is_said() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let found = Command::new("strace").arg("-V").stdout(Stdio::null()).status();
+    assert!(found.is_ok_and(|s| s.success()), "this test needs strace; install it");
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-qq", "-o", "/dev/null", "-b", "execve", "-e", "inject=unlink:error=EACCES:when=1"]);
+    cmd.args(["--", pgrun_path(), "-p", pidfile.to_str().unwrap(), "--", "sh", "-c", "exit 3"]);
+    let out = run(default_signals(&mut cmd));
+    assert_status(&out, 3, "the command's status");
+    let stderr = stderr_of(&out);
+    let left: Vec<_> = fs::read_dir(scratch.dir())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert_eq!(left.len(), 1, "the injected failure left no temporary name: {left:?}");
+    assert!(
+        stderr.lines().any(|l| l.starts_with("pgrun: warning: cannot remove temporary file") && l.contains(&left[0])),
+        "{stderr}"
+    );
 }

@@ -51,7 +51,7 @@ fn names(path: &Path, meta: &fs::Metadata) -> bool {
 
 /// "Input/output error (EIO)": the text and the errno's name, for the
 /// warnings about files pgrun could not remove.
-fn errno_text(err: &std::io::Error) -> String {
+pub(crate) fn errno_text(err: &std::io::Error) -> String {
     match err.raw_os_error() {
         Some(code) => format!("{err} ({:?})", nix::errno::Errno::from_raw(code)),
         None => err.to_string(),

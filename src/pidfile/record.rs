@@ -142,7 +142,17 @@ pub fn remove_if_stale(path: &Path, record: &Record) -> bool {
     }
     let removed = names(path, &record.meta)
         && matches!(live_holder(&record.file, &record.meta), Ok(None))
-        && fs::remove_file(path).is_ok();
+        && match fs::remove_file(path) {
+            Ok(()) => true,
+            Err(e) => {
+                crate::say::line(format_args!(
+                    "warning: cannot remove stale pid file {}: {}",
+                    path.display(),
+                    super::errno_text(&e)
+                ));
+                false
+            }
+        };
     let _ = lock::unlock(&record.file, Range::Claim);
     removed
 }
