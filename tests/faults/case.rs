@@ -345,9 +345,10 @@ pub fn run(env: &Env, scn: &Scenario, inj: Option<&Injection>, baseline_stdout: 
     stray.sort();
     // One kind per sort of file, so that the lists can tell a marker left
     // (issue 18 #10) from a pid file or a temporary file; `-reported` when
-    // pgrun said something on stderr (a removal that failed and said so is
-    // the best pgrun can do; one that left the file silently is not).
-    let reported = if error_lines(&stderr) > 0 { "-reported" } else { "" };
+    // pgrun said something on stderr, a warning or an error (a removal that
+    // failed and said so is the best pgrun can do; one that left the file
+    // silently is not).
+    let reported = if stderr.lines().any(|l| l.starts_with("pgrun: ")) { "-reported" } else { "" };
     for (kind, files) in [
         ("leftover-marker", stray.iter().filter(|f| f.ends_with(".cancel")).collect::<Vec<_>>()),
         ("leftover-pidfile", stray.iter().filter(|f| *f == "run.pid").collect()),
