@@ -179,6 +179,32 @@ fn strace() -> Command {
     Command::new("strace")
 }
 
+/// A trace of several processes (`strace -f`) with each call on one line:
+/// a call another process interrupted (`... <unfinished ...>`) is joined
+/// with its `<... NAME resumed>` rest.
+fn whole_calls(trace: &str) -> String {
+    let mut open: Vec<(String, String)> = Vec::new();
+    let mut out = String::new();
+    for line in trace.lines() {
+        let pid = line.split_whitespace().next().unwrap_or("").to_string();
+        if let Some(start) = line.strip_suffix(" <unfinished ...>") {
+            open.push((pid, start.to_string()));
+        } else if let Some(at) = line.find("<... ")
+            && let Some(end) = line[at..].find(" resumed>")
+            && let Some(i) = open.iter().position(|(p, _)| *p == pid)
+        {
+            let (_, start) = open.remove(i);
+            out.push_str(&start);
+            out.push_str(&line[at + end + " resumed>".len()..]);
+            out.push('\n');
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 #[test]
 fn a_guard_that_died_before_a_failed_publish_is_never_signalled_again() {
     // The guard dies while the command starts; publishing then fails, so
@@ -211,7 +237,7 @@ fn a_guard_that_died_before_a_failed_publish_is_never_signalled_again() {
     fs::write(&pidfile, "1\n").unwrap();
     pause.release();
     assert_eq!(guard.wait(index), 125, "a run that cannot be published is pgrun's failure");
-    let trace = fs::read_to_string(&trace).unwrap();
+    let trace = whole_calls(&fs::read_to_string(&trace).unwrap());
     let reaped = trace.lines().filter(|l| l.contains("wait4(-1") && l.contains(&format!("= {keeper}"))).count();
     assert_eq!(reaped, 1, "the guard {keeper} was not reaped once by the supervisor:\n{trace}");
     let after: Vec<_> = trace
