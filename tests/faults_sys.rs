@@ -246,6 +246,110 @@ fn a_failed_mask_change_around_the_spawn_does_not_lose_the_command() {
     assert_status(&out, 0, "the command's status");
 }
 
+// Found by the full fault matrix (max-output/rt_sigprocmask/EINTR/6): when
+// pgrun cannot put its own mask back after a posix_spawn that worked, it
+// stops and reaps that child; it then took the failure for posix_spawn's own
+// and started the command a second time by fork and exec. The command must
+// run at most once, and the start is pgrun's failure (125, one line).
+#[test]
+fn a_failed_mask_restore_after_the_spawn_never_starts_the_command_twice() {
+    let scratch = Scratch::new();
+    let ran = scratch.path("ran");
+    let script = format!("echo $$ >> {}; sleep 2", ran.display());
+    let args = ["--no-guard", "--", "sh", "-c", &script];
+    let trace = record(&scratch, &args, 0);
+    fs::remove_file(&ran).unwrap();
+    // After posix_spawn's clone (CLONE_VFORK), the C library puts back the
+    // mask it saved; the next SIG_SETMASK is pgrun's own restore.
+    let calls = main_calls(&trace);
+    let clone = calls.iter().position(|l| l.contains("CLONE_VFORK")).expect("posix_spawn's clone in the trace");
+    let before = calls[..clone].iter().filter(|l| l.starts_with("rt_sigprocmask(")).count();
+    let after: Vec<&&str> = calls[clone..].iter().filter(|l| l.starts_with("rt_sigprocmask(")).take(2).collect();
+    assert!(after.iter().all(|l| l.starts_with("rt_sigprocmask(SIG_SETMASK,")), "{after:?}");
+    let n = before + 2;
+    let out = run(&mut under_strace(&scratch.path("trace"), &[&format!("rt_sigprocmask:error=EINTR:when={n}")], &args));
+    assert_status(&out, 125, "pgrun's own failure");
+    one_pgrun_line(&out, "cannot start 'sh': cannot restore pgrun's signal mask");
+    let starts = fs::read_to_string(&ran).map_or(0, |s| s.lines().count());
+    assert!(starts <= 1, "the command was started {starts} times");
+    for pid in fs::read_to_string(&ran).unwrap_or_default().lines() {
+        assert!(is_dead(pid.parse().unwrap()), "the command {pid} was left running");
+    }
+}
+
+// Found by the full fault matrix (max-output/read/EAGAIN/3): once the run is
+// gone, pgrun reads what the command's pipe still holds, as much as FIONREAD
+// says. An EAGAIN there was taken for "empty": the 5000 bytes the pipe held
+// were lost without a word (report: 0 bytes, no error). Nothing but pgrun
+// reads that pipe, so it is retried a few times, then said as a read error.
+// The run is held at "spawned" until the command has written and exited, so
+// that pgrun reads the pipe only in that final drain (SIGCHLD comes first).
+#[test]
+fn an_eagain_from_a_pipe_that_holds_bytes_is_not_its_end() {
+    let scratch = Scratch::new();
+    let pid_file = scratch.path("pid");
+    let report = scratch.path("report.json");
+    let script = format!("echo $$ > {}; head -c 5000 /dev/zero | tr '\\0' a; exit 0", pid_file.display());
+    let args = ["--report", report.to_str().unwrap(), "--max-output", "1K", "--", "sh", "-c", &script];
+    // Under strace (-ff into `folder`, or -f with `injection`), held at
+    // "spawned" until the command is dead.
+    let held_run = |folder: Option<&Path>, injection: Option<String>| {
+        let pause = Pause::new(&scratch, "spawned");
+        let _ = fs::remove_file(scratch.path("gate-spawned"));
+        let _ = fs::remove_file(&pid_file);
+        require_strace();
+        let mut cmd = Command::new("strace");
+        match (folder, &injection) {
+            (Some(folder), _) => cmd.args(["-ff", "-qq", "-o"]).arg(folder.join("trace")),
+            // -b execve: the command itself is not traced, so not injected.
+            (None, Some(inject)) => {
+                cmd.args(["-f", "-qq", "-b", "execve", "-o", "/dev/null", "-e", &format!("inject={inject}")])
+            }
+            (None, None) => unreachable!(),
+        };
+        cmd.arg(pgrun_path()).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        default_signals(&mut cmd);
+        pause.arm(&mut cmd);
+        let child = cmd.spawn().expect("strace");
+        let pid: i32 = wait_line(&pid_file).parse().unwrap();
+        wait_dead(pid);
+        pause.release();
+        child.wait_with_output().unwrap()
+    };
+    let folder = scratch.path("recorded");
+    fs::create_dir_all(&folder).unwrap();
+    let out = held_run(Some(&folder), None);
+    assert_status(&out, 0, "the recorded run");
+    let exec = format!("execve(\"{}\"", pgrun_path());
+    let trace = fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| fs::read_to_string(e.unwrap().path()).unwrap())
+        .find(|t| t.starts_with(&exec))
+        .expect("pgrun's own trace");
+    // The first read after FIONREAD said the pipe holds the 5000 bytes.
+    let mut reads = 0;
+    let mut armed = false;
+    let mut n = None;
+    for line in main_calls(&trace) {
+        if line.contains("FIONREAD, [5000]") {
+            armed = true;
+        } else if line.starts_with("read(") {
+            reads += 1;
+            if armed {
+                n = Some(reads);
+                break;
+            }
+        }
+    }
+    let n = n.unwrap_or_else(|| panic!("no read after FIONREAD said 5000 bytes:\n{trace}"));
+    // Three refusals in a row: as many as pgrun tries before it gives up.
+    let out = held_run(None, Some(format!("read:error=EAGAIN:when={n}..{}", n + 2)));
+    assert_status(&out, 0, "the command's status");
+    one_pgrun_line(&out, "cannot read the command's stdout");
+    let report = json(&report);
+    assert!(report["output"]["stdout"]["error"].is_string(), "the report says the stream failed: {report}");
+}
+
 /// The temporary files (`.NAME.pgrun-*.tmp`) left in `folder`.
 fn temp_files(folder: &Path) -> Vec<String> {
     fs::read_dir(folder)

@@ -467,18 +467,24 @@ impl Stream {
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
             Err(e) => {
-                let error = StreamError { reading: true, errno: e.raw_os_error().unwrap_or(libc::EIO) };
-                say::line(format_args!(
-                    "cannot read the command's {}: {}; the rest of it is lost",
-                    self.name,
-                    error.to_string().trim_start_matches("cannot read: ")
-                ));
-                self.error.get_or_insert(error);
-                self.end();
-                self.flush();
+                self.lose_the_rest(&e);
                 false
             }
         }
+    }
+
+    /// Reading the command's pipe failed: say so once, record it for the
+    /// report, and end the stream (what the cut owes is still written).
+    fn lose_the_rest(&mut self, e: &std::io::Error) {
+        let error = StreamError { reading: true, errno: e.raw_os_error().unwrap_or(libc::EIO) };
+        say::line(format_args!(
+            "cannot read the command's {}: {}; the rest of it is lost",
+            self.name,
+            error.to_string().trim_start_matches("cannot read: ")
+        ));
+        self.error.get_or_insert(error);
+        self.end();
+        self.flush();
     }
 
     fn feed(&mut self, bytes: &[u8]) {
@@ -494,15 +500,34 @@ impl Stream {
     /// Read what the pipe holds right now, and no more: a writer outside
     /// the run must not keep pgrun here. What the head gains is queued (at
     /// most SIZE/2 in all), never waited for.
+    ///
+    /// Where the pipe said how much it holds, an EAGAIN before that much
+    /// came is no proof of "empty" (nothing but pgrun reads this pipe): it
+    /// is retried a few times, then said as a read error, never taken for
+    /// the stream's end in silence.
     fn drain(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) {
+        const REFUSALS: u32 = 3;
         let Some(source) = &self.source else { return };
-        let mut left = pipe::bytes_readable(source.as_fd()).unwrap_or(PIPE_CAPACITY);
+        let counted = pipe::bytes_readable(source.as_fd()).ok();
+        let mut left = counted.unwrap_or(PIPE_CAPACITY);
+        let mut refused = 0;
         while left > 0 {
             let want = left.min(scratch.len());
-            if !self.read_once(&mut scratch[..want], file) {
+            if self.read_once(&mut scratch[..want], file) {
+                left = left.saturating_sub(want);
+                refused = 0;
+                continue;
+            }
+            // The end of the stream, or an error already said; else EAGAIN.
+            if self.source.is_none() || counted.is_none() {
                 break;
             }
-            left = left.saturating_sub(want);
+            refused += 1;
+            if refused == REFUSALS {
+                let err = std::io::Error::from_raw_os_error(libc::EAGAIN);
+                self.lose_the_rest(&err);
+                break;
+            }
         }
     }
 

@@ -161,7 +161,7 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Pid, SpawnE
         && options.rlimits.is_empty()
         && let Some(defaults) = reserved_signal_defaults()
     {
-        match spawn_posix(argv, &options.child_mask, &defaults, options.stdout_stderr) {
+        match spawn_posix(argv, &options.child_mask, &defaults, options.stdout_stderr)? {
             // posix_spawnp returns once the child has exec'd: this is the
             // first moment its pid is known.
             Ok(pid) => {
@@ -290,36 +290,49 @@ fn reap_pid(pid: Pid) -> io::Result<()> {
 /// dispositions alone (pgrun installs no handlers on Linux, so nothing is
 /// caught), except the C library's reserved signals (below), and returns
 /// only after the child has exec'd, so the group exists.
+///
+/// The outer error is final: pgrun's own mask could not be put back, so
+/// whatever posix_spawn did (a child that ran is stopped and reaped), no
+/// other way of starting the command may be tried. The inner one is
+/// posix_spawn's own failure, before any exec: the fork path may try again.
 #[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
 fn spawn_posix(
     argv: &[CString],
     mask: &SigSet,
     defaults: &SigSet,
     stdout_stderr: Option<[libc::c_int; 2]>,
-) -> Result<Pid, SpawnError> {
+) -> Result<Result<Pid, SpawnError>, SpawnError> {
     use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
-    let setup = |e: nix::errno::Errno| SpawnError::Setup(e.into());
-    let mut attr = PosixSpawnAttr::init().map_err(setup)?;
-    attr.set_flags(
-        PosixSpawnFlags::POSIX_SPAWN_SETPGROUP
-            | PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
-            | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
-    )
-    .map_err(setup)?;
-    attr.set_pgroup(nix::unistd::Pid::from_raw(0)).map_err(setup)?;
-    attr.set_sigmask(mask.as_nix()).map_err(setup)?;
-    attr.set_sigdefault(defaults.as_nix()).map_err(setup)?;
-    let mut actions = PosixSpawnFileActions::init().map_err(setup)?;
-    if let Some(fds) = stdout_stderr {
-        for (fd, target) in fds.into_iter().zip([1, 2]) {
-            actions.add_dup2(fd, target).map_err(setup)?;
+    let prepare = || -> Result<(PosixSpawnAttr, PosixSpawnFileActions), nix::errno::Errno> {
+        let mut attr = PosixSpawnAttr::init()?;
+        attr.set_flags(
+            PosixSpawnFlags::POSIX_SPAWN_SETPGROUP
+                | PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
+                | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
+        )?;
+        attr.set_pgroup(nix::unistd::Pid::from_raw(0))?;
+        attr.set_sigmask(mask.as_nix())?;
+        attr.set_sigdefault(defaults.as_nix())?;
+        let mut actions = PosixSpawnFileActions::init()?;
+        if let Some(fds) = stdout_stderr {
+            for (fd, target) in fds.into_iter().zip([1, 2]) {
+                actions.add_dup2(fd, target)?;
+            }
         }
-    }
+        Ok((attr, actions))
+    };
+    let (attr, actions) = match prepare() {
+        Ok(prepared) => prepared,
+        Err(e) => return Ok(Err(SpawnError::Setup(e.into()))),
+    };
     // The C library blocks every signal around its clone and then restores
     // the mask it saved, without checking that the save worked (a failed
     // one restores garbage, and pgrun would miss SIGCHLD). pgrun puts its
     // own mask back itself, checked.
-    let own_mask = super::sigmask::current().map_err(SpawnError::Setup)?;
+    let own_mask = match super::sigmask::current() {
+        Ok(mask) => mask,
+        Err(e) => return Ok(Err(SpawnError::Setup(e))),
+    };
     let spawned = posix_spawnp(&argv[0], &actions, &attr, argv, &environment());
     if let Err(e) = super::sigmask::set_mask(&own_mask) {
         let what = format!("cannot restore pgrun's signal mask after posix_spawn: {e}");
@@ -329,10 +342,10 @@ fn spawn_posix(
         };
         return Err(SpawnError::Setup(io::Error::new(e.kind(), what)));
     }
-    match spawned {
+    Ok(match spawned {
         Ok(pid) => Ok(pid.as_raw()),
         Err(e) => Err(SpawnError::from_exec(e.into())),
-    }
+    })
 }
 
 /// pgrun's environment exactly as the C library holds it (nix's spawn wants
