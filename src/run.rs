@@ -17,16 +17,15 @@ use crate::contain::{Mode, Scope};
 use crate::detach::Publication;
 use crate::exit::RunExit;
 use crate::guard::{self, Guard};
+use crate::output::RelayEnd;
 use crate::output::file::OutputFile;
 use crate::output::relay::{ChildEnds, Limit, Relay};
-use crate::output::{RelayEnd, Relayed, StreamError};
 use crate::parent_death::ParentWatch;
 use crate::pidfile::{self, Claimed, Marker};
-use crate::report::{Contents, Reason, ReportTarget};
+use crate::report::{Contents, Outcome, Reason, ReportTarget};
 use crate::resources::Resources;
 use crate::signal_policy;
 use crate::signame::Signal;
-use crate::stop_plan::SentSignal;
 use crate::supervisor::{self, GroupEnd, StopReason, Supervised};
 use crate::sys::Pid;
 use crate::sys::process::{self, ChildStatus, ChildUsage, Detach, Reaped, SpawnError, SpawnOptions};
@@ -41,61 +40,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// What a run came to, for the exit status and the report.
-struct Outcome {
-    exit: RunExit,
-    reason: Reason,
-    status: Option<ChildStatus>,
-    pgid: Option<Pid>,
-    signals: Vec<SentSignal>,
-    /// Members left when the command exited; 0 when it never ran.
-    stragglers: usize,
-    /// Zombies pgrun could not reap and stopped waiting for.
-    unreaped: usize,
-    /// Processes pgrun could not stop (every KILL refused) and left.
-    unstopped: usize,
-    error: Option<anyhow::Error>,
-    /// `--max-output`, `--output-file`: what became of stdout and stderr,
-    /// once relayed.
-    output: Option<[Relayed; 2]>,
-    /// `--output-file`: the write that ended its copy early.
-    file_error: Option<StreamError>,
-    /// The `--contain` mode in force (the one asked for, if the run ended
-    /// before it was settled).
-    contain: Option<Mode>,
-    escaped: usize,
-    /// The cgroup leaf that could not be removed.
-    cgroup_left: Option<PathBuf>,
-    /// What the run used; zeros and nulls if the command never started.
-    resources: Resources,
-    /// The guard, released once the run is withdrawn; reaped when this is
-    /// dropped, after the report is written.
-    guard: Option<Guard>,
-}
-
 impl Outcome {
-    /// An outcome with nothing known yet but how pgrun exits and why.
-    fn new(exit: RunExit, reason: Reason) -> Self {
-        Outcome {
-            exit,
-            reason,
-            status: None,
-            pgid: None,
-            signals: Vec::new(),
-            stragglers: 0,
-            unreaped: 0,
-            unstopped: 0,
-            error: None,
-            output: None,
-            file_error: None,
-            contain: None,
-            escaped: 0,
-            cgroup_left: None,
-            resources: Resources::default(),
-            guard: None,
-        }
-    }
-
     /// What the relay came to, if there was one.
     fn take_relay_end(&mut self, end: Option<RelayEnd>) {
         if let Some(end) = end {
@@ -134,7 +79,7 @@ pub fn run(args: &RunArgs, started: Instant, publication: Option<Publication>) -
     };
     // Held where the panic hook can write it too.
     if let Some(target) = report {
-        let contain = args.contain_mode().name();
+        let contain = args.contain_mode();
         let max_output = args.relays_output();
         let output_file = args.output_file.clone();
         crate::panic_stop::hold_report(crate::panic_stop::PanicReport {
@@ -145,7 +90,9 @@ pub fn run(args: &RunArgs, started: Instant, publication: Option<Publication>) -
             output_file,
         });
     }
-    let outcome = execute(args, started, parent, publication);
+    // The guard, released once the run is withdrawn, is reaped when it is
+    // dropped, after the report is written.
+    let (outcome, _released_guard) = execute(args, started, parent, publication);
     let exit = exit_of(args, &outcome);
     if let Some(err) = &outcome.error {
         say::line(format_args!("{err:#}"));
@@ -173,25 +120,13 @@ fn exit_of(args: &RunArgs, outcome: &Outcome) -> RunExit {
 
 /// Write the report of `outcome` to `target`; a failure is said.
 fn write_report(target: ReportTarget, args: &RunArgs, started: Instant, outcome: &Outcome) {
-    let message = outcome.error.as_ref().map(say::error_text);
     let contents = Contents {
+        outcome,
         exit_code: exit_of(args, outcome).code(),
-        reason: outcome.reason,
-        status: outcome.status,
-        pgid: outcome.pgid,
-        signals: &outcome.signals,
-        stragglers: outcome.stragglers,
-        output: args.relays_output().then(|| outcome.output.unwrap_or_default()),
+        relays_output: args.relays_output(),
         output_file: args.output_file.as_deref(),
-        output_file_error: outcome.file_error,
-        contain: outcome.contain.unwrap_or_else(|| args.contain_mode()).name(),
-        escaped: outcome.escaped,
-        cgroup_left: outcome.cgroup_left.as_deref(),
-        resources: outcome.resources,
-        unreaped: outcome.unreaped,
-        unstopped: outcome.unstopped,
+        contain_requested: args.contain_mode(),
         duration: started.elapsed(),
-        error: message.as_deref(),
     };
     if let Err(err) = target.write(&contents) {
         say::line(format_args!("{err:#}"));
@@ -244,18 +179,24 @@ struct Prepared {
 }
 
 /// The run mode's checklist, top to bottom.
-fn execute(args: &RunArgs, started: Instant, parent: Pid, publication: Option<Publication>) -> Outcome {
+/// What the run came to, and its guard (released; reaped when dropped).
+fn execute(
+    args: &RunArgs,
+    started: Instant,
+    parent: Pid,
+    publication: Option<Publication>,
+) -> (Outcome, Option<Guard>) {
     let mut run = match prepare(args, parent) {
         Ok(prepared) => prepared,
-        Err(early) => return early.into(),
+        Err(early) => return (early.into(), None),
     };
     let pgid = match spawn_command(args, &mut run) {
         Ok(pgid) => pgid,
-        Err(early) => return Outcome { contain: Some(run.scope.mode()), ..early.into() },
+        Err(early) => return (Outcome { contain: Some(run.scope.mode()), ..early.into() }, run.guard.take()),
     };
     let published = match publish(&mut run, pgid) {
         Ok(published) => published,
-        Err(err) => return stop_unpublished(args, &mut run, started, pgid, err),
+        Err(err) => return stop_unpublished(args, run, started, pgid, err),
     };
     if let Some(publication) = publication {
         publication.announce();
@@ -503,8 +444,14 @@ fn publish(run: &mut Prepared, pgid: Pid) -> anyhow::Result<Option<pidfile::Publ
 
 /// The command runs but cannot be published: stop it (it must not run
 /// unsupervised) and report pgrun's failure.
-fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: Pid, err: anyhow::Error) -> Outcome {
-    let stopped = supervise(args, run, started, Some(StopReason::Cancel));
+fn stop_unpublished(
+    args: &RunArgs,
+    mut run: Prepared,
+    started: Instant,
+    pgid: Pid,
+    err: anyhow::Error,
+) -> (Outcome, Option<Guard>) {
+    let stopped = supervise(args, &mut run, started, Some(StopReason::Cancel));
     // What the stop found (the command's status, the signals, stragglers,
     // escapees), under pgrun's failure: the reason the run ended.
     let mut outcome = match stopped {
@@ -522,10 +469,10 @@ fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: 
     if let Some(relay) = &mut run.relay {
         relay.close();
     }
-    outcome.guard = withdraw(run);
+    let guard = withdraw(&mut run);
     outcome.cgroup_left = run.scope.remove_leaf();
     outcome.take_relay_end(run.relay.take().map(|relay| relay.flush_rest(&run.signals)));
-    outcome
+    (outcome, guard)
 }
 
 /// A marker present right after publishing: stop the run as if cancelled.
@@ -578,7 +525,7 @@ fn clean_up(
     published: Option<pidfile::Published>,
     ended: std::io::Result<GroupEnd>,
     pgid: Pid,
-) -> Outcome {
+) -> (Outcome, Option<Guard>) {
     let mut outcome = match ended {
         // The leaf's accounting is read here, before it is removed below.
         Ok(ended) => Outcome { resources: resources_of(&run.scope, ended.usage), ..outcome_of(ended, pgid) },
@@ -603,7 +550,7 @@ fn clean_up(
     if let Some(published) = published {
         published.remove();
     }
-    outcome.guard = withdraw(&mut run);
+    let guard = withdraw(&mut run);
     // The leaf is empty: removed before a flush that may wait on a reader.
     outcome.cgroup_left = run.scope.remove_leaf();
     outcome.contain = Some(run.scope.mode());
@@ -628,7 +575,7 @@ fn clean_up(
             }
         }
     }
-    outcome
+    (outcome, guard)
 }
 
 /// Whether the kernel's OOM killer ended the run: the leaf counted an OOM
