@@ -249,7 +249,7 @@ impl Supervisor<'_> {
                 continue;
             }
             if let Some(terminal) = self.w.terminal {
-                terminal.poll_waiting();
+                terminal.poll_waiting(self.w.scope.group());
             }
             let wait = self.next_wake().map(|at| at.saturating_duration_since(Instant::now()));
             self.wait_for_events(wait)?;
@@ -279,7 +279,7 @@ impl Supervisor<'_> {
         let mut n = 1;
         // The cgroup leaf's cgroup.events: a change may be the run's end.
         // Only once the command has exited: until then SIGCHLD says it.
-        let events = if matches!(self.leader, Leader::Running) { None } else { self.w.scope.events() };
+        let events = if matches!(self.leader, Leader::Running) { None } else { self.w.scope.change_fd() };
         if let Some(fd) = events {
             set[1] = PollFd::priority(fd);
             n += 1;
@@ -343,6 +343,7 @@ impl Supervisor<'_> {
                         ChildStatus::Signaled(sig) => verbose!("command was ended by signal {}", Signal(sig)),
                     }
                     self.leader = Leader::GroupEnd(status);
+                    self.w.scope.group().leader_reaped();
                     leader_exited = true;
                 }
                 // Every other child of pgrun is a process of the run (an
@@ -372,6 +373,7 @@ impl Supervisor<'_> {
                     // waiting forever.
                     verbose!("the command's exit status was lost: it was reaped by someone else");
                     self.leader = Leader::Lost;
+                    self.w.scope.group().leader_reaped();
                     return Ok(true);
                 }
             }
@@ -408,7 +410,7 @@ impl Supervisor<'_> {
         if let Some(terminal) = self.w.terminal {
             let stopping = matches!(self.phase, Phase::Stopping(_));
             let timed = self.timeout_at.is_some() || self.idle_at.is_some();
-            terminal.on_stopped(pid, signal, RunState { stopping, timed });
+            terminal.on_stopped(self.w.scope.group(), pid, signal, RunState { stopping, timed });
         }
     }
 
@@ -562,7 +564,7 @@ impl Supervisor<'_> {
             }
             // A leader that exited but is not reaped yet (its SIGCHLD not
             // read yet) has exited too: skip, as the contract says.
-            if send.leader && (!matches!(self.leader, Leader::Running) || process::exited_unreaped(self.pgid)) {
+            if send.leader && !self.w.scope.group().leader_reachable() {
                 verbose!("the command has exited: skipping the step leader:{}", send.signal);
                 plan.skip(now);
                 continue;
@@ -579,7 +581,7 @@ impl Supervisor<'_> {
                 self.poll_backoff = Backoff::up_to(MAX_POLL);
             }
             let result = match send.leader {
-                true => signal_leader(self.pgid, send.signal, send.cont),
+                true => self.w.scope.group().signal_leader(send.signal, send.cont),
                 false => self.w.scope.signal(send.signal, send.cont, send.last),
             };
             plan.sent(result.is_ok());
@@ -659,17 +661,4 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
-}
-
-/// A `leader:` step: `signal` to the command's own process `pid` alone,
-/// then SIGCONT to it if `cont`. Only for a leader pgrun has not reaped.
-fn signal_leader(pid: Pid, signal: Signal, cont: bool) -> std::io::Result<()> {
-    let sent = process::signal_process(pid, signal);
-    if let Err(err) = &sent {
-        verbose!("cannot send {signal} to process {pid} (the command): {err}");
-    }
-    if cont {
-        let _ = process::signal_process(pid, Signal::CONT);
-    }
-    sent.map(|_| ())
 }
