@@ -50,6 +50,7 @@ pub mod exit;
 pub mod generate;
 pub mod guard;
 pub mod help;
+pub mod lifecycle;
 pub mod output;
 pub mod panic_stop;
 pub mod parent_death;

@@ -13,10 +13,11 @@
 
 use crate::backoff::Backoff;
 use crate::cli::RunArgs;
-use crate::contain::{Mode, Scope};
+use crate::contain::{Mode, Scope, Target};
 use crate::detach::Publication;
 use crate::exit::RunExit;
 use crate::guard::{self, Guard};
+use crate::lifecycle::Lifecycle;
 use crate::output::RelayEnd;
 use crate::output::file::OutputFile;
 use crate::output::relay::{ChildEnds, Limit, Relay};
@@ -176,6 +177,19 @@ struct Prepared {
     relay: Option<Relay>,
     child_ends: Option<ChildEnds>,
     guard: Option<Guard>,
+}
+
+impl Prepared {
+    /// The parties that react to the run's events (see
+    /// [`crate::lifecycle`]), borrowed for one event.
+    fn life(&mut self) -> Lifecycle<'_> {
+        Lifecycle {
+            scope: &mut self.scope,
+            terminal: self.terminal.as_ref(),
+            guard: &mut self.guard,
+            marker: self.marker.as_deref(),
+        }
+    }
 }
 
 /// The run mode's checklist, top to bottom.
@@ -410,11 +424,7 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         Err(SpawnError::Setup(e)) => return Err(failure(anyhow!("cannot start '{program}': {e}"))),
     };
     verbose!("started '{program}' as process group {pgid}");
-    run.scope.started(pgid);
-    crate::panic_stop::watch(pgid);
-    if let Some(terminal) = &run.terminal {
-        terminal.started(pgid);
-    }
+    run.life().started(pgid);
     if let Err(e) = run.signals.activate(&run.handled, &signal_policy::absorbed()) {
         // Without its handlers (the portable build's self-pipe) pgrun hears
         // of no signal, SIGCHLD included: it cannot supervise the command,
@@ -435,10 +445,7 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
 fn publish(run: &mut Prepared, pgid: Pid) -> anyhow::Result<Option<pidfile::Published>> {
     let Some(claim) = run.claim.take() else { return Ok(None) };
     let published = claim.publish(pgid)?;
-    if let Some(guard) = &run.guard {
-        let (dev, ino) = published.id();
-        guard.published(dev, ino);
-    }
+    run.life().published(&published);
     Ok(Some(published))
 }
 
@@ -469,7 +476,7 @@ fn stop_unpublished(
     if let Some(relay) = &mut run.relay {
         relay.close();
     }
-    let guard = withdraw(&mut run);
+    let guard = run.life().withdrawn();
     outcome.cgroup_left = run.scope.remove_leaf();
     outcome.take_relay_end(run.relay.take().map(|relay| relay.flush_rest(&run.signals)));
     (outcome, guard)
@@ -491,16 +498,18 @@ fn supervise(
 ) -> std::io::Result<GroupEnd> {
     let sequence = args.stop_sequence();
     let supervised = Supervised {
-        scope: &mut run.scope,
+        life: Lifecycle {
+            scope: &mut run.scope,
+            terminal: run.terminal.as_ref(),
+            guard: &mut run.guard,
+            marker: run.marker.as_deref(),
+        },
         sequence: &sequence,
         timeout: args.timeout.filter(|t| !t.is_zero()),
         idle_timeout: args.idle_timeout(),
         wait_group: args.wait_group,
         signals: &run.signals,
         started,
-        marker: run.marker.as_deref(),
-        guard: run.guard.as_ref(),
-        terminal: run.terminal.as_ref(),
         count_stragglers: args.report.is_some() || args.verbose,
         relay: run.relay.as_mut(),
         parent: run.parent_watch,
@@ -532,7 +541,7 @@ fn clean_up(
         Err(e) => {
             // The loop itself failed (poll or waitpid returned an error no
             // run should see). Do not leave the run behind unwatched.
-            let end = match kill_unsupervised(&mut run.scope, run.guard.as_ref()) {
+            let end = match kill_unsupervised(&mut run.life()) {
                 true => "stopped it with SIGKILL",
                 false => "SIGKILL did not end it",
             };
@@ -550,7 +559,7 @@ fn clean_up(
     if let Some(published) = published {
         published.remove();
     }
-    let guard = withdraw(&mut run);
+    let guard = run.life().withdrawn();
     // The leaf is empty: removed before a flush that may wait on a reader.
     outcome.cgroup_left = run.scope.remove_leaf();
     outcome.contain = Some(run.scope.mode());
@@ -602,40 +611,23 @@ const KILL_UNSUPERVISED_FOR: Duration = Duration::from_secs(5);
 /// everything the mode reaches (`cgroup.kill` in cgroup mode), reaping what
 /// ends (the guard's handle is told if it is among them), until the run is
 /// gone or [`KILL_UNSUPERVISED_FOR`] has passed. True if it is gone.
-fn kill_unsupervised(scope: &mut Scope, guard: Option<&Guard>) -> bool {
+fn kill_unsupervised(life: &mut Lifecycle<'_>) -> bool {
     let until = Instant::now().checked_add(KILL_UNSUPERVISED_FOR);
     let mut backoff = Backoff::default();
     loop {
-        let _ = scope.signal(Signal::KILL, false, true);
+        let _ = life.scope.signal(Signal::KILL, false, true);
         while let Ok(reaped @ (Reaped::Child(..) | Reaped::Stopped(..))) = process::reap_one() {
-            if let (Reaped::Child(pid, _, _), Some(guard)) = (reaped, guard)
-                && guard.is(pid)
-            {
-                guard.reaped();
+            if let Reaped::Child(pid, _, _) = reaped {
+                life.guard_reaped(pid);
             }
         }
-        if scope.is_gone() {
+        if life.scope.gone() {
             return true;
         }
         if !backoff.pause_until(until) {
             return false;
         }
     }
-}
-
-/// The run is over: consume the marker and release the guard (its handle
-/// knows whether it died during the run and was reaped, and then never
-/// signals or waits for its pid again). The guard is reaped when the
-/// outcome is dropped, after the report.
-fn withdraw(run: &mut Prepared) -> Option<Guard> {
-    if let Some(marker) = &run.marker {
-        pidfile::remove_marker_at_exit(marker, crate::sys::geteuid());
-    }
-    let mut guard = run.guard.take();
-    if let Some(guard) = &mut guard {
-        guard.release();
-    }
-    guard
 }
 
 /// Fork the guard (unless `--no-guard`), with what it needs to stop the

@@ -166,46 +166,6 @@ impl Scope {
         self.group().pgid()
     }
 
-    /// One step of the stop sequence: `signal` to the group, then to what
-    /// the mode adds (SIGCONT after each if `cont`); `last` is the final
-    /// KILL, which in cgroup mode is `cgroup.kill`. An error says the
-    /// signal could not be sent to the group.
-    pub fn signal(&mut self, signal: Signal, cont: bool, last: bool) -> std::io::Result<()> {
-        let group = self.group.as_ref().expect("the run is signalled before the command started");
-        let pgid = group.pgid();
-        let sent = group.signal(signal);
-        if let Err(err) = &sent {
-            verbose!("cannot send {} to process group {}: {err}", signal, pgid);
-        }
-        if cont {
-            let _ = group.signal(Signal::CONT);
-        }
-        match &self.beyond {
-            Beyond::Nothing => {}
-            // Once the group's number is taken for gone (it may be someone
-            // else's), whatever of the run is still in the group is reached
-            // as a descendant, by pidfd: a false ESRCH spares nothing.
-            Beyond::Tree => {
-                tree::signal_escapees(pgid, self.guard.pid(), signal, cont, group.ended(), &mut self.escaped)
-            }
-            Beyond::Cgroup(leaf) => {
-                // Count the members outside the group before the kill, then
-                // kill them all at once.
-                leaf.signal_members(
-                    Some(pgid),
-                    if last { Signal::PROBE } else { signal },
-                    cont && !last,
-                    &mut self.escaped,
-                );
-                if last && let Err(e) = leaf.kill() {
-                    verbose!("cannot write cgroup.kill of {}: {e}", leaf.dir().display());
-                    leaf.signal_members(None, signal, false, &mut self.escaped);
-                }
-            }
-        }
-        sent.map(|_| ())
-    }
-
     /// Whether the run is over: the group is gone (`kill(-pgid, 0)` is
     /// ESRCH, which counts zombies as members) and, in tree mode, pgrun has
     /// no child left but its guard, in cgroup mode the leaf is empty. The
@@ -278,8 +238,44 @@ impl Target for Scope {
         format!("process group {}", self.pgid())
     }
 
+    /// One step of the stop sequence: `signal` to the group, then to what
+    /// the mode adds (SIGCONT after each if `cont`); `last` is the final
+    /// KILL, which in cgroup mode is `cgroup.kill`. An error says the
+    /// signal could not be sent to the group.
     fn signal(&mut self, signal: Signal, cont: bool, last: bool) -> std::io::Result<()> {
-        Scope::signal(self, signal, cont, last)
+        let group = self.group.as_ref().expect("the run is signalled before the command started");
+        let pgid = group.pgid();
+        let sent = group.signal(signal);
+        if let Err(err) = &sent {
+            verbose!("cannot send {} to process group {}: {err}", signal, pgid);
+        }
+        if cont {
+            let _ = group.signal(Signal::CONT);
+        }
+        match &self.beyond {
+            Beyond::Nothing => {}
+            // Once the group's number is taken for gone (it may be someone
+            // else's), whatever of the run is still in the group is reached
+            // as a descendant, by pidfd: a false ESRCH spares nothing.
+            Beyond::Tree => {
+                tree::signal_escapees(pgid, self.guard.pid(), signal, cont, group.ended(), &mut self.escaped)
+            }
+            Beyond::Cgroup(leaf) => {
+                // Count the members outside the group before the kill, then
+                // kill them all at once.
+                leaf.signal_members(
+                    Some(pgid),
+                    if last { Signal::PROBE } else { signal },
+                    cont && !last,
+                    &mut self.escaped,
+                );
+                if last && let Err(e) = leaf.kill() {
+                    verbose!("cannot write cgroup.kill of {}: {e}", leaf.dir().display());
+                    leaf.signal_members(None, signal, false, &mut self.escaped);
+                }
+            }
+        }
+        sent.map(|_| ())
     }
 
     /// Through `kill(pid)`: pgrun is the leader's parent, so its pid is the
