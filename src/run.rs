@@ -1,15 +1,17 @@
 //! The run mode from start to finish: `pgrun [OPTIONS] [--] COMMAND`.
 //!
-//! The order is the contract's: check the report path, claim the pid file,
-//! honour a cancel marker left before the start, block the handled signals,
-//! settle what the run is (`--contain`, see [`crate::contain`]), arm
-//! `--die-with-parent`, fork the guard, spawn the command into its new
-//! group, publish the group id (and tell a detached run's caller, see
-//! [`crate::detach`]), check the marker again, supervise until the
-//! run is gone, then remove the pid file and the marker, release the guard,
-//! remove the cgroup leaf, write the report, then the output still held (`--max-output`,
-//! `--output-file`; should a write of it fail, the report again). Every refusal comes before the spawn,
-//! so bad input never half-runs a command.
+//! The order is the contract's: check the report path, block the handled
+//! signals, claim the pid file, honour a cancel marker left before the
+//! start, settle what the run is (`--contain`, see [`crate::contain`]), arm
+//! `--die-with-parent`, start the output relay, fork the guard, spawn the
+//! command into its new group, publish the group id (and tell a detached
+//! run's caller, see [`crate::detach`]), check the marker again, supervise
+//! until the run is gone, then remove the pid file and the marker, release
+//! the guard, remove the cgroup leaf, write the report, then the output
+//! still held (`--max-output`, `--output-file`; should a write of it fail,
+//! the report again). Every refusal comes before the spawn, so bad input
+//! never half-runs a command. What each of these events means to the
+//! parties that hold something of the run is [`crate::lifecycle`]'s.
 
 use crate::backoff::Backoff;
 use crate::cli::RunArgs;

@@ -83,11 +83,6 @@ impl OwnGroup {
         self.number.pgid()
     }
 
-    /// The guard, which is a child of pgrun but not part of the run.
-    pub fn guard(&self) -> &crate::guard::GuardChild {
-        &self.guard
-    }
-
     /// Whether the group was seen empty (gone for good).
     pub fn ended(&self) -> bool {
         !self.number.in_use()
