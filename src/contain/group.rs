@@ -154,3 +154,46 @@ impl OwnGroup {
         !self.leader_reaped.get() && !process::exited_unreaped(self.pgid())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn a_number_never_the_runs_is_never_used() {
+        // No syscall either: pid 1's group would exist.
+        let number = GroupNumber::new(1, false);
+        assert!(!number.in_use());
+        assert!(!number.exists());
+    }
+
+    /// A child that is killed and reaped however the test ends.
+    struct Reaped(std::process::Child);
+
+    impl Reaped {
+        fn end(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            self.end();
+        }
+    }
+
+    #[test]
+    fn a_number_is_given_up_for_good_once_its_group_is_seen_empty() {
+        let mut child = Reaped(std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap());
+        let pgid = child.0.id() as Pid;
+        let number = GroupNumber::new(pgid, true);
+        assert!(number.exists(), "the group of a live process exists");
+        assert!(number.in_use());
+        child.end();
+        assert!(!number.exists(), "the group is empty once its only member is reaped");
+        assert!(!number.in_use(), "an empty group's number is given up");
+        assert!(!number.exists(), "and never used again");
+    }
+}
