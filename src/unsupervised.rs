@@ -7,7 +7,7 @@
 //! target's own event fd where it has one (a cgroup's `cgroup.events`).
 //! What to send and when is the [`StopPlan`]'s to say; what the run is,
 //! and so how it is signalled and when it is gone, the [`Target`]'s (a
-//! [`ForeignGroup`] held by pidfds, or the guard's cgroup leaf).
+//! [`ForeignGroup`](crate::contain::ForeignGroup) held by pidfds, or the guard's cgroup leaf).
 //!
 //! A `leader:` step is sent only through a pidfd held on the leader (the
 //! member whose pid is the group's id, found in the group while the group
@@ -23,10 +23,12 @@ use crate::sys;
 use crate::verbose;
 use std::time::{Duration, Instant};
 
-pub use crate::contain::foreign::{ForeignGroup, members_of};
-pub use crate::contain::target::Target;
-/// The guard's name for a [`ForeignGroup`].
-pub type Group = ForeignGroup;
+pub use crate::contain::Target;
+
+// The names the guard still uses for these, from before they moved to
+// `contain` (to go once guard.rs names them there).
+pub use crate::contain::foreign::ForeignGroup as Group;
+pub use crate::contain::foreign::members_of;
 
 /// Longest wait on a target's event fd before it is checked anyway.
 const EVENTS_CHECK: Duration = Duration::from_millis(100);
