@@ -194,8 +194,10 @@ impl Prepared {
     }
 }
 
-/// The run mode's checklist, top to bottom.
-/// What the run came to, and its guard (released; reaped when dropped).
+/// The run mode's checklist, top to bottom: what the run came to, and,
+/// once the run was withdrawn, its released guard (reaped when dropped,
+/// after the report). Before that, the guard goes with the rest of what
+/// was prepared.
 fn execute(
     args: &RunArgs,
     started: Instant,
@@ -208,7 +210,7 @@ fn execute(
     };
     let pgid = match spawn_command(args, &mut run) {
         Ok(pgid) => pgid,
-        Err(early) => return (Outcome { contain: Some(run.scope.mode()), ..early.into() }, run.guard.take()),
+        Err(early) => return (Outcome { contain: Some(run.scope.mode()), ..early.into() }, None),
     };
     let published = match publish(&mut run, pgid) {
         Ok(published) => published,

@@ -16,12 +16,12 @@
 //! is one deadline, moved each time the relay reads output. While the command
 //! simply runs, nothing else wakes pgrun. The loop ends only when the leader
 //! has been reaped *and* the run is gone as the `--contain` mode defines it
-//! ([`crate::contain::Scope::is_gone`]): `kill(-pgid, 0)` reports ESRCH (a zombie leader
-//! would still hold the group, so reaping comes first), and in tree mode no
-//! descendant is left, in cgroup mode the leaf is empty. Once the command has
-//! exited (draining, stopping), the loop also checks on a backoff of up to
-//! 100 ms, because members that are not pgrun's children end without a
-//! SIGCHLD to pgrun.
+//! ([`crate::contain::Scope::is_gone`]): `kill(-pgid, 0)` reports ESRCH (a
+//! zombie leader would still hold the group, so reaping comes first), and in
+//! tree mode no descendant is left, in cgroup mode the leaf is empty. Once
+//! the command has exited (draining, stopping), the loop also checks on a
+//! backoff of up to 100 ms, because members that are not pgrun's children
+//! end without a SIGCHLD to pgrun.
 //!
 //! Two ways out never wait forever: a leader whose status is lost (reaped by
 //! someone else) ends the wait for it, and a group that outlives the final
