@@ -11,6 +11,7 @@
 
 use crate::backoff::{self, Backoff};
 use crate::cli::CancelArgs;
+use crate::contain::ForeignGroup;
 use crate::exit::CancelExit;
 use crate::pidfile::{self, Liveness, Marker, Record, RecordError};
 use crate::signame::Signal;
@@ -344,14 +345,14 @@ impl Canceller<'_> {
     /// Run the default stop sequence on a group pgrun no longer watches
     /// (the loop the guard runs too); past --timeout, straight to KILL.
     fn stop_group(&self, pgid: Pid) -> CancelExit {
-        let gone = unsupervised::stop(&mut unsupervised::Group::new(pgid), &StopSequence::default(), self.deadline);
+        let gone = unsupervised::stop(&mut ForeignGroup::new(pgid), &StopSequence::default(), self.deadline);
         Self::outcome(pgid, gone)
     }
 
     /// SIGKILL the group; 2 if it is still there a second later.
     fn kill_group(&self, pgid: Pid) -> CancelExit {
         let kill = StopSequence::simple(Signal::KILL, Duration::ZERO);
-        Self::outcome(pgid, unsupervised::stop(&mut unsupervised::Group::new(pgid), &kill, None))
+        Self::outcome(pgid, unsupervised::stop(&mut ForeignGroup::new(pgid), &kill, None))
     }
 
     fn outcome(pgid: Pid, gone: bool) -> CancelExit {

@@ -3,12 +3,16 @@
 //!
 //! Where to start reading: [`entry`] parses the command line ([`cli`]) and
 //! turns how each mode ended into an exit status; [`run`] holds the run
-//! mode as a checklist of named steps, and [`supervisor`] the one event
-//! loop that watches the running command until the run is gone. All
-//! contact with the kernel goes through [`sys`].
+//! mode as a checklist of named steps, [`lifecycle`] what each party (the
+//! run's scope, the terminal, the panic stop, the guard, the cancel marker)
+//! does when the command has started, the run is published, a stop starts,
+//! the run is gone and withdrawn, and [`supervisor`] the one event loop
+//! that watches the running command until the run is gone. All contact
+//! with the kernel goes through [`sys`].
 //!
 //! Where each policy lives, by file:
-//! - which signal does what: [`signal_policy`]; signal names: [`signame`];
+//! - which signal does what: [`signal_policy`]; signal names: [`signame`]
+//!   (on the platform's tables in [`sys::signals`]);
 //! - which exit status, and its documentation: [`exit`] (125, pgrun's own
 //!   failure, is [`exit::FAILURE`] in every mode);
 //! - how a run is stopped: [`stop_sequence`] (the steps), [`stop_plan`]
@@ -16,7 +20,12 @@
 //!   driven by [`supervisor`] (a run pgrun supervises) and by
 //!   [`unsupervised`] (one it does not: `pgrun cancel`'s fallback and the
 //!   [`guard`], which stops the run if pgrun is SIGKILLed);
-//! - what "the run" is (`--contain`): [`contain`];
+//! - what "the run" is (`--contain`), how it is signalled and when it is
+//!   gone: [`contain`], one [`contain::Target`] per kind of run (the
+//!   supervised [`contain::Scope`] around its [`contain::OwnGroup`]; the
+//!   [`contain::ForeignGroup`] that `cancel` and the guard hold by pidfds;
+//!   the guard's [`contain::cgroup::Leaf`]), and one rule for using a
+//!   group's number ([`contain::group::GroupNumber`]);
 //! - the pid file protocol and the cancel marker: [`pidfile`] (one file per
 //!   role: claim, record, marker), and its readers [`cancel`], [`status`]
 //!   and [`wait`];
@@ -24,7 +33,8 @@
 //! - `--detach` (the caller's process, and the supervising pgrun's
 //!   session and fds): [`detach`];
 //! - `--max-output`, `--output-file` and `--idle-timeout`'s relay: [`output`]
-//!   (the idle deadline itself: [`supervisor`]); `--report`: [`report`];
+//!   (the idle deadline itself: [`supervisor`]); `--report`: [`report`]
+//!   (it borrows the run's [`report::Outcome`]);
 //!   `--die-with-parent`: [`parent_death`]; a panic: [`panic_stop`]; the hint
 //!   for `pgrun 30 ...`: [`timeout_hint`]; DUR arguments: [`duration`];
 //! - the documentation: [`help`] (the `--help` prose), [`generate`] (man
@@ -50,6 +60,7 @@ pub mod exit;
 pub mod generate;
 pub mod guard;
 pub mod help;
+pub mod lifecycle;
 pub mod output;
 pub mod panic_stop;
 pub mod parent_death;

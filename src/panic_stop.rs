@@ -13,7 +13,8 @@
 //! inherits this module's state, and its panics must not touch them.
 
 use crate::backoff::Backoff;
-use crate::report::{Contents, Reason, ReportTarget};
+use crate::exit::RunExit;
+use crate::report::{Contents, Outcome, Reason, ReportTarget};
 use crate::signame::Signal;
 use crate::sys::process::{self, ChildStatus, Reaped};
 use crate::sys::{self, Pid};
@@ -43,8 +44,8 @@ pub struct PanicReport {
     pub target: ReportTarget,
     /// When pgrun started: the report's duration counts from here.
     pub started: Instant,
-    /// The `--contain` mode's name.
-    pub contain: &'static str,
+    /// The `--contain` mode asked for.
+    pub contain: crate::contain::Mode,
     /// The output went through pgrun (`--max-output`, `--output-file`,
     /// `--idle-timeout`): the report's `output` is an object.
     pub max_output: bool,
@@ -129,25 +130,20 @@ fn try_take<T>(mutex: &Mutex<T>, take: impl FnOnce(&mut T) -> Option<T>) -> Opti
 
 fn write_report(what: &str, pgid: Option<Pid>, status: Option<ChildStatus>) {
     let Some(Some(report)) = try_take(&REPORT, |r| Some(r.take())) else { return };
-    let contents = Contents {
-        exit_code: crate::exit::FAILURE,
-        reason: Reason::Error,
+    let outcome = Outcome {
         status,
         pgid,
-        signals: &[],
-        stragglers: 0,
-        output: report.max_output.then(Default::default),
-        output_file: report.output_file.as_deref(),
-        output_file_error: None,
-        contain: report.contain,
-        escaped: 0,
-        unreaped: 0,
-        unstopped: 0,
-        cgroup_left: None,
+        error: Some(anyhow::Error::msg(what.to_string())),
         // The supervisor's count is out of reach of a panic: none is given.
-        resources: Default::default(),
+        ..Outcome::new(RunExit::Failed, Reason::Error)
+    };
+    let contents = Contents {
+        outcome: &outcome,
+        exit_code: crate::exit::FAILURE,
+        relays_output: report.max_output,
+        output_file: report.output_file.as_deref(),
+        contain_requested: report.contain,
         duration: report.started.elapsed(),
-        error: Some(what),
     };
     if let Err(err) = report.target.write(&contents) {
         crate::say::line(format_args!("{err:#}"));

@@ -6,6 +6,8 @@
 //! cannot be written to is found before the command starts.
 
 use crate::atomic_file::TempFile;
+use crate::contain::Mode;
+use crate::exit::RunExit;
 use crate::output::{Relayed, StreamError};
 use crate::pidfile::check_target;
 use crate::resources::Resources;
@@ -101,33 +103,77 @@ struct Output {
     stderr: StreamEntry,
 }
 
-/// Everything the report says about one run.
-pub struct Contents<'a> {
-    pub exit_code: u8,
+/// What a run came to: the exit status pgrun chooses and everything the
+/// report says of the run. The run mode fills it in as the run goes; the
+/// report borrows it (see [`Contents`]).
+pub struct Outcome {
+    pub exit: RunExit,
     pub reason: Reason,
     pub status: Option<ChildStatus>,
     pub pgid: Option<Pid>,
-    pub signals: &'a [SentSignal],
+    pub signals: Vec<SentSignal>,
     /// Members left when the command exited; 0 when it never ran.
     pub stragglers: usize,
     /// Zombies pgrun could not reap and stopped waiting for.
     pub unreaped: usize,
     /// Processes pgrun could not stop (every KILL refused) and left.
     pub unstopped: usize,
-    /// stdout's and stderr's, with `--max-output` or `--output-file`.
+    pub error: Option<anyhow::Error>,
+    /// `--max-output`, `--output-file`: what became of stdout and stderr,
+    /// once relayed.
     pub output: Option<[Relayed; 2]>,
+    /// `--output-file`: the write that ended its copy early.
+    pub file_error: Option<StreamError>,
+    /// The `--contain` mode in force; `None` if the run ended before it
+    /// was settled (the report then names the one asked for).
+    pub contain: Option<Mode>,
+    /// Processes outside the group the stop reached.
+    pub escaped: usize,
+    /// The cgroup leaf that could not be removed.
+    pub cgroup_left: Option<PathBuf>,
+    /// What the run used; zeros and nulls if the command never started.
+    pub resources: Resources,
+}
+
+impl Outcome {
+    /// An outcome with nothing known yet but how pgrun exits and why.
+    pub fn new(exit: RunExit, reason: Reason) -> Self {
+        Outcome {
+            exit,
+            reason,
+            status: None,
+            pgid: None,
+            signals: Vec::new(),
+            stragglers: 0,
+            unreaped: 0,
+            unstopped: 0,
+            error: None,
+            output: None,
+            file_error: None,
+            contain: None,
+            escaped: 0,
+            cgroup_left: None,
+            resources: Resources::default(),
+        }
+    }
+}
+
+/// The report of one run: its [`Outcome`], and what the outcome does not
+/// know (what the command line asked for, how long pgrun ran).
+pub struct Contents<'a> {
+    pub outcome: &'a Outcome,
+    /// pgrun's exit status (`--preserve-status` applied).
+    pub exit_code: u8,
+    /// The output went through pgrun (`--max-output`, `--output-file`,
+    /// `--idle-timeout`): the report's `output` is an object, zeros if
+    /// nothing was relayed.
+    pub relays_output: bool,
     /// `--output-file`'s PATH.
     pub output_file: Option<&'a Path>,
-    /// The failed write that ended the output file's copy early.
-    pub output_file_error: Option<StreamError>,
-    pub contain: &'a str,
-    pub escaped: usize,
-    /// The cgroup leaf pgrun could not remove.
-    pub cgroup_left: Option<&'a Path>,
-    /// What the run used (zeros and nulls if the command never started).
-    pub resources: Resources,
+    /// The `--contain` mode asked for: named if the outcome has none in
+    /// force.
+    pub contain_requested: Mode,
     pub duration: Duration,
-    pub error: Option<&'a str>,
 }
 
 /// Space reserved for the report when the run starts; a longer report
@@ -152,37 +198,42 @@ impl ReportTarget {
 
     /// Write the report into the temporary file, then rename it into place.
     pub fn write(self, contents: &Contents<'_>) -> Result<()> {
+        let outcome = contents.outcome;
+        let error = outcome.error.as_ref().map(crate::say::error_text);
         let report = ReportJson {
             exit_code: contents.exit_code,
-            reason: contents.reason,
-            status: match contents.status {
+            reason: outcome.reason,
+            status: match outcome.status {
                 Some(ChildStatus::Exited(code)) => Status { code: Some(code), signal: None },
                 Some(ChildStatus::Signaled(sig)) => {
                     Status { code: None, signal: Some(crate::signame::Signal(sig).name()) }
                 }
                 None => Status { code: None, signal: None },
             },
-            pgid: contents.pgid,
-            signals: contents
+            pgid: outcome.pgid,
+            signals: outcome
                 .signals
                 .iter()
                 .map(|s| SignalEntry { signal: s.name(), at_ms: s.at.as_millis() as u64 })
                 .collect(),
-            stragglers: contents.stragglers,
-            unreaped: contents.unreaped,
-            unstopped: contents.unstopped,
-            output: contents.output.map(|[out, err]| Output {
-                file: contents.output_file.map(|p| p.display().to_string()),
-                file_error: contents.output_file_error.map(|e| e.to_string()),
-                stdout: out.into(),
-                stderr: err.into(),
+            stragglers: outcome.stragglers,
+            unreaped: outcome.unreaped,
+            unstopped: outcome.unstopped,
+            output: contents.relays_output.then(|| {
+                let [out, err] = outcome.output.unwrap_or_default();
+                Output {
+                    file: contents.output_file.map(|p| p.display().to_string()),
+                    file_error: outcome.file_error.map(|e| e.to_string()),
+                    stdout: out.into(),
+                    stderr: err.into(),
+                }
             }),
-            contain: contents.contain,
-            escaped: contents.escaped,
-            cgroup_left: contents.cgroup_left.map(|p| p.display().to_string()),
-            resources: contents.resources,
+            contain: outcome.contain.unwrap_or(contents.contain_requested).name(),
+            escaped: outcome.escaped,
+            cgroup_left: outcome.cgroup_left.as_ref().map(|p| p.display().to_string()),
+            resources: outcome.resources,
             duration_ms: contents.duration.as_millis() as u64,
-            error: contents.error,
+            error: error.as_deref(),
         };
         let mut json = serde_json::to_vec(&report).context("cannot encode the report")?;
         json.push(b'\n');

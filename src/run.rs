@@ -1,32 +1,34 @@
 //! The run mode from start to finish: `pgrun [OPTIONS] [--] COMMAND`.
 //!
-//! The order is the contract's: check the report path, claim the pid file,
-//! honour a cancel marker left before the start, block the handled signals,
-//! settle what the run is (`--contain`, see [`crate::contain`]), arm
-//! `--die-with-parent`, fork the guard, spawn the command into its new
-//! group, publish the group id (and tell a detached run's caller, see
-//! [`crate::detach`]), check the marker again, supervise until the
-//! run is gone, then remove the pid file and the marker, release the guard,
-//! remove the cgroup leaf, write the report, then the output still held (`--max-output`,
-//! `--output-file`; should a write of it fail, the report again). Every refusal comes before the spawn,
-//! so bad input never half-runs a command.
+//! The order is the contract's: check the report path, block the handled
+//! signals, claim the pid file, honour a cancel marker left before the
+//! start, settle what the run is (`--contain`, see [`crate::contain`]), arm
+//! `--die-with-parent`, start the output relay, fork the guard, spawn the
+//! command into its new group, publish the group id (and tell a detached
+//! run's caller, see [`crate::detach`]), check the marker again, supervise
+//! until the run is gone, then remove the pid file and the marker, release
+//! the guard, remove the cgroup leaf, write the report, then the output
+//! still held (`--max-output`, `--output-file`; should a write of it fail,
+//! the report again). Every refusal comes before the spawn, so bad input
+//! never half-runs a command. What each of these events means to the
+//! parties that hold something of the run is [`crate::lifecycle`]'s.
 
 use crate::backoff::Backoff;
 use crate::cli::RunArgs;
-use crate::contain::{Mode, Scope};
+use crate::contain::{Mode, Scope, Target};
 use crate::detach::Publication;
 use crate::exit::RunExit;
 use crate::guard::{self, Guard};
+use crate::lifecycle::Lifecycle;
+use crate::output::RelayEnd;
 use crate::output::file::OutputFile;
 use crate::output::relay::{ChildEnds, Limit, Relay};
-use crate::output::{RelayEnd, Relayed, StreamError};
 use crate::parent_death::ParentWatch;
 use crate::pidfile::{self, Claimed, Marker};
-use crate::report::{Contents, Reason, ReportTarget};
+use crate::report::{Contents, Outcome, Reason, ReportTarget};
 use crate::resources::Resources;
 use crate::signal_policy;
 use crate::signame::Signal;
-use crate::stop_plan::SentSignal;
 use crate::supervisor::{self, GroupEnd, StopReason, Supervised};
 use crate::sys::Pid;
 use crate::sys::process::{self, ChildStatus, ChildUsage, Detach, Reaped, SpawnError, SpawnOptions};
@@ -41,61 +43,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// What a run came to, for the exit status and the report.
-struct Outcome {
-    exit: RunExit,
-    reason: Reason,
-    status: Option<ChildStatus>,
-    pgid: Option<Pid>,
-    signals: Vec<SentSignal>,
-    /// Members left when the command exited; 0 when it never ran.
-    stragglers: usize,
-    /// Zombies pgrun could not reap and stopped waiting for.
-    unreaped: usize,
-    /// Processes pgrun could not stop (every KILL refused) and left.
-    unstopped: usize,
-    error: Option<anyhow::Error>,
-    /// `--max-output`, `--output-file`: what became of stdout and stderr,
-    /// once relayed.
-    output: Option<[Relayed; 2]>,
-    /// `--output-file`: the write that ended its copy early.
-    file_error: Option<StreamError>,
-    /// The `--contain` mode in force (the one asked for, if the run ended
-    /// before it was settled).
-    contain: Option<Mode>,
-    escaped: usize,
-    /// The cgroup leaf that could not be removed.
-    cgroup_left: Option<PathBuf>,
-    /// What the run used; zeros and nulls if the command never started.
-    resources: Resources,
-    /// The guard, released once the run is withdrawn; reaped when this is
-    /// dropped, after the report is written.
-    guard: Option<Guard>,
-}
-
 impl Outcome {
-    /// An outcome with nothing known yet but how pgrun exits and why.
-    fn new(exit: RunExit, reason: Reason) -> Self {
-        Outcome {
-            exit,
-            reason,
-            status: None,
-            pgid: None,
-            signals: Vec::new(),
-            stragglers: 0,
-            unreaped: 0,
-            unstopped: 0,
-            error: None,
-            output: None,
-            file_error: None,
-            contain: None,
-            escaped: 0,
-            cgroup_left: None,
-            resources: Resources::default(),
-            guard: None,
-        }
-    }
-
     /// What the relay came to, if there was one.
     fn take_relay_end(&mut self, end: Option<RelayEnd>) {
         if let Some(end) = end {
@@ -134,7 +82,7 @@ pub fn run(args: &RunArgs, started: Instant, publication: Option<Publication>) -
     };
     // Held where the panic hook can write it too.
     if let Some(target) = report {
-        let contain = args.contain_mode().name();
+        let contain = args.contain_mode();
         let max_output = args.relays_output();
         let output_file = args.output_file.clone();
         crate::panic_stop::hold_report(crate::panic_stop::PanicReport {
@@ -145,7 +93,9 @@ pub fn run(args: &RunArgs, started: Instant, publication: Option<Publication>) -
             output_file,
         });
     }
-    let outcome = execute(args, started, parent, publication);
+    // The guard, released once the run is withdrawn, is reaped when it is
+    // dropped, after the report is written.
+    let (outcome, _released_guard) = execute(args, started, parent, publication);
     let exit = exit_of(args, &outcome);
     if let Some(err) = &outcome.error {
         say::line(format_args!("{err:#}"));
@@ -173,25 +123,13 @@ fn exit_of(args: &RunArgs, outcome: &Outcome) -> RunExit {
 
 /// Write the report of `outcome` to `target`; a failure is said.
 fn write_report(target: ReportTarget, args: &RunArgs, started: Instant, outcome: &Outcome) {
-    let message = outcome.error.as_ref().map(say::error_text);
     let contents = Contents {
+        outcome,
         exit_code: exit_of(args, outcome).code(),
-        reason: outcome.reason,
-        status: outcome.status,
-        pgid: outcome.pgid,
-        signals: &outcome.signals,
-        stragglers: outcome.stragglers,
-        output: args.relays_output().then(|| outcome.output.unwrap_or_default()),
+        relays_output: args.relays_output(),
         output_file: args.output_file.as_deref(),
-        output_file_error: outcome.file_error,
-        contain: outcome.contain.unwrap_or_else(|| args.contain_mode()).name(),
-        escaped: outcome.escaped,
-        cgroup_left: outcome.cgroup_left.as_deref(),
-        resources: outcome.resources,
-        unreaped: outcome.unreaped,
-        unstopped: outcome.unstopped,
+        contain_requested: args.contain_mode(),
         duration: started.elapsed(),
-        error: message.as_deref(),
     };
     if let Err(err) = target.write(&contents) {
         say::line(format_args!("{err:#}"));
@@ -243,19 +181,40 @@ struct Prepared {
     guard: Option<Guard>,
 }
 
-/// The run mode's checklist, top to bottom.
-fn execute(args: &RunArgs, started: Instant, parent: Pid, publication: Option<Publication>) -> Outcome {
+impl Prepared {
+    /// The parties that react to the run's events (see
+    /// [`crate::lifecycle`]), borrowed for one event.
+    fn life(&mut self) -> Lifecycle<'_> {
+        Lifecycle {
+            scope: &mut self.scope,
+            terminal: self.terminal.as_ref(),
+            guard: &mut self.guard,
+            marker: self.marker.as_deref(),
+        }
+    }
+}
+
+/// The run mode's checklist, top to bottom: what the run came to, and,
+/// once the run was withdrawn, its released guard (reaped when dropped,
+/// after the report). Before that, the guard goes with the rest of what
+/// was prepared.
+fn execute(
+    args: &RunArgs,
+    started: Instant,
+    parent: Pid,
+    publication: Option<Publication>,
+) -> (Outcome, Option<Guard>) {
     let mut run = match prepare(args, parent) {
         Ok(prepared) => prepared,
-        Err(early) => return early.into(),
+        Err(early) => return (early.into(), None),
     };
     let pgid = match spawn_command(args, &mut run) {
         Ok(pgid) => pgid,
-        Err(early) => return Outcome { contain: Some(run.scope.mode()), ..early.into() },
+        Err(early) => return (Outcome { contain: Some(run.scope.mode()), ..early.into() }, None),
     };
     let published = match publish(&mut run, pgid) {
         Ok(published) => published,
-        Err(err) => return stop_unpublished(args, &mut run, started, pgid, err),
+        Err(err) => return stop_unpublished(args, run, started, pgid, err),
     };
     if let Some(publication) = publication {
         publication.announce();
@@ -469,11 +428,7 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         Err(SpawnError::Setup(e)) => return Err(failure(anyhow!("cannot start '{program}': {e}"))),
     };
     verbose!("started '{program}' as process group {pgid}");
-    run.scope.started(pgid);
-    crate::panic_stop::watch(pgid);
-    if let Some(terminal) = &run.terminal {
-        terminal.started(pgid);
-    }
+    run.life().started(pgid);
     if let Err(e) = run.signals.activate(&run.handled, &signal_policy::absorbed()) {
         // Without its handlers (the portable build's self-pipe) pgrun hears
         // of no signal, SIGCHLD included: it cannot supervise the command,
@@ -494,17 +449,20 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
 fn publish(run: &mut Prepared, pgid: Pid) -> anyhow::Result<Option<pidfile::Published>> {
     let Some(claim) = run.claim.take() else { return Ok(None) };
     let published = claim.publish(pgid)?;
-    if let Some(guard) = &run.guard {
-        let (dev, ino) = published.id();
-        guard.published(dev, ino);
-    }
+    run.life().published(&published);
     Ok(Some(published))
 }
 
 /// The command runs but cannot be published: stop it (it must not run
 /// unsupervised) and report pgrun's failure.
-fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: Pid, err: anyhow::Error) -> Outcome {
-    let stopped = supervise(args, run, started, Some(StopReason::Cancel));
+fn stop_unpublished(
+    args: &RunArgs,
+    mut run: Prepared,
+    started: Instant,
+    pgid: Pid,
+    err: anyhow::Error,
+) -> (Outcome, Option<Guard>) {
+    let stopped = supervise(args, &mut run, started, Some(StopReason::Cancel));
     // What the stop found (the command's status, the signals, stragglers,
     // escapees), under pgrun's failure: the reason the run ended.
     let mut outcome = match stopped {
@@ -522,10 +480,10 @@ fn stop_unpublished(args: &RunArgs, run: &mut Prepared, started: Instant, pgid: 
     if let Some(relay) = &mut run.relay {
         relay.close();
     }
-    outcome.guard = withdraw(run);
+    let guard = run.life().withdrawn();
     outcome.cgroup_left = run.scope.remove_leaf();
     outcome.take_relay_end(run.relay.take().map(|relay| relay.flush_rest(&run.signals)));
-    outcome
+    (outcome, guard)
 }
 
 /// A marker present right after publishing: stop the run as if cancelled.
@@ -544,16 +502,18 @@ fn supervise(
 ) -> std::io::Result<GroupEnd> {
     let sequence = args.stop_sequence();
     let supervised = Supervised {
-        scope: &mut run.scope,
+        life: Lifecycle {
+            scope: &mut run.scope,
+            terminal: run.terminal.as_ref(),
+            guard: &mut run.guard,
+            marker: run.marker.as_deref(),
+        },
         sequence: &sequence,
         timeout: args.timeout.filter(|t| !t.is_zero()),
         idle_timeout: args.idle_timeout(),
         wait_group: args.wait_group,
         signals: &run.signals,
         started,
-        marker: run.marker.as_deref(),
-        guard: run.guard.as_ref(),
-        terminal: run.terminal.as_ref(),
         count_stragglers: args.report.is_some() || args.verbose,
         relay: run.relay.as_mut(),
         parent: run.parent_watch,
@@ -578,14 +538,14 @@ fn clean_up(
     published: Option<pidfile::Published>,
     ended: std::io::Result<GroupEnd>,
     pgid: Pid,
-) -> Outcome {
+) -> (Outcome, Option<Guard>) {
     let mut outcome = match ended {
         // The leaf's accounting is read here, before it is removed below.
         Ok(ended) => Outcome { resources: resources_of(&run.scope, ended.usage), ..outcome_of(ended, pgid) },
         Err(e) => {
             // The loop itself failed (poll or waitpid returned an error no
             // run should see). Do not leave the run behind unwatched.
-            let end = match kill_unsupervised(&mut run.scope, run.guard.as_ref()) {
+            let end = match kill_unsupervised(&mut run.life()) {
                 true => "stopped it with SIGKILL",
                 false => "SIGKILL did not end it",
             };
@@ -603,7 +563,7 @@ fn clean_up(
     if let Some(published) = published {
         published.remove();
     }
-    outcome.guard = withdraw(&mut run);
+    let guard = run.life().withdrawn();
     // The leaf is empty: removed before a flush that may wait on a reader.
     outcome.cgroup_left = run.scope.remove_leaf();
     outcome.contain = Some(run.scope.mode());
@@ -628,7 +588,7 @@ fn clean_up(
             }
         }
     }
-    outcome
+    (outcome, guard)
 }
 
 /// Whether the kernel's OOM killer ended the run: the leaf counted an OOM
@@ -655,40 +615,23 @@ const KILL_UNSUPERVISED_FOR: Duration = Duration::from_secs(5);
 /// everything the mode reaches (`cgroup.kill` in cgroup mode), reaping what
 /// ends (the guard's handle is told if it is among them), until the run is
 /// gone or [`KILL_UNSUPERVISED_FOR`] has passed. True if it is gone.
-fn kill_unsupervised(scope: &mut Scope, guard: Option<&Guard>) -> bool {
+fn kill_unsupervised(life: &mut Lifecycle<'_>) -> bool {
     let until = Instant::now().checked_add(KILL_UNSUPERVISED_FOR);
     let mut backoff = Backoff::default();
     loop {
-        let _ = scope.signal(Signal::KILL, false, true);
+        let _ = life.scope.signal(Signal::KILL, false, true);
         while let Ok(reaped @ (Reaped::Child(..) | Reaped::Stopped(..))) = process::reap_one() {
-            if let (Reaped::Child(pid, _, _), Some(guard)) = (reaped, guard)
-                && guard.is(pid)
-            {
-                guard.reaped();
+            if let Reaped::Child(pid, _, _) = reaped {
+                life.guard_reaped(pid);
             }
         }
-        if scope.is_gone() {
+        if life.scope.gone() {
             return true;
         }
         if !backoff.pause_until(until) {
             return false;
         }
     }
-}
-
-/// The run is over: consume the marker and release the guard (its handle
-/// knows whether it died during the run and was reaped, and then never
-/// signals or waits for its pid again). The guard is reaped when the
-/// outcome is dropped, after the report.
-fn withdraw(run: &mut Prepared) -> Option<Guard> {
-    if let Some(marker) = &run.marker {
-        pidfile::remove_marker_at_exit(marker, crate::sys::geteuid());
-    }
-    let mut guard = run.guard.take();
-    if let Some(guard) = &mut guard {
-        guard.release();
-    }
-    guard
 }
 
 /// Fork the guard (unless `--no-guard`), with what it needs to stop the

@@ -8,54 +8,9 @@
 
 use std::fmt;
 
-pub use crate::sys::Signal;
-
-/// The classic signals every POSIX system has, plus common extras.
-const NAMED: &[(&str, i32)] = &[
-    ("HUP", libc::SIGHUP),
-    ("INT", libc::SIGINT),
-    ("QUIT", libc::SIGQUIT),
-    ("ILL", libc::SIGILL),
-    ("TRAP", libc::SIGTRAP),
-    ("ABRT", libc::SIGABRT),
-    ("IOT", libc::SIGIOT),
-    ("BUS", libc::SIGBUS),
-    ("FPE", libc::SIGFPE),
-    ("KILL", libc::SIGKILL),
-    ("USR1", libc::SIGUSR1),
-    ("SEGV", libc::SIGSEGV),
-    ("USR2", libc::SIGUSR2),
-    ("PIPE", libc::SIGPIPE),
-    ("ALRM", libc::SIGALRM),
-    ("TERM", libc::SIGTERM),
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    ("STKFLT", libc::SIGSTKFLT),
-    ("CHLD", libc::SIGCHLD),
-    ("CONT", libc::SIGCONT),
-    ("STOP", libc::SIGSTOP),
-    ("TSTP", libc::SIGTSTP),
-    ("TTIN", libc::SIGTTIN),
-    ("TTOU", libc::SIGTTOU),
-    ("URG", libc::SIGURG),
-    ("XCPU", libc::SIGXCPU),
-    ("XFSZ", libc::SIGXFSZ),
-    ("VTALRM", libc::SIGVTALRM),
-    ("PROF", libc::SIGPROF),
-    ("WINCH", libc::SIGWINCH),
-    ("IO", libc::SIGIO),
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    ("POLL", libc::SIGPOLL),
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    ("PWR", libc::SIGPWR),
-    ("SYS", libc::SIGSYS),
-    #[cfg(any(target_os = "macos", target_os = "freebsd", target_os = "netbsd", target_os = "openbsd"))]
-    ("EMT", libc::SIGEMT),
-    #[cfg(any(target_os = "macos", target_os = "freebsd", target_os = "netbsd", target_os = "openbsd"))]
-    ("INFO", libc::SIGINFO),
-];
-
-// The platform's signal numbers are the kernel's answer: asked of `sys`.
-pub use crate::sys::{max_signal, realtime_range};
+// The platform's signals, their names and numbers, are `sys`'s to say.
+use crate::sys::signals::{ALIASES, NAMES};
+pub use crate::sys::{Signal, max_signal, realtime_range};
 
 impl Signal {
     pub const TERM: Signal = Signal(libc::SIGTERM);
@@ -64,7 +19,7 @@ impl Signal {
 
     /// The name without `SIG`, e.g. `TERM`, `RTMIN+2`; a number if nameless.
     pub fn name(self) -> String {
-        if let Some((name, _)) = NAMED.iter().find(|(name, n)| *n == self.0 && !matches!(*name, "IOT" | "POLL")) {
+        if let Some((name, _)) = NAMES.iter().find(|(_, n)| *n == self.0) {
             return (*name).to_string();
         }
         if let Some((min, max)) = realtime_range() {
@@ -99,7 +54,7 @@ pub fn parse_signal(text: &str) -> Result<Signal, String> {
     }
     let upper = text.to_ascii_uppercase();
     let name = upper.strip_prefix("SIG").unwrap_or(&upper);
-    if let Some((_, n)) = NAMED.iter().find(|(candidate, _)| *candidate == name) {
+    if let Some((_, n)) = NAMES.iter().chain(ALIASES).find(|(candidate, _)| *candidate == name) {
         return Ok(Signal(*n));
     }
     if let Some((min, max)) = realtime_range() {
@@ -150,17 +105,21 @@ mod tests {
         assert!(parse_signal(&(max_signal() + 1).to_string()).is_err());
     }
 
-    #[cfg(target_os = "linux")]
     #[test]
-    fn realtime_signals_follow_the_c_library() {
-        let min = libc::SIGRTMIN();
-        let max = libc::SIGRTMAX();
+    fn realtime_signals_by_offset() {
+        let Some((min, max)) = realtime_range() else { return };
         assert_eq!(parse_signal("RTMIN"), Ok(Signal(min)));
         assert_eq!(parse_signal("sigrtmin+2"), Ok(Signal(min + 2)));
         assert_eq!(parse_signal("RTMAX-1"), Ok(Signal(max - 1)));
         assert!(parse_signal(&format!("RTMIN+{}", max - min + 1)).is_err());
         assert_eq!(Signal(min + 2).name(), "RTMIN+2");
         assert_eq!(Signal(max).name(), "RTMAX");
+    }
+
+    #[test]
+    fn aliases_parse_to_their_signal_and_are_not_names() {
+        assert_eq!(parse_signal("IOT"), Ok(Signal(libc::SIGABRT)));
+        assert_eq!(Signal(libc::SIGABRT).name(), "ABRT");
     }
 
     #[test]

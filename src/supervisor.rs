@@ -16,12 +16,12 @@
 //! is one deadline, moved each time the relay reads output. While the command
 //! simply runs, nothing else wakes pgrun. The loop ends only when the leader
 //! has been reaped *and* the run is gone as the `--contain` mode defines it
-//! ([`Scope::is_gone`]): `kill(-pgid, 0)` reports ESRCH (a zombie leader
-//! would still hold the group, so reaping comes first), and in tree mode no
-//! descendant is left, in cgroup mode the leaf is empty. Once the command has
-//! exited (draining, stopping), the loop also checks on a backoff of up to
-//! 100 ms, because members that are not pgrun's children end without a
-//! SIGCHLD to pgrun.
+//! ([`crate::contain::Scope::is_gone`]): `kill(-pgid, 0)` reports ESRCH (a
+//! zombie leader would still hold the group, so reaping comes first), and in
+//! tree mode no descendant is left, in cgroup mode the leaf is empty. Once
+//! the command has exited (draining, stopping), the loop also checks on a
+//! backoff of up to 100 ms, because members that are not pgrun's children
+//! end without a SIGCHLD to pgrun.
 //!
 //! Two ways out never wait forever: a leader whose status is lost (reaped by
 //! someone else) ends the wait for it, and a group that outlives the final
@@ -31,7 +31,8 @@
 //! is over at once (where /proc can tell).
 
 use crate::backoff::Backoff;
-use crate::contain::Scope;
+use crate::contain::Target;
+use crate::lifecycle::Lifecycle;
 use crate::output::relay::Relay;
 use crate::parent_death::ParentWatch;
 use crate::signal_policy::{self, Handling};
@@ -41,7 +42,7 @@ use crate::stop_sequence::StopSequence;
 use crate::sys::process::{self, ChildStatus, ChildUsage, Reaped};
 use crate::sys::wakeup::SignalSource;
 use crate::sys::{self, Pid, PollFd};
-use crate::terminal::{RunState, Terminal};
+use crate::terminal::RunState;
 use crate::{say, verbose};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -101,8 +102,10 @@ enum Phase {
 /// The running run, handed to the supervisor: what it watches, how it
 /// stops it, and what it must update when it does.
 pub struct Supervised<'a> {
-    /// The run as `--contain` defines it; it knows the group id.
-    pub scope: &'a mut Scope,
+    /// The run (as `--contain` defines it; it knows the group id) and the
+    /// parties told of its events: the stop starting (the cancel marker,
+    /// the guard), the leader reaped, the guard's own death, the run gone.
+    pub life: Lifecycle<'a>,
     pub sequence: &'a StopSequence,
     pub timeout: Option<Duration>,
     /// `--idle-timeout`: stop when the relay has read nothing for this long
@@ -112,15 +115,6 @@ pub struct Supervised<'a> {
     pub signals: &'a SignalSource,
     /// When pgrun started: report times count from here.
     pub started: Instant,
-    /// The cancel marker: created when the first stop sequence starts, so
-    /// that a marker next to a live pid file always means "stopping".
-    pub marker: Option<&'a std::path::Path>,
-    /// The guard, told about that marker (it removes it if pgrun dies),
-    /// about the members left when the leader is reaped, and about its own
-    /// death, if this loop reaps it.
-    pub guard: Option<&'a crate::guard::Guard>,
-    /// The terminal and its job-control rules (`None` with --setsid).
-    pub terminal: Option<&'a Terminal>,
     /// Whether to count the members left when the command exits (for the
     /// report and --verbose). It scans /proc, which is worth skipping when
     /// hundreds of runs end at once and nobody reads the number.
@@ -179,7 +173,7 @@ struct Supervisor<'a> {
 pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Result<GroupEnd> {
     let timeout_at = w.timeout.and_then(|t| Instant::now().checked_add(t));
     let idle_at = w.idle_timeout.and_then(|t| Instant::now().checked_add(t));
-    let pgid = w.scope.pgid();
+    let pgid = w.life.scope.pgid();
     let parent_check_at = w.parent.and_then(|p| p.check_every()).and_then(|every| Instant::now().checked_add(every));
     let mut s = Supervisor {
         w,
@@ -221,11 +215,11 @@ impl Supervisor<'_> {
                 return Ok(self.end());
             }
             if !matches!(self.leader, Leader::Running) {
-                let gone = self.w.scope.is_gone();
+                let gone = self.w.life.scope.is_gone();
                 if gone || self.unreaped.is_some() {
                     if gone {
                         verbose!("process group {} is gone", self.pgid);
-                        crate::panic_stop::unwatch();
+                        self.w.life.gone();
                     }
                     if leader_exited_now && gone {
                         self.stragglers = 0;
@@ -248,8 +242,8 @@ impl Supervisor<'_> {
             if self.unreaped.is_some() || self.unstopped.is_some() {
                 continue;
             }
-            if let Some(terminal) = self.w.terminal {
-                terminal.poll_waiting();
+            if let Some(terminal) = self.w.life.terminal {
+                terminal.poll_waiting(self.w.life.scope.group());
             }
             let wait = self.next_wake().map(|at| at.saturating_duration_since(Instant::now()));
             self.wait_for_events(wait)?;
@@ -266,7 +260,7 @@ impl Supervisor<'_> {
             signals: self.sent,
             stragglers: self.stragglers,
             unreaped: self.unreaped.unwrap_or(0),
-            escaped: self.w.scope.escaped(),
+            escaped: self.w.life.scope.escaped(),
             unstopped: self.unstopped,
             usage: self.usage,
         }
@@ -279,7 +273,7 @@ impl Supervisor<'_> {
         let mut n = 1;
         // The cgroup leaf's cgroup.events: a change may be the run's end.
         // Only once the command has exited: until then SIGCHLD says it.
-        let events = if matches!(self.leader, Leader::Running) { None } else { self.w.scope.events() };
+        let events = if matches!(self.leader, Leader::Running) { None } else { self.w.life.scope.change_fd() };
         if let Some(fd) = events {
             set[1] = PollFd::priority(fd);
             n += 1;
@@ -299,7 +293,7 @@ impl Supervisor<'_> {
         if events.is_some() && set[1].ready {
             // Reading cgroup.events re-arms its notification (the run's end
             // itself is checked by the loop).
-            self.w.scope.rearm_events();
+            self.w.life.scope.rearm_events();
         }
         if set[0].ready {
             for signal in self.w.signals.drain()? {
@@ -327,17 +321,12 @@ impl Supervisor<'_> {
         loop {
             match process::reap_one()? {
                 // The guard is pgrun's, not the run's: its usage is not counted.
-                Reaped::Child(pid, _, _) if self.w.guard.is_some_and(|g| g.is(pid)) => {
+                Reaped::Child(pid, _, _) if self.w.life.guard_reaped(pid) => {
                     verbose!("the guard {pid} died; the run goes on without it");
-                    if let Some(guard) = self.w.guard {
-                        guard.reaped();
-                    }
                 }
                 Reaped::Child(pid, status, usage) if pid == self.pgid => {
                     self.usage.add(usage);
-                    if let Some(guard) = self.w.guard {
-                        guard.hold_members(pid, false);
-                    }
+                    self.w.life.leader_reaped(pid);
                     match status {
                         ChildStatus::Exited(code) => verbose!("command exited with status {code}"),
                         ChildStatus::Signaled(sig) => verbose!("command was ended by signal {}", Signal(sig)),
@@ -372,6 +361,7 @@ impl Supervisor<'_> {
                     // waiting forever.
                     verbose!("the command's exit status was lost: it was reaped by someone else");
                     self.leader = Leader::Lost;
+                    self.w.life.leader_lost();
                     return Ok(true);
                 }
             }
@@ -405,10 +395,10 @@ impl Supervisor<'_> {
     /// timeout (and the idle timeout) keeps counting meanwhile: its
     /// deadline is on the monotonic clock.
     fn on_stopped(&mut self, pid: Pid, signal: i32) {
-        if let Some(terminal) = self.w.terminal {
+        if let Some(terminal) = self.w.life.terminal {
             let stopping = matches!(self.phase, Phase::Stopping(_));
             let timed = self.timeout_at.is_some() || self.idle_at.is_some();
-            terminal.on_stopped(pid, signal, RunState { stopping, timed });
+            terminal.on_stopped(self.w.life.scope.group(), pid, signal, RunState { stopping, timed });
         }
     }
 
@@ -452,7 +442,7 @@ impl Supervisor<'_> {
     /// tell a zombie from a live member).
     fn only_zombies_left(&self) -> Option<usize> {
         crate::test_hook::pause("draining-census");
-        if !self.w.scope.is_gone_except_group() {
+        if !self.w.life.scope.is_gone_except_group() {
             return None;
         }
         // A zombie whose parent is pgrun (one just handed over, say) is
@@ -509,22 +499,6 @@ impl Supervisor<'_> {
         self.advance_stop(now);
     }
 
-    /// A stop sequence starts: create the marker (so a marker next to a live
-    /// pid file means "stopping") and tell the guard it is ours to remove.
-    fn mark_stopping(&self) {
-        let Some(marker) = self.w.marker else { return };
-        let note = match crate::pidfile::create_note(marker, self.pgid) {
-            Ok(note) => note,
-            Err(e) => {
-                verbose!("cannot create {}: {e}", marker.display());
-                return;
-            }
-        };
-        if let Some(guard) = self.w.guard {
-            guard.marker(marker, note);
-        }
-    }
-
     /// Start the stop sequence; the first reason is the one reported.
     fn start_stop(&mut self, reason: StopReason) {
         if let Phase::Stopping(_) = self.phase {
@@ -532,10 +506,7 @@ impl Supervisor<'_> {
         }
         self.stop_reason.get_or_insert(reason);
         verbose!("stop sequence {} for process group {}", self.w.sequence.describe(), self.pgid);
-        self.mark_stopping();
-        if let Some(guard) = self.w.guard {
-            guard.hold_members(self.pgid, matches!(self.leader, Leader::Running));
-        }
+        self.w.life.stopping(matches!(self.leader, Leader::Running));
         self.phase = Phase::Stopping(StopPlan::new(self.w.sequence, AfterKill::Repeat, None));
         self.advance_stop(Instant::now());
     }
@@ -562,7 +533,7 @@ impl Supervisor<'_> {
             }
             // A leader that exited but is not reaped yet (its SIGCHLD not
             // read yet) has exited too: skip, as the contract says.
-            if send.leader && (!matches!(self.leader, Leader::Running) || process::exited_unreaped(self.pgid)) {
+            if send.leader && !self.w.life.scope.group().leader_reachable() {
                 verbose!("the command has exited: skipping the step leader:{}", send.signal);
                 plan.skip(now);
                 continue;
@@ -579,8 +550,8 @@ impl Supervisor<'_> {
                 self.poll_backoff = Backoff::up_to(MAX_POLL);
             }
             let result = match send.leader {
-                true => signal_leader(self.pgid, send.signal, send.cont),
-                false => self.w.scope.signal(send.signal, send.cont, send.last),
+                true => self.w.life.scope.group().signal_leader(send.signal, send.cont),
+                false => self.w.life.scope.signal(send.signal, send.cont, send.last),
             };
             plan.sent(result.is_ok());
             if let Err(err) = result {
@@ -607,7 +578,7 @@ impl Supervisor<'_> {
     /// KILLs and a grace is taken for such zombies. Never before the
     /// leader is reaped (or lost): pgrun can always reap its own child.
     fn unreapable_zombies(&self) -> Option<usize> {
-        if matches!(self.leader, Leader::Running) || !self.w.scope.is_gone_except_group() {
+        if matches!(self.leader, Leader::Running) || !self.w.life.scope.is_gone_except_group() {
             return None;
         }
         match process::group_census(self.pgid) {
@@ -617,7 +588,7 @@ impl Supervisor<'_> {
     }
 
     fn send(&self, signal: Signal) {
-        if let Err(err) = self.w.scope.signal_group(signal) {
+        if let Err(err) = self.w.life.scope.signal_group(signal) {
             verbose!("cannot send {signal} to process group {}: {err}", self.pgid);
         }
     }
@@ -638,7 +609,7 @@ impl Supervisor<'_> {
         // run on a backoff of up to 100 ms. Never while the command simply
         // runs.
         // A member waiting for the terminal in the background: look for `fg`.
-        let deadline = match self.w.terminal.filter(|t| t.is_waiting()) {
+        let deadline = match self.w.life.terminal.filter(|t| t.is_waiting()) {
             Some(_) => {
                 let look = Instant::now() + crate::terminal::WAITING_POLL;
                 Some(deadline.map_or(look, |d| d.min(look)))
@@ -659,17 +630,4 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
-}
-
-/// A `leader:` step: `signal` to the command's own process `pid` alone,
-/// then SIGCONT to it if `cont`. Only for a leader pgrun has not reaped.
-fn signal_leader(pid: Pid, signal: Signal, cont: bool) -> std::io::Result<()> {
-    let sent = process::signal_process(pid, signal);
-    if let Err(err) = &sent {
-        verbose!("cannot send {signal} to process {pid} (the command): {err}");
-    }
-    if cont {
-        let _ = process::signal_process(pid, Signal::CONT);
-    }
-    sent.map(|_| ())
 }

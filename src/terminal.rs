@@ -47,6 +47,7 @@
 //! - `--setsid`: the command has no controlling terminal; nothing here
 //!   applies.
 
+use crate::contain::OwnGroup;
 use crate::signame::Signal;
 use crate::sys::process;
 use crate::sys::terminal as tty;
@@ -77,7 +78,9 @@ pub struct Terminal {
     /// The terminal, found when first needed (stdin, stdout, stderr or
     /// `/dev/tty`); `None` inside: pgrun has no controlling terminal.
     tty: OnceCell<Option<Tty>>,
-    /// The command's group, once spawned.
+    /// The command's group, once spawned: the one whose hold on the
+    /// terminal is given back at the end. (Signals to it go through the
+    /// run's [`OwnGroup`], handed to each call.)
     group: Cell<Option<Pid>>,
     /// A member is stopped waiting for the terminal while pgrun runs on in
     /// the background (it has a deadline to keep): `fg` gives pgrun's group
@@ -146,33 +149,34 @@ impl Terminal {
         found.as_ref().map(Tty::fd)
     }
 
-    /// A child of pgrun in group `pgid` was stopped by `signal` (reported by
-    /// waitpid with WUNTRACED). Act as the module doc says.
-    pub fn on_stopped(&self, pid: Pid, signal: i32, state: RunState) {
-        let Some(pgid) = self.group.get() else { return };
+    /// A child of pgrun in the command's `group` was stopped by `signal`
+    /// (reported by waitpid with WUNTRACED). Act as the module doc says.
+    pub fn on_stopped(&self, group: &OwnGroup, pid: Pid, signal: i32, state: RunState) {
+        let pgid = group.pgid();
         match signal {
             libc::SIGTTIN | libc::SIGTTOU if sys::getpgid(pid) == Some(pgid) => {
-                self.wants_terminal(pgid, signal, state)
+                self.wants_terminal(group, signal, state)
             }
-            _ if pid == pgid && !state.stopping => self.job_stopped(pgid, signal),
+            _ if pid == pgid && !state.stopping => self.job_stopped(group, signal),
             _ => {}
         }
     }
 
     /// A member touched the terminal from the background.
-    fn wants_terminal(&self, pgid: Pid, signal: i32, state: RunState) {
+    fn wants_terminal(&self, group: &OwnGroup, signal: i32, state: RunState) {
         let Some(fd) = self.fd() else { return };
+        let pgid = group.pgid();
         let fg = tty::foreground_group(fd);
         if fg == Some(pgid) {
             // It has the terminal already (it was stopped before it got it).
-            continue_group(pgid);
+            continue_group(group);
         } else if fg == Some(self.own) {
-            self.hand_over(fd, pgid, signal);
+            self.hand_over(fd, group, signal);
         } else if !state.stopping && !state.timed {
             verbose!("process group {pgid} stopped by {} in the background; stopping too", Signal(signal));
             stop_own_job(signal);
             if tty::foreground_group(fd) == Some(self.own) {
-                self.hand_over(fd, pgid, signal);
+                self.hand_over(fd, group, signal);
             }
             // Otherwise (`bg`, or the stop was discarded): the SIGCONT that
             // continued pgrun is forwarded, and the command tries again.
@@ -195,35 +199,37 @@ impl Terminal {
     }
 
     /// The job was brought to the foreground: hand the terminal to the
-    /// member that waits for it.
-    pub fn poll_waiting(&self) {
-        let (Some(signal), Some(pgid), Some(fd)) = (self.waiting.get(), self.group.get(), self.fd()) else { return };
+    /// member of the command's `group` that waits for it.
+    pub fn poll_waiting(&self, group: &OwnGroup) {
+        let (Some(signal), Some(fd)) = (self.waiting.get(), self.fd()) else { return };
         match tty::foreground_group(fd) {
             Some(fg) if fg == self.own => {
                 self.waiting.set(None);
-                self.hand_over(fd, pgid, signal);
+                self.hand_over(fd, group, signal);
             }
-            Some(fg) if fg == pgid => {
+            Some(fg) if fg == group.pgid() => {
                 self.waiting.set(None);
-                continue_group(pgid);
+                continue_group(group);
             }
             _ => {}
         }
     }
 
-    fn hand_over(&self, fd: i32, pgid: Pid, signal: i32) {
+    fn hand_over(&self, fd: i32, group: &OwnGroup, signal: i32) {
+        let pgid = group.pgid();
         verbose!("process group {pgid} stopped by {}: handing it the terminal", Signal(signal));
         if let Err(e) = tty::set_foreground_group(fd, pgid) {
             verbose!("cannot hand the terminal to process group {pgid}: {e}");
             return;
         }
-        continue_group(pgid);
+        continue_group(group);
     }
 
     /// The leader was stopped some other way (Ctrl-Z, SIGSTOP). Only while
     /// it holds the terminal is that the job stopping.
-    fn job_stopped(&self, pgid: Pid, signal: i32) {
+    fn job_stopped(&self, group: &OwnGroup, signal: i32) {
         let Some(fd) = self.fd() else { return };
+        let pgid = group.pgid();
         if tty::foreground_group(fd) != Some(pgid) {
             return;
         }
@@ -233,13 +239,16 @@ impl Terminal {
         if tty::foreground_group(fd) == Some(self.own) {
             let _ = tty::set_foreground_group(fd, pgid);
         }
-        continue_group(pgid);
+        continue_group(group);
     }
 }
 
-fn continue_group(pgid: Pid) {
+/// SIGCONT to the command's group, through the run's [`OwnGroup`] (so
+/// never to a number the group no longer holds).
+fn continue_group(group: &OwnGroup) {
+    let pgid = group.pgid();
     verbose!("continuing process group {pgid}");
-    if let Err(e) = process::signal_group(pgid, Signal::CONT) {
+    if let Err(e) = group.signal(Signal::CONT) {
         verbose!("cannot send CONT to process group {pgid}: {e}");
     }
 }

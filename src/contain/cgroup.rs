@@ -27,11 +27,12 @@
 //! refusal with EBUSY tried again for a while; a leaf that cannot be removed
 //! is named in a warning and in the report.
 
+use super::foreign::ForeignGroup;
+use super::target::Target;
 use crate::backoff::Backoff;
 use crate::cgroup_limits::CgroupLimits;
 use crate::signame::Signal;
 use crate::sys::{self, Pid, cgroup};
-use crate::unsupervised::{Group, Target};
 use crate::{say, verbose};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
@@ -84,7 +85,7 @@ pub struct Leaf {
     /// members' pidfds, so that a member moved out of the leaf is still
     /// reached and a number reused after the group ended is not.
     pgid: Option<Pid>,
-    group: Option<Group>,
+    group: Option<ForeignGroup>,
 }
 
 impl Leaf {
@@ -339,8 +340,8 @@ impl Leaf {
     }
 
     /// The command's group, once it is known (as the guard holds it).
-    pub fn set_group(&mut self, group: Option<Group>) {
-        self.pgid = group.as_ref().map(Group::pgid);
+    pub fn set_group(&mut self, group: Option<ForeignGroup>) {
+        self.pgid = group.as_ref().map(ForeignGroup::pgid);
         self.group = group;
     }
 
@@ -522,23 +523,24 @@ impl Target for Leaf {
         format!("cgroup {}", self.dir.display())
     }
 
-    fn signal(&mut self, signal: Signal, cont: bool) {
+    fn signal(&mut self, signal: Signal, cont: bool, _last: bool) -> io::Result<()> {
         if let Some(group) = &mut self.group {
-            group.signal(signal, false);
+            let _ = group.signal(signal, false, false);
         }
         if signal == Signal::KILL && self.kill().is_ok() {
-            return;
+            return Ok(());
         }
         self.signal_members(self.pgid, signal, cont, &mut BTreeSet::new());
         if cont && let Some(group) = &mut self.group {
-            group.signal(Signal::CONT, false);
+            let _ = group.signal(Signal::CONT, false, false);
         }
+        Ok(())
     }
 
     /// A `leader:` step goes to the group's leader through the group's
-    /// pidfds (see [`crate::unsupervised`]), or is skipped.
-    fn signal_leader(&mut self, signal: Signal, cont: bool) -> bool {
-        self.group.as_mut().is_some_and(|group| group.signal_leader(signal, cont))
+    /// pidfds (see [`ForeignGroup`]), or is skipped.
+    fn signal_leader(&mut self, signal: Signal, cont: bool) -> io::Result<bool> {
+        self.group.as_mut().map_or(Ok(false), |group| group.signal_leader(signal, cont))
     }
 
     /// `cgroup.events`, read once to arm it; `None` if it cannot be read

@@ -1,10 +1,12 @@
 //! What "the run" is, and so what is stopped and waited for:
-//! `--contain group|tree|cgroup|auto`.
+//! `--contain group|tree|cgroup|auto`; and the one place that answers
+//! "signal the run" and "is the run gone", for every kind of run
+//! ([`Target`]).
 //!
 //! A process group is not a seal: a descendant can call setsid or setpgid
-//! and leave it. [`Scope`] is the run as the mode in force defines it, and
-//! the one thing the supervisor asks to signal the run and to say whether
-//! it is gone:
+//! and leave it. [`Scope`] is a run pgrun supervises, as the mode in force
+//! defines it: its own group ([`OwnGroup`], pgrun is the leader's parent)
+//! and what the mode adds ([`Beyond`]):
 //! - `group`: the command's process group (everywhere; the only mode off
 //!   Linux);
 //! - `tree`: the group plus every descendant of pgrun wherever it moved
@@ -14,12 +16,23 @@
 //!   was born in (see [`cgroup`]); gone when the group is gone and the leaf
 //!   is not populated;
 //! - `auto`: `cgroup` where a leaf can be created, else `tree`.
+//!
+//! A run no pgrun supervises (`pgrun cancel`'s fallback, the guard's once
+//! pgrun was killed) is a [`ForeignGroup`], held by pidfds, or the guard's
+//! cgroup [`cgroup::Leaf`]. A group is used by its number only until it is
+//! first seen empty, in either case ([`group::GroupNumber`]).
 
 pub mod cgroup;
+pub mod foreign;
+pub mod group;
+pub mod target;
 pub mod tree;
 
+pub use foreign::ForeignGroup;
+pub use group::OwnGroup;
+pub use target::Target;
+
 use crate::signame::Signal;
-use crate::sys::{Pid, process};
 use crate::verbose;
 use anyhow::{Result, bail};
 use std::collections::BTreeSet;
@@ -57,19 +70,27 @@ impl Mode {
     }
 }
 
-/// The run as the mode in force defines it.
+/// What the mode in force adds to the command's group: one variant per
+/// mode (`auto` has settled into one of the others).
+pub enum Beyond {
+    /// `group`: nothing.
+    Nothing,
+    /// `tree`: every descendant of pgrun but the guard.
+    Tree,
+    /// `cgroup`: everything in the leaf.
+    Cgroup(cgroup::Leaf),
+}
+
+/// The run pgrun supervises, as the mode in force defines it.
 pub struct Scope {
-    mode: Mode,
-    pgid: Pid,
+    beyond: Beyond,
+    /// The command's group, once it has started (see [`Scope::started`]).
+    group: Option<OwnGroup>,
     /// The guard: a child of pgrun that is not part of the run (its pid
     /// while unreaped, as the guard's handle says).
     guard: crate::guard::GuardChild,
-    leaf: Option<cgroup::Leaf>,
     /// Processes outside the group that a stop step reached.
-    escaped: BTreeSet<Pid>,
-    /// The group was seen empty once: gone for good (see
-    /// [`Scope::group_exists`]).
-    group_ended: std::cell::Cell<bool>,
+    escaped: BTreeSet<crate::sys::Pid>,
 }
 
 impl Scope {
@@ -78,56 +99,51 @@ impl Scope {
     /// had) and `auto` (falling back to `tree`).
     pub fn prepare(requested: Mode, limits: &crate::cgroup_limits::CgroupLimits) -> Result<Scope> {
         let linux = crate::sys::CAN_CONTAIN;
-        let (mode, leaf) = match requested {
-            Mode::Group => (Mode::Group, None),
+        let beyond = match requested {
+            Mode::Group => Beyond::Nothing,
             Mode::Tree | Mode::Cgroup if !linux => {
                 bail!("--contain {} needs Linux; only group is available here", requested.name())
             }
-            Mode::Tree => (Mode::Tree, None),
+            Mode::Tree => Beyond::Tree,
             Mode::Cgroup => match cgroup::Leaf::create(limits) {
-                Ok(leaf) => (Mode::Cgroup, Some(leaf)),
+                Ok(leaf) => Beyond::Cgroup(leaf),
                 Err(why) => bail!("--contain cgroup: {why}"),
             },
-            Mode::Auto if !linux => (Mode::Group, None),
+            Mode::Auto if !linux => Beyond::Nothing,
             Mode::Auto => match cgroup::Leaf::create(limits) {
-                Ok(leaf) => (Mode::Cgroup, Some(leaf)),
+                Ok(leaf) => Beyond::Cgroup(leaf),
                 Err(why) => {
                     verbose!("--contain auto: no cgroup ({why}); using tree");
-                    (Mode::Tree, None)
+                    Beyond::Tree
                 }
             },
         };
-        if let Some(leaf) = &leaf {
+        if let Beyond::Cgroup(leaf) = &beyond {
             verbose!("created cgroup {}", leaf.dir().display());
         }
-        Ok(Scope {
-            mode,
-            pgid: 0,
-            guard: Default::default(),
-            leaf,
-            escaped: BTreeSet::new(),
-            group_ended: Default::default(),
-        })
+        Ok(Scope { beyond, group: None, guard: Default::default(), escaped: BTreeSet::new() })
     }
 
     /// The mode in force.
     pub fn mode(&self) -> Mode {
-        self.mode
+        match self.beyond {
+            Beyond::Nothing => Mode::Group,
+            Beyond::Tree => Mode::Tree,
+            Beyond::Cgroup(_) => Mode::Cgroup,
+        }
     }
 
     pub fn leaf(&self) -> Option<&cgroup::Leaf> {
-        self.leaf.as_ref()
+        match &self.beyond {
+            Beyond::Cgroup(leaf) => Some(leaf),
+            _ => None,
+        }
     }
 
     /// The fd of `cgroup.procs` the command joins before exec, in cgroup
     /// mode.
     pub fn join_fd(&self) -> Option<RawFd> {
-        self.leaf.as_ref().and_then(cgroup::Leaf::procs_fd)
-    }
-
-    /// The command has started as group `pgid`.
-    pub fn started(&mut self, pgid: Pid) {
-        self.pgid = pgid;
+        self.leaf().and_then(cgroup::Leaf::procs_fd)
     }
 
     /// pgrun's guard, which is not part of the run.
@@ -135,47 +151,19 @@ impl Scope {
         self.guard = guard;
     }
 
-    /// One step of the stop sequence: `signal` to the group, then to what
-    /// the mode adds (SIGCONT after each if `cont`); `last` is the final
-    /// KILL, which in cgroup mode is `cgroup.kill`. An error says the
-    /// signal could not be sent to the group.
-    pub fn signal(&mut self, signal: Signal, cont: bool, last: bool) -> std::io::Result<()> {
-        let sent = self.signal_group(signal);
-        if let Err(err) = &sent {
-            verbose!("cannot send {} to process group {}: {err}", signal, self.pgid);
-        }
-        if cont {
-            let _ = self.signal_group(Signal::CONT);
-        }
-        match (self.mode, &self.leaf) {
-            // Once the group's number is taken for gone (it may be someone
-            // else's), whatever of the run is still in the group is reached
-            // as a descendant, by pidfd: a false ESRCH spares nothing.
-            (Mode::Tree, _) => tree::signal_escapees(
-                self.pgid,
-                self.guard.pid(),
-                signal,
-                cont,
-                self.group_ended.get(),
-                &mut self.escaped,
-            ),
-            (Mode::Cgroup, Some(leaf)) => {
-                // Count the members outside the group before the kill, then
-                // kill them all at once.
-                leaf.signal_members(
-                    Some(self.pgid),
-                    if last { Signal::PROBE } else { signal },
-                    cont && !last,
-                    &mut self.escaped,
-                );
-                if last && let Err(e) = leaf.kill() {
-                    verbose!("cannot write cgroup.kill of {}: {e}", leaf.dir().display());
-                    leaf.signal_members(None, signal, false, &mut self.escaped);
-                }
-            }
-            _ => {}
-        }
-        sent.map(|_| ())
+    /// The command has started as group `pgid`.
+    pub fn started(&mut self, pgid: crate::sys::Pid) {
+        self.group = Some(OwnGroup::new(pgid, self.guard.clone()));
+    }
+
+    /// The command's group. Asked only once the command has started: the
+    /// supervisor, the stop and the terminal's job control come after.
+    pub fn group(&self) -> &OwnGroup {
+        self.group.as_ref().expect("the command's group is asked for before the command started")
+    }
+
+    pub fn pgid(&self) -> crate::sys::Pid {
+        self.group().pgid()
     }
 
     /// Whether the run is over: the group is gone (`kill(-pgid, 0)` is
@@ -186,69 +174,41 @@ impl Scope {
         !self.group_exists() && self.is_gone_except_group()
     }
 
-    /// `kill(-pgid, 0)`, until it first reports the group empty. An empty
-    /// group never gains members again, but its number can be taken by an
-    /// unrelated new group once the leader is reaped: from then on the
-    /// group is gone for good, and nothing is sent to its number.
+    /// Whether the command's group exists: [`OwnGroup::exists`], which
+    /// uses the group's number until it first reports the group empty (an
+    /// empty group never gains members again, but its number can be taken
+    /// by an unrelated new group once the leader is reaped): from then on
+    /// the group is gone for good, and nothing is sent to its number.
     pub fn group_exists(&self) -> bool {
-        if self.group_ended.get() {
-            return false;
-        }
-        let exists = process::group_exists(self.pgid);
-        if !exists {
-            verbose!("process group {} is empty: gone for good", self.pgid);
-            self.end_group();
-        }
-        exists
+        self.group().exists()
     }
 
-    /// `kill(-pgid, signal)` while the group exists (see
-    /// [`Scope::group_exists`]); `Ok(false)` once it is gone. An ESRCH
-    /// while the leader is still pgrun's unreaped child cannot be true
-    /// (the leader, even as a zombie, holds the group): it is an error,
-    /// and the group is not taken for gone.
+    /// `kill(-pgid, signal)` while the group exists: [`OwnGroup::signal`].
     pub fn signal_group(&self, signal: Signal) -> std::io::Result<bool> {
-        if self.group_ended.get() {
-            return Ok(false);
-        }
-        let delivered = process::signal_group(self.pgid, signal)?;
-        if !delivered && process::is_child(self.pgid) {
-            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-        }
-        if !delivered {
-            self.end_group();
-        }
-        Ok(delivered)
-    }
-
-    /// The group was seen empty: gone for good, for pgrun and (told through
-    /// their shared page) for its guard.
-    fn end_group(&self) {
-        self.group_ended.set(true);
-        self.guard.group_gone();
+        self.group().signal(signal)
     }
 
     /// Whether what the mode adds to the group is gone (always, in group
     /// mode).
     pub fn is_gone_except_group(&self) -> bool {
-        match (self.mode, &self.leaf) {
-            (Mode::Tree, _) => !tree::has_children_besides(self.guard.pid()),
-            (Mode::Cgroup, Some(leaf)) => !leaf.populated(),
-            _ => true,
+        match &self.beyond {
+            Beyond::Nothing => true,
+            Beyond::Tree => !tree::has_children_besides(self.guard.pid()),
+            Beyond::Cgroup(leaf) => !leaf.populated(),
         }
     }
 
     /// An fd whose POLLPRI says the run may have changed (cgroup mode's
     /// `cgroup.events`); `None` while it cannot be read (the caller then
     /// checks on its backoff: a poll that cannot be re-armed would spin).
-    pub fn events(&self) -> Option<BorrowedFd<'_>> {
-        self.leaf.as_ref().and_then(cgroup::Leaf::events)
+    pub fn change_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.leaf().and_then(cgroup::Leaf::events)
     }
 
     /// Read `cgroup.events` after poll reported a change: that re-arms
     /// the notification, so the next poll sleeps until the next change.
     pub fn rearm_events(&self) {
-        if let Some(leaf) = &self.leaf {
+        if let Some(leaf) = self.leaf() {
             let _ = leaf.populated();
         }
     }
@@ -256,21 +216,79 @@ impl Scope {
     /// What the cgroup leaf's accounting files say (cgroup mode, while the
     /// leaf is there): read at the end of the run, before it is removed.
     pub fn leaf_accounting(&self) -> Option<crate::sys::cgroup::Accounting> {
-        self.leaf.as_ref().and_then(cgroup::Leaf::accounting)
+        self.leaf().and_then(cgroup::Leaf::accounting)
     }
 
     /// Remove the cgroup leaf (cgroup mode), once the run is gone; the
     /// path left behind if it cannot be removed (said in a warning).
     pub fn remove_leaf(&self) -> Option<std::path::PathBuf> {
-        self.leaf.as_ref().and_then(cgroup::Leaf::remove)
+        self.leaf().and_then(cgroup::Leaf::remove)
     }
 
     /// How many processes outside the group the stop reached.
     pub fn escaped(&self) -> usize {
         self.escaped.len()
     }
+}
 
-    pub fn pgid(&self) -> Pid {
-        self.pgid
+/// The supervisor's target: the stop sequence's steps and its question
+/// "is the run gone" (the supervisor has reaped what ended).
+impl Target for Scope {
+    fn describe(&self) -> String {
+        format!("process group {}", self.pgid())
+    }
+
+    /// One step of the stop sequence: `signal` to the group, then to what
+    /// the mode adds (SIGCONT after each if `cont`); `last` is the final
+    /// KILL, which in cgroup mode is `cgroup.kill`. An error says the
+    /// signal could not be sent to the group.
+    fn signal(&mut self, signal: Signal, cont: bool, last: bool) -> std::io::Result<()> {
+        let group = self.group.as_ref().expect("the run is signalled before the command started");
+        let pgid = group.pgid();
+        let sent = group.signal(signal);
+        if let Err(err) = &sent {
+            verbose!("cannot send {} to process group {}: {err}", signal, pgid);
+        }
+        if cont {
+            let _ = group.signal(Signal::CONT);
+        }
+        match &self.beyond {
+            Beyond::Nothing => {}
+            // Once the group's number is taken for gone (it may be someone
+            // else's), whatever of the run is still in the group is reached
+            // as a descendant, by pidfd: a false ESRCH spares nothing.
+            Beyond::Tree => {
+                tree::signal_escapees(pgid, self.guard.pid(), signal, cont, group.ended(), &mut self.escaped)
+            }
+            Beyond::Cgroup(leaf) => {
+                // Count the members outside the group before the kill, then
+                // kill them all at once.
+                leaf.signal_members(
+                    Some(pgid),
+                    if last { Signal::PROBE } else { signal },
+                    cont && !last,
+                    &mut self.escaped,
+                );
+                if last && let Err(e) = leaf.kill() {
+                    verbose!("cannot write cgroup.kill of {}: {e}", leaf.dir().display());
+                    leaf.signal_members(None, signal, false, &mut self.escaped);
+                }
+            }
+        }
+        sent.map(|_| ())
+    }
+
+    /// Through `kill(pid)`: pgrun is the leader's parent, so its pid is the
+    /// command's until pgrun reaps it.
+    fn signal_leader(&mut self, signal: Signal, cont: bool) -> std::io::Result<bool> {
+        let group = self.group();
+        if !group.leader_reachable() {
+            return Ok(false);
+        }
+        group.signal_leader(signal, cont).map(|()| true)
+    }
+
+    fn gone(&mut self) -> bool {
+        self.is_gone()
     }
 }

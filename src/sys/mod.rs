@@ -4,7 +4,8 @@
 //! small safe function with the syscall's name in its doc line; the rest of
 //! the crate never sees a raw pointer or an `unsafe` block. Submodules group
 //! the calls by what they serve: [`process`] (spawning, groups, reaping),
-//! [`sigmask`] (signal sets and masks), [`wakeup`] (turning signals into a
+//! [`signals`] (the platform's signal numbers and names), [`sigmask`]
+//! (signal sets and masks), [`wakeup`] (turning signals into a
 //! pollable fd), [`lock`] (fcntl record locks), [`terminal`] (the
 //! foreground process group of the controlling terminal), [`pipe`] (the
 //! pipes and reads and writes of `--max-output`), [`proc`] (reading
@@ -36,42 +37,15 @@ pub mod process;
 pub mod rlimit;
 pub mod session;
 pub mod sigmask;
+pub mod signals;
 pub mod terminal;
 pub mod wakeup;
+
+pub use signals::{Signal, max_signal, realtime_range};
 
 use std::io;
 use std::os::fd::BorrowedFd;
 use std::time::Duration;
-
-/// A signal number that is known to be valid on this platform (named and
-/// parsed in [`crate::signame`]). The functions here that send signals take
-/// this, never a bare integer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Signal(pub i32);
-
-impl Signal {
-    /// Signal 0: no signal is sent, only whether the target exists (and may
-    /// be signalled) is checked.
-    pub const PROBE: Signal = Signal(0);
-}
-
-/// The real-time range `(RTMIN, RTMAX)`, if the platform has one.
-pub fn realtime_range() -> Option<(i32, i32)> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    return Some((libc::SIGRTMIN(), libc::SIGRTMAX()));
-    // The BSDs' signal.h; the libc crate does not export these.
-    #[cfg(target_os = "freebsd")]
-    return Some((65, 126));
-    #[cfg(target_os = "netbsd")]
-    return Some((33, 63));
-    #[allow(unreachable_code)]
-    None
-}
-
-/// The largest valid signal number.
-pub fn max_signal() -> i32 {
-    realtime_range().map(|(_, max)| max).unwrap_or(libc::SIGUSR2.max(libc::SIGSYS).max(31))
-}
 
 /// Whether pgrun can follow what leaves the command's group here: be a
 /// child subreaper, list its descendants in `/proc` and hold them by

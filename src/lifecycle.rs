@@ -1,0 +1,123 @@
+//! The run's life, in one place: what happens when the command has
+//! started, the run is published, a stop starts, the leader is reaped, the
+//! run is gone, and it is withdrawn, and which party reacts to each.
+//!
+//! The parties are the ones that hold something of the run and must hear
+//! of it: the run itself ([`Scope`], which knows the group only once the
+//! command has started), the terminal's job control ([`Terminal`], which
+//! gives the terminal back), the panic stop ([`crate::panic_stop`], which
+//! kills the group a panic leaves behind), the guard ([`Guard`], which
+//! stops the run and removes its files if pgrun is killed), and the cancel
+//! marker (created when a stop starts, so that a marker next to a live pid
+//! file means "stopping"; consumed at the end). The run mode
+//! ([`crate::run`]) and the supervisor ([`crate::supervisor`]) say when
+//! each event happens; what it means to each party is said here.
+//!
+//! [`Lifecycle`] borrows the parties from the run mode for as long as one
+//! step needs them: no copies of their state, no thread, no callbacks.
+
+use crate::contain::Scope;
+use crate::guard::Guard;
+use crate::pidfile;
+use crate::sys::Pid;
+use crate::terminal::Terminal;
+use crate::verbose;
+use std::path::Path;
+
+/// The parties that react to the run's events (see the module doc).
+pub struct Lifecycle<'a> {
+    /// The run, as `--contain` defines it.
+    pub scope: &'a mut Scope,
+    /// The terminal and its job-control rules (`None` with --setsid).
+    pub terminal: Option<&'a Terminal>,
+    /// The guard (`None` with --no-guard, or once withdrawn).
+    pub guard: &'a mut Option<Guard>,
+    /// The cancel marker's path.
+    pub marker: Option<&'a Path>,
+}
+
+impl Lifecycle<'_> {
+    /// The command has started as group `pgid`: from now on the run is
+    /// that group (and what the mode adds), a panic kills it, and the
+    /// terminal is given back from it.
+    pub fn started(&mut self, pgid: Pid) {
+        self.scope.started(pgid);
+        crate::panic_stop::watch(pgid);
+        if let Some(terminal) = self.terminal {
+            terminal.started(pgid);
+        }
+    }
+
+    /// The run is published in the pid file `published`: the guard removes
+    /// that file (if it is still this one) should pgrun die.
+    pub fn published(&self, published: &pidfile::Published) {
+        if let Some(guard) = self.guard.as_ref() {
+            let (dev, ino) = published.id();
+            guard.published(dev, ino);
+        }
+    }
+
+    /// A stop sequence starts: create the marker (so that a marker next to
+    /// a live pid file means "stopping") and tell the guard it is ours to
+    /// remove; hand the guard the group's members (`leader_unreaped`: the
+    /// leader still holds the group's number).
+    pub fn stopping(&self, leader_unreaped: bool) {
+        let pgid = self.scope.pgid();
+        if let Some(marker) = self.marker {
+            match pidfile::create_note(marker, pgid) {
+                Ok(note) => {
+                    if let Some(guard) = self.guard.as_ref() {
+                        guard.marker(marker, note);
+                    }
+                }
+                Err(e) => verbose!("cannot create {}: {e}", marker.display()),
+            }
+        }
+        if let Some(guard) = self.guard.as_ref() {
+            guard.hold_members(pgid, leader_unreaped);
+        }
+    }
+
+    /// pgrun reaped the leader `pid`: its pid may name another process from
+    /// now on, and the guard is handed the members it left behind.
+    pub fn leader_reaped(&self, pid: Pid) {
+        self.scope.group().leader_reaped();
+        if let Some(guard) = self.guard.as_ref() {
+            guard.hold_members(pid, false);
+        }
+    }
+
+    /// The leader is gone without pgrun reaping it (someone else did).
+    pub fn leader_lost(&self) {
+        self.scope.group().leader_reaped();
+    }
+
+    /// Whether `pid`, a child pgrun reaped, is the guard; if so, its handle
+    /// is told (it never signals or waits for that pid again).
+    pub fn guard_reaped(&self, pid: Pid) -> bool {
+        let Some(guard) = self.guard.as_ref().filter(|g| g.is(pid)) else { return false };
+        guard.reaped();
+        true
+    }
+
+    /// The run is gone: a later panic must not signal its group's number,
+    /// which may be reused.
+    pub fn gone(&self) {
+        crate::panic_stop::unwatch();
+    }
+
+    /// The run is over and withdrawn: consume the marker and release the
+    /// guard (its handle knows whether it died during the run and was
+    /// reaped, and then never signals or waits for its pid again). The
+    /// guard is returned, to be reaped when dropped (after the report).
+    pub fn withdrawn(self) -> Option<Guard> {
+        if let Some(marker) = self.marker {
+            pidfile::remove_marker_at_exit(marker, crate::sys::geteuid());
+        }
+        let mut guard = self.guard.take();
+        if let Some(guard) = &mut guard {
+            guard.release();
+        }
+        guard
+    }
+}
