@@ -1,7 +1,8 @@
 """The pgrun module against the real binary it installs.
 
-Run from outside python/ so that ``import pgrun`` is the installed package:
-``cd /tmp && VENV/bin/pytest -q REPO/python/tests``. Each test that starts a
+Run with the environment's own pytest, ``VENV/bin/pytest -q python/tests``,
+so that ``import pgrun`` is the installed package (``python -m pytest`` from
+inside python/ would put the source tree's module first). Each test that starts a
 run records its pid file and its payload's pids, and the ``runs`` fixture
 cancels whatever is still published when the test ends.
 """
