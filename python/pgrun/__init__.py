@@ -266,8 +266,11 @@ class Result:
 
     args: List[str]
     returncode: int
-    stdout: Optional[Union[bytes, str]]
-    stderr: Optional[Union[bytes, str]]
+    #: bytes, or str with ``text=True``; ``None`` when not captured (as
+    #: :class:`subprocess.CompletedProcess` types it: ``Any``).
+    stdout: Any
+    #: As ``stdout``.
+    stderr: Any
     report: Optional[Report]
 
 
@@ -730,7 +733,7 @@ class _ReportPath:
         if self._request is True:
             self._folder = tempfile.mkdtemp(prefix="pgrun-report-")
             return os.path.join(self._folder, "report.json")
-        return os.fspath(self._request)  # type: ignore[arg-type]
+        return os.fspath(self._request)
 
     def __exit__(self, *exc: object) -> None:
         if self._folder is not None:

@@ -142,7 +142,7 @@ def test_cancel_from_another_process(tmp_path: Path, runs: List[Path]) -> None:
     r = result[0]
     assert r.returncode == 143
     assert r.report is not None and r.report.reason == "cancelled"
-    assert dead(st.pgid)
+    assert st.pgid is not None and dead(st.pgid)
     after = pgrun.status(pidfile)
     assert (after.state, after.returncode, after.alive) == ("not-running", 3, False)
     assert pgrun.cancel(pidfile, wait_start=0) is pgrun.CancelOutcome.NO_RUN
@@ -165,7 +165,7 @@ def test_detached_start_status_wait_cancel(tmp_path: Path, runs: List[Path]) -> 
     rep = pgrun.Report.load(report)
     assert rep.reason == "cancelled" and rep.exit_code == 143
     assert rep.output is not None and rep.output.file == str(out)
-    assert dead(st.pgid)
+    assert st.pgid is not None and dead(st.pgid)
 
 
 def test_wait_returns_the_report_of_a_run_that_ends(tmp_path: Path, runs: List[Path]) -> None:
@@ -203,7 +203,7 @@ def test_pgrun_failures_raise_with_the_one_line() -> None:
 
 def test_arguments_are_checked_before_pgrun_runs() -> None:
     with pytest.raises(TypeError):
-        pgrun.run("echo hi")  # type: ignore[arg-type]
+        pgrun.run("echo hi")
     with pytest.raises(ValueError):
         pgrun.run(["true"], timeout=-1)
     r = pgrun.run(["true"], timeout=1e-7, kill_after=0.5, report=False)
