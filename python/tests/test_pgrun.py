@@ -42,6 +42,30 @@ def dead(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] == "Z"
 
 
+def own_children() -> List[int]:
+    """The pids of this process's children (every thread's)."""
+    pids: List[int] = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            pids += [int(p) for p in Path(f"/proc/self/task/{task}/children").read_text().split()]
+        except FileNotFoundError:
+            pass
+    return pids
+
+
+def waits_on_a_run(pid: int) -> bool:
+    """Whether ``pid`` is a ``pgrun wait`` that holds a pidfd (on the run's
+    pgrun: it has found the run)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if argv[1:2] != [b"wait"]:
+            return False
+        fds = os.listdir(f"/proc/{pid}/fd")
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[pidfd]" for fd in fds)
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
 @pytest.fixture
 def runs(tmp_path: Path) -> Iterator[List[Path]]:
     """Pid files of the runs a test starts; any still live at the end is
@@ -176,6 +200,10 @@ def test_wait_returns_the_report_of_a_run_that_ends(tmp_path: Path, runs: List[P
     waiter: List[pgrun.WaitResult] = []
     t = threading.Thread(target=lambda: waiter.append(run.wait(timeout=DEADLINE)))
     t.start()
+    # Let the run end only once `pgrun wait` holds a pidfd on the run's
+    # pgrun: it has found the run, so whatever comes next it says "over"
+    # (a run that ended before wait looked would be "no run").
+    poll("pgrun wait to find the run", lambda: any(waits_on_a_run(pid) for pid in own_children()))
     go.touch()
     t.join(DEADLINE + 5)
     assert waiter[0].outcome is pgrun.WaitOutcome.OVER
