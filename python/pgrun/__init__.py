@@ -32,7 +32,7 @@ import tempfile
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "FAILURE",
@@ -262,7 +262,9 @@ class Result:
     """A finished run: pgrun's exit status (the command's, 124 on timeout,
     128+N for signal N, 126/127 when the command could not be run, 143
     when cancelled before it started), what was captured, and the report
-    (``None`` only when ``report=False`` was asked for)."""
+    (``None`` when ``report=False`` was asked for, and when pgrun wrote
+    none: a usage error, or a report it could not write, which it said on
+    stderr)."""
 
     args: List[str]
     returncode: int
@@ -354,10 +356,13 @@ def run(
             if stdout is not None or stderr is not None:
                 raise ValueError("stdout and stderr may not be given with capture_output=True")
             stdout = stderr = subprocess.PIPE
+        before = _file_identity(report_path)
         done = subprocess.run(
             args, input=input, stdin=stdin, stdout=stdout, stderr=stderr, text=text, cwd=cwd, env=env
         )
-        parsed = _read_report(report_path, done.returncode) if report_path is not None else None
+        parsed = None
+        if report_path is not None and _file_identity(report_path) != before:
+            parsed = Report.load(report_path)
     if done.returncode == FAILURE and (parsed is None or parsed.reason == "error"):
         raise _error(done.returncode, done.stderr, parsed)
     return Result(
@@ -740,15 +745,16 @@ class _ReportPath:
             shutil.rmtree(self._folder, ignore_errors=True)
 
 
-def _read_report(path: str, returncode: int) -> Optional[Report]:
-    """The report pgrun wrote; ``None`` only for a 125 before pgrun
-    accepted the path (a usage error: nothing was written)."""
+def _file_identity(path: Optional[str]) -> Optional[Tuple[int, int, int, int]]:
+    """What tells a file pgrun wrote (a rename: a new inode) from one that
+    was there before; ``None`` for no file."""
+    if path is None:
+        return None
     try:
-        return Report.load(path)
+        st = os.stat(path)
     except FileNotFoundError:
-        if returncode == FAILURE:
-            return None
-        raise
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _error(returncode: int, stderr: Optional[Union[bytes, str]], report: Optional[Report]) -> PgrunError:

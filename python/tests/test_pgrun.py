@@ -210,7 +210,7 @@ def test_wait_returns_the_report_of_a_run_that_ends(tmp_path: Path, runs: List[P
     assert waiter[0].report is not None and waiter[0].report.status.code == 7
 
 
-def test_pgrun_failures_raise_with_the_one_line() -> None:
+def test_pgrun_failures_raise_with_the_one_line(tmp_path: Path) -> None:
     with pytest.raises(pgrun.PgrunError) as usage:
         pgrun.run(["true"], extra_args=["--no-such-flag"])
     assert usage.value.returncode == 125 and usage.value.report is None
@@ -224,6 +224,12 @@ def test_pgrun_failures_raise_with_the_one_line() -> None:
     assert folder.value.report is not None and folder.value.report.reason == "error"
     with pytest.raises(pgrun.PgrunError):
         pgrun.start(["true"], pidfile="/nonexistent/x.pid")
+    # A report left by an earlier run is not taken for this one's.
+    report = tmp_path / "old.json"
+    assert pgrun.run(["true"], report=report).returncode == 0
+    with pytest.raises(pgrun.PgrunError) as stale:
+        pgrun.run(["true"], report=report, extra_args=["--no-such-flag"])
+    assert stale.value.report is None
     # The command's own 125 is a result, not pgrun's failure.
     own = pgrun.run(["sh", "-c", "exit 125"])
     assert own.returncode == 125 and own.report is not None and own.report.reason == "exited"
