@@ -40,7 +40,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('--memory-max', '--memory-max', [CompletionResultType]::ParameterName, 'The run''s memory, all members together (cgroup memory.max, no swap)')
             [CompletionResult]::new('--pids-max', '--pids-max', [CompletionResultType]::ParameterName, 'At most N tasks in the run at once (cgroup pids.max)')
             [CompletionResult]::new('--cpus', '--cpus', [CompletionResultType]::ParameterName, 'CPU bandwidth worth X CPUs, e.g. 0.5 or 2 (cgroup cpu.max)')
-            [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Print the man page or a shell''s completion script, for packagers')
+            [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Print a man page or a shell''s completion script and exit')
             [CompletionResult]::new('--preserve-status', '--preserve-status', [CompletionResultType]::ParameterName, 'On timeout (or idle timeout), exit with COMMAND''s status instead of 124')
             [CompletionResult]::new('--wait-group', '--wait-group', [CompletionResultType]::ParameterName, 'When COMMAND exits, let the rest of its group finish on its own')
             [CompletionResult]::new('--no-guard', '--no-guard', [CompletionResultType]::ParameterName, 'Run without the guard that stops the run if pgrun is killed with SIGKILL')

@@ -37,7 +37,7 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand --memory-max 'The run''s memory, all members together (cgroup memory.max, no swap)'
             cand --pids-max 'At most N tasks in the run at once (cgroup pids.max)'
             cand --cpus 'CPU bandwidth worth X CPUs, e.g. 0.5 or 2 (cgroup cpu.max)'
-            cand --generate 'Print the man page or a shell''s completion script, for packagers'
+            cand --generate 'Print a man page or a shell''s completion script and exit'
             cand --preserve-status 'On timeout (or idle timeout), exit with COMMAND''s status instead of 124'
             cand --wait-group 'When COMMAND exits, let the rest of its group finish on its own'
             cand --no-guard 'Run without the guard that stops the run if pgrun is killed with SIGKILL'

@@ -53,7 +53,7 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -l rlimit -d 'A limit NAME=SOF
 complete -c pgrun -n "__fish_pgrun_needs_command" -l memory-max -d 'The run\'s memory, all members together (cgroup memory.max, no swap)' -r
 complete -c pgrun -n "__fish_pgrun_needs_command" -l pids-max -d 'At most N tasks in the run at once (cgroup pids.max)' -r
 complete -c pgrun -n "__fish_pgrun_needs_command" -l cpus -d 'CPU bandwidth worth X CPUs, e.g. 0.5 or 2 (cgroup cpu.max)' -r
-complete -c pgrun -n "__fish_pgrun_needs_command" -l generate -d 'Print the man page or a shell\'s completion script, for packagers' -r -f -a "man\t'man/pgrun.1'
+complete -c pgrun -n "__fish_pgrun_needs_command" -l generate -d 'Print a man page or a shell\'s completion script and exit' -r -f -a "man\t'man/pgrun.1'
 man-cancel\t'man/pgrun-cancel.1'
 man-status\t'man/pgrun-status.1'
 man-wait\t'man/pgrun-wait.1'

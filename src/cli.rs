@@ -59,8 +59,17 @@ pub struct Cli {
     #[command(flatten)]
     pub run: RunArgs,
 
-    /// Print the man page or a shell's completion script, for packagers.
-    #[arg(long, value_name = "WHAT", hide = true, exclusive = true)]
+    /// Print a man page or a shell's completion script and exit.
+    #[arg(
+        long,
+        value_name = "WHAT",
+        hide_short_help = true,
+        exclusive = true,
+        hide_possible_values = true,
+        long_help = "Print a man page or a shell's completion script to stdout and exit: WHAT is man, \
+                       man-cancel, man-status, man-wait, bash, zsh, fish, elvish or powershell (see Man \
+                       pages and shell completions below)."
+    )]
     pub generate: Option<Artifact>,
 }
 

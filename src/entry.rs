@@ -76,11 +76,26 @@ fn usage_error(err: clap::Error) -> u8 {
             // "...were not provided:" is followed by what was not: name it.
             match first.strip_suffix(':').zip(lines.next()) {
                 Some((what, detail)) => say::line(format_args!("{what}: {}", detail.trim())),
-                None => say::line(format_args!("{first}")),
+                None => match valid_values(&err) {
+                    Some(valid) => say::line(format_args!("{first} (valid values: {valid})")),
+                    None => say::line(format_args!("{first}")),
+                },
             }
             hint();
             FAILURE
         }
+    }
+}
+
+/// The values a bad value could have been, as clap lists them on a line of
+/// their own (which the one-line error would drop): `man, bash, ...`.
+fn valid_values(err: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    match err.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(values)) if err.kind() == ErrorKind::InvalidValue && !values.is_empty() => {
+            Some(values.join(", "))
+        }
+        _ => None,
     }
 }
 

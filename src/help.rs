@@ -532,6 +532,14 @@ Details the contract leaves open:
   pgrun wrote there (a regular file that starts with `pgrun-stopping ` or
   `pgrun-consumed `).
 
+Man pages and shell completions:
+  The binary carries its own: pgrun --generate WHAT prints one to stdout,
+  WHAT being man (pgrun(1)), man-cancel, man-status, man-wait, bash, zsh,
+  fish, elvish or powershell. To install them from the binary alone:
+    pgrun --generate man > ~/.local/share/man/man1/pgrun.1
+    pgrun --generate bash > ~/.local/share/bash-completion/completions/pgrun
+    pgrun --generate fish > ~/.config/fish/completions/pgrun.fish
+
 Examples:
   In a script, with a deadline and a longer grace:
     pgrun --timeout 10m --kill-after 30s -- make -j8 test

@@ -131,3 +131,19 @@ fn contain_is_described_once_in_help_and_man_page() {
     let short = String::from_utf8(run(&mut pgrun(["-h"])).stdout).unwrap();
     assert!(short.contains("What is stopped: group, tree, cgroup or auto"), "{short}");
 }
+
+#[test]
+fn generate_is_documented_and_a_bad_value_lists_the_valid_ones() {
+    let long = String::from_utf8(run(&mut pgrun(["--help"])).stdout).unwrap();
+    assert!(long.contains("--generate <WHAT>") && long.contains("Man pages and shell completions:"), "{long}");
+    let man = String::from_utf8(run(&mut pgrun(["--generate", "man"])).stdout).unwrap();
+    assert!(man.contains("\\-\\-generate") && man.contains("MAN PAGES AND SHELL COMPLETIONS"), "man page");
+    let out = run(&mut pgrun(["--generate", "mann"]));
+    assert_status(&out, 125, "--generate mann");
+    let first = stderr_of(&out).lines().next().unwrap_or_default().to_string();
+    assert_eq!(
+        first,
+        "pgrun: invalid value 'mann' for '--generate <WHAT>' (valid values: man, man-cancel, man-status, \
+         man-wait, bash, zsh, fish, elvish, powershell)"
+    );
+}

@@ -1,0 +1,789 @@
+"""Run commands under pgrun from Python: a typed wrapper around the binary.
+
+pgrun runs a command in its own process group, publishes the group id to a
+pid file, stops the whole group (TERM, grace, KILL) on timeout or cancel,
+and exits only when nothing of the run is left. This module runs the
+``pgrun`` binary that this package installs (see :func:`binary`) with
+:mod:`subprocess` and maps its exit statuses and JSON to Python types, as
+pgrun's contract defines them. It adds no behaviour of its own: every
+keyword is one pgrun option, and ``pgrun --help`` (or ``man pgrun``) says
+what it does.
+
+>>> import pgrun
+>>> r = pgrun.run(["sh", "-c", "sleep 100 & echo hi"], timeout=30)
+>>> r.stdout, r.report.reason, r.report.stragglers
+(b'hi\\n', 'exited', 1)
+
+pgrun's own failures (exit status 125: a usage error, a pid file held by a
+live run, ...) raise :class:`PgrunError` carrying pgrun's one-line message.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+__all__ = [
+    "FAILURE",
+    "CancelOutcome",
+    "DetachedRun",
+    "ExitStatus",
+    "LiveResources",
+    "Output",
+    "PgrunError",
+    "Report",
+    "Resources",
+    "Result",
+    "SentSignal",
+    "Status",
+    "StreamStats",
+    "WaitOutcome",
+    "WaitResult",
+    "binary",
+    "cancel",
+    "run",
+    "start",
+    "status",
+    "wait",
+]
+
+#: pgrun's own failure status (usage errors included), in every mode.
+FAILURE = 125
+
+StrPath = Union[str, "os.PathLike[str]"]
+#: A duration: seconds as a number, a :class:`datetime.timedelta`, or a
+#: string pgrun parses itself (``"30"``, ``"250ms"``, ``"2m"``).
+Duration = Union[int, float, Decimal, datetime.timedelta, str]
+#: A size in bytes: a number, or a string pgrun parses (``"64K"``, ``"1MB"``).
+Size = Union[int, str]
+Argv = Sequence[Union[str, bytes, "os.PathLike[str]"]]
+
+
+class PgrunError(Exception):
+    """pgrun itself failed (exit status 125, or 4 from ``pgrun status``).
+
+    ``message`` is pgrun's one error line (``pgrun: ...``), ``returncode``
+    the status pgrun exited with, ``stderr`` all that it wrote there (empty
+    when stderr was not captured) and ``report`` the run's report if one
+    was written.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        returncode: int,
+        stderr: bytes = b"",
+        report: Optional["Report"] = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.returncode = returncode
+        self.stderr = stderr
+        self.report = report
+
+
+# ---------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True)
+class ExitStatus:
+    """How the command ended: its exit ``code`` or the ``signal`` name that
+    ended it (the other ``None``; both ``None`` if it never ran)."""
+
+    code: Optional[int]
+    signal: Optional[str]
+
+
+@dataclass(frozen=True)
+class SentSignal:
+    """A stop-sequence signal pgrun sent, ``at_ms`` after pgrun started."""
+
+    signal: str
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class StreamStats:
+    """One output stream that went through pgrun: ``bytes`` the command
+    wrote, ``omitted`` by ``--max-output``, and ``error`` when a failed read
+    or write cut the stream short (``None`` when nothing failed)."""
+
+    bytes: int
+    omitted: int
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """The report's ``output``: per stream, and the ``--output-file`` path
+    (``file``) with the error that ended its copy early (``file_error``)."""
+
+    stdout: StreamStats
+    stderr: StreamStats
+    file: Optional[str] = None
+    file_error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What the run used. The cgroup figures are ``None`` outside
+    ``--contain cgroup`` (or where the leaf lacks the file)."""
+
+    user_ms: int
+    system_ms: int
+    max_rss_kb: int
+    memory_peak_bytes: Optional[int]
+    pids_peak: Optional[int]
+    oom_kills: Optional[int]
+
+
+@dataclass(frozen=True)
+class Report:
+    """pgrun's ``--report`` JSON, field by field (``null`` is ``None``).
+
+    ``reason`` is one of ``exited``, ``signaled``, ``timeout``,
+    ``idle-timeout``, ``oom``, ``cancelled``, ``cancelled-before-start``,
+    ``error``; ``error`` is pgrun's message when ``reason`` is ``error``.
+    ``raw`` holds the whole object, fields a later pgrun adds included.
+    """
+
+    exit_code: int
+    reason: str
+    status: ExitStatus
+    pgid: Optional[int]
+    signals: List[SentSignal]
+    stragglers: int
+    unreaped: int
+    unstopped: int
+    output: Optional[Output]
+    contain: str
+    escaped: int
+    cgroup_left: Optional[str]
+    resources: Resources
+    duration_ms: int
+    error: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> "Report":
+        """Build a report from the parsed JSON object."""
+        output = obj["output"]
+        return cls(
+            exit_code=obj["exit_code"],
+            reason=obj["reason"],
+            status=ExitStatus(code=obj["status"]["code"], signal=obj["status"]["signal"]),
+            pgid=obj["pgid"],
+            signals=[SentSignal(signal=s["signal"], at_ms=s["at_ms"]) for s in obj["signals"]],
+            stragglers=obj["stragglers"],
+            unreaped=obj["unreaped"],
+            unstopped=obj["unstopped"],
+            output=None
+            if output is None
+            else Output(
+                stdout=_stream(output["stdout"]),
+                stderr=_stream(output["stderr"]),
+                file=output.get("file"),
+                file_error=output.get("file_error"),
+            ),
+            contain=obj["contain"],
+            escaped=obj["escaped"],
+            cgroup_left=obj["cgroup_left"],
+            resources=Resources(**{k: obj["resources"][k] for k in _RESOURCE_FIELDS}),
+            duration_ms=obj["duration_ms"],
+            error=obj.get("error"),
+            raw=dict(obj),
+        )
+
+    @classmethod
+    def load(cls, path: StrPath) -> "Report":
+        """Read and parse the report pgrun wrote to ``path``."""
+        with open(path, "rb") as f:
+            return cls.from_json(json.load(f))
+
+
+_RESOURCE_FIELDS = ("user_ms", "system_ms", "max_rss_kb", "memory_peak_bytes", "pids_peak", "oom_kills")
+
+
+def _stream(obj: Mapping[str, Any]) -> StreamStats:
+    return StreamStats(bytes=obj["bytes"], omitted=obj["omitted"], error=obj.get("error"))
+
+
+# ---------------------------------------------------------------- the binary
+
+
+def binary() -> str:
+    """The path of the ``pgrun`` binary this package installed.
+
+    Looked for in the scripts folder of the environment the module is
+    installed in (a venv's ``bin``), the user scheme's (``pip install
+    --user``), next to the package (``pip install --target DIR`` puts it in
+    ``DIR/bin``), and last on ``PATH``. Raises :class:`FileNotFoundError`
+    if there is none.
+    """
+    name = "pgrun" + (sysconfig.get_config_var("EXE") or "")
+    candidates = [sysconfig.get_path("scripts")]
+    user_scheme = _user_scheme()
+    if user_scheme is not None:
+        candidates.append(sysconfig.get_path("scripts", scheme=user_scheme))
+    candidates.append(str(Path(__file__).resolve().parent.parent / "bin"))
+    for folder in candidates:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    raise FileNotFoundError(f"no {name} binary in {', '.join(candidates)} or on PATH")
+
+
+def _user_scheme() -> Optional[str]:
+    if sys.version_info >= (3, 10):
+        return sysconfig.get_preferred_scheme("user")
+    scheme = f"{os.name}_user"
+    return scheme if scheme in sysconfig.get_scheme_names() else None
+
+
+# ---------------------------------------------------------------- run
+
+
+@dataclass(frozen=True)
+class Result:
+    """A finished run: pgrun's exit status (the command's, 124 on timeout,
+    128+N for signal N, 126/127 when the command could not be run, 143
+    when cancelled before it started), what was captured, and the report
+    (``None`` when ``report=False`` was asked for, and when pgrun wrote
+    none: a usage error, or a report it could not write, which it said on
+    stderr)."""
+
+    args: List[str]
+    returncode: int
+    #: bytes, or str with ``text=True``; ``None`` when not captured (as
+    #: :class:`subprocess.CompletedProcess` types it: ``Any``).
+    stdout: Any
+    #: As ``stdout``.
+    stderr: Any
+    report: Optional[Report]
+
+
+def run(
+    argv: Argv,
+    *,
+    timeout: Optional[Duration] = None,
+    idle_timeout: Optional[Duration] = None,
+    signal: Optional[str] = None,
+    kill_after: Optional[Duration] = None,
+    escalate: Optional[str] = None,
+    preserve_status: bool = False,
+    wait_group: bool = False,
+    pidfile: Optional[StrPath] = None,
+    cancel_file: Optional[StrPath] = None,
+    report: Union[bool, StrPath] = True,
+    max_output: Optional[Size] = None,
+    output_file: Optional[StrPath] = None,
+    contain: Optional[str] = None,
+    no_guard: bool = False,
+    die_with_parent: bool = False,
+    rlimits: Sequence[str] = (),
+    memory_max: Optional[Size] = None,
+    pids_max: Optional[int] = None,
+    cpus: Optional[Union[int, float, str]] = None,
+    setsid: bool = False,
+    verbose: bool = False,
+    extra_args: Sequence[str] = (),
+    capture_output: bool = True,
+    input: Optional[Union[bytes, str]] = None,
+    stdin: Union[None, int, IO[Any]] = None,
+    stdout: Union[None, int, IO[Any]] = None,
+    stderr: Union[None, int, IO[Any]] = None,
+    text: bool = False,
+    cwd: Optional[StrPath] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> Result:
+    """Run ``argv`` under pgrun and wait until nothing of the run is left.
+
+    Each keyword up to ``extra_args`` is the pgrun option of the same name
+    (``timeout`` is pgrun's ``--timeout``, not a limit on this call);
+    ``rlimits`` are ``--rlimit`` values (``"nofile=1024"``), ``extra_args``
+    more options placed before ``--``. ``report=True`` (the default) has
+    pgrun write its report to a temporary file, parsed into
+    ``Result.report`` and removed; a path keeps it there; ``False`` asks
+    for none. The rest is :func:`subprocess.run`'s: by default stdout and
+    stderr are captured (as bytes, ``text=True`` for str), and come back
+    as soon as the run is over, even if a process outside the run still
+    holds the pipe.
+
+    Raises :class:`PgrunError` when pgrun itself fails (exit 125 that the
+    report, if any, attributes to pgrun rather than to the command).
+    """
+    options = _run_options(
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        signal=signal,
+        kill_after=kill_after,
+        escalate=escalate,
+        preserve_status=preserve_status,
+        wait_group=wait_group,
+        pidfile=pidfile,
+        cancel_file=cancel_file,
+        max_output=max_output,
+        output_file=output_file,
+        contain=contain,
+        no_guard=no_guard,
+        die_with_parent=die_with_parent,
+        rlimits=rlimits,
+        memory_max=memory_max,
+        pids_max=pids_max,
+        cpus=cpus,
+        setsid=setsid,
+        verbose=verbose,
+    )
+    with _ReportPath(report) as report_path:
+        if report_path is not None:
+            options += ["--report", report_path]
+        args = [binary(), *options, *extra_args, "--", *_command(argv)]
+        if capture_output:
+            if stdout is not None or stderr is not None:
+                raise ValueError("stdout and stderr may not be given with capture_output=True")
+            stdout = stderr = subprocess.PIPE
+        before = _file_identity(report_path)
+        done = subprocess.run(
+            args, input=input, stdin=stdin, stdout=stdout, stderr=stderr, text=text, cwd=cwd, env=env
+        )
+        parsed = None
+        if report_path is not None and _file_identity(report_path) != before:
+            parsed = Report.load(report_path)
+    if done.returncode == FAILURE and (parsed is None or parsed.reason == "error"):
+        raise _error(done.returncode, done.stderr, parsed)
+    return Result(
+        args=args, returncode=done.returncode, stdout=done.stdout, stderr=done.stderr, report=parsed
+    )
+
+
+@dataclass(frozen=True)
+class DetachedRun:
+    """A run started with :func:`start`: its pid file, and its report path
+    if one was asked for. :meth:`status`, :meth:`cancel` and :meth:`wait`
+    are the module's functions on this pid file."""
+
+    pidfile: str
+    report: Optional[str]
+    output_file: Optional[str]
+    cancel_file: Optional[str] = None
+
+    def status(self) -> "Status":
+        """:func:`status` of this run."""
+        return status(self.pidfile, cancel_file=self.cancel_file)
+
+    def cancel(self, **kwargs: Any) -> "CancelOutcome":
+        """:func:`cancel` of this run (keywords as there)."""
+        kwargs.setdefault("cancel_file", self.cancel_file)
+        return cancel(self.pidfile, **kwargs)
+
+    def wait(self, **kwargs: Any) -> "WaitResult":
+        """:func:`wait` for this run; the result carries its report."""
+        kwargs.setdefault("report", self.report)
+        return wait(self.pidfile, **kwargs)
+
+
+def start(
+    argv: Argv,
+    *,
+    pidfile: StrPath,
+    output_file: Optional[StrPath] = None,
+    report: Optional[StrPath] = None,
+    timeout: Optional[Duration] = None,
+    idle_timeout: Optional[Duration] = None,
+    signal: Optional[str] = None,
+    kill_after: Optional[Duration] = None,
+    escalate: Optional[str] = None,
+    preserve_status: bool = False,
+    wait_group: bool = False,
+    cancel_file: Optional[StrPath] = None,
+    max_output: Optional[Size] = None,
+    contain: Optional[str] = None,
+    no_guard: bool = False,
+    rlimits: Sequence[str] = (),
+    memory_max: Optional[Size] = None,
+    pids_max: Optional[int] = None,
+    cpus: Optional[Union[int, float, str]] = None,
+    setsid: bool = False,
+    extra_args: Sequence[str] = (),
+    cwd: Optional[StrPath] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> DetachedRun:
+    """Start ``argv`` as a detached run (``pgrun --detach``) and return once
+    it is published in ``pidfile``.
+
+    The run lives on in a session of its own, with stdin on ``/dev/null``
+    and stdout and stderr in ``output_file`` (else ``/dev/null``); the
+    keywords are pgrun's options as for :func:`run`. Raises
+    :class:`PgrunError` if the run did not start (pgrun's 125, 126, 127, or
+    143 when a pending cancel kept it from starting), with pgrun's message.
+    """
+    options = _run_options(
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        signal=signal,
+        kill_after=kill_after,
+        escalate=escalate,
+        preserve_status=preserve_status,
+        wait_group=wait_group,
+        pidfile=pidfile,
+        cancel_file=cancel_file,
+        max_output=max_output,
+        output_file=output_file,
+        contain=contain,
+        no_guard=no_guard,
+        die_with_parent=False,
+        rlimits=rlimits,
+        memory_max=memory_max,
+        pids_max=pids_max,
+        cpus=cpus,
+        setsid=setsid,
+        verbose=False,
+    )
+    if report is not None:
+        options += ["--report", os.fspath(report)]
+    args = [binary(), "--detach", *options, *extra_args, "--", *_command(argv)]
+    done = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, cwd=cwd, env=env)
+    if done.returncode != 0:
+        raise _error(done.returncode, done.stderr, None)
+    return DetachedRun(
+        pidfile=os.fspath(pidfile),
+        report=None if report is None else os.fspath(report),
+        output_file=None if output_file is None else os.fspath(output_file),
+        cancel_file=None if cancel_file is None else os.fspath(cancel_file),
+    )
+
+
+# ---------------------------------------------------------------- status
+
+
+@dataclass(frozen=True)
+class LiveResources:
+    """What a live ``--contain cgroup`` run's leaf says so far."""
+
+    memory_bytes: Optional[int]
+    pids: Optional[int]
+    user_ms: Optional[int]
+    system_ms: Optional[int]
+
+
+@dataclass(frozen=True)
+class Status:
+    """``pgrun status --json``, field by field (``null`` is ``None``).
+
+    ``state`` is ``running``, ``stopping``, ``stale``, ``not-running`` or
+    ``cancel-pending``; ``returncode`` the LSB status pgrun exited with (0
+    running or stopping, 1 stale, 3 not running or cancel pending).
+    """
+
+    state: str
+    pgid: Optional[int]
+    pid: Optional[int]
+    processes: Optional[int]
+    uptime_ms: Optional[int]
+    pidfile: str
+    cancel_pending: bool
+    starting: bool
+    other_pid_namespace: bool
+    ignored_marker_uid: Optional[int]
+    resources: Optional[LiveResources]
+    returncode: int
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def alive(self) -> bool:
+        """Whether a run holds the pid file (running or stopping)."""
+        return self.returncode == 0
+
+
+def status(pidfile: StrPath, *, cancel_file: Optional[StrPath] = None) -> Status:
+    """Whether the run published in ``pidfile`` is alive
+    (``pgrun status --json``). Raises :class:`PgrunError` on pgrun's
+    status 4 (an unreadable pid file, content that is not a group id) or
+    125 (a usage error)."""
+    args = [binary(), "status", "--json"]
+    if cancel_file is not None:
+        args += ["--cancel-file", os.fspath(cancel_file)]
+    done = subprocess.run([*args, "--", os.fspath(pidfile)], stdin=subprocess.DEVNULL, capture_output=True)
+    if done.returncode not in (0, 1, 3):
+        raise _error(done.returncode, done.stderr, None)
+    obj = json.loads(done.stdout)
+    live = obj.get("resources")
+    return Status(
+        state=obj["state"],
+        pgid=obj["pgid"],
+        pid=obj["pid"],
+        processes=obj["processes"],
+        uptime_ms=obj["uptime_ms"],
+        pidfile=obj["pidfile"],
+        cancel_pending=obj["cancel_pending"],
+        starting=obj["starting"],
+        other_pid_namespace=obj["other_pid_namespace"],
+        ignored_marker_uid=obj.get("ignored_marker_uid"),
+        resources=None
+        if live is None
+        else LiveResources(
+            memory_bytes=live.get("memory_bytes"),
+            pids=live.get("pids"),
+            user_ms=live.get("user_ms"),
+            system_ms=live.get("system_ms"),
+        ),
+        returncode=done.returncode,
+        raw=obj,
+    )
+
+
+# ---------------------------------------------------------------- cancel
+
+
+class CancelOutcome(enum.IntEnum):
+    """How ``pgrun cancel`` ended (its exit status)."""
+
+    #: The run is gone (stopped, or kept from starting).
+    GONE = 0
+    #: No live run was found (also when the cancel was left pending).
+    NO_RUN = 1
+    #: The group was still alive 1 s after the SIGKILL ``timeout`` led to.
+    SURVIVED = 2
+
+
+def cancel(
+    pidfile: StrPath,
+    *,
+    timeout: Optional[Duration] = None,
+    wait_start: Optional[Duration] = None,
+    keep_pending: bool = False,
+    no_wait: bool = False,
+    force: bool = False,
+    cancel_file: Optional[StrPath] = None,
+    verbose: bool = False,
+) -> CancelOutcome:
+    """Stop the run published in ``pidfile`` from any process
+    (``pgrun cancel``) and, unless ``no_wait``, wait until it is gone.
+    Raises :class:`PgrunError` on pgrun's 125."""
+    args = [binary(), "cancel"]
+    args += _duration_option("--timeout", timeout) + _duration_option("--wait-start", wait_start)
+    args += _flag("--keep-pending", keep_pending) + _flag("--no-wait", no_wait) + _flag("--force", force)
+    args += _flag("--verbose", verbose)
+    if cancel_file is not None:
+        args += ["--cancel-file", os.fspath(cancel_file)]
+    done = subprocess.run(
+        [*args, "--", os.fspath(pidfile)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    if done.returncode not in (0, 1, 2):
+        raise _error(done.returncode, done.stderr, None)
+    return CancelOutcome(done.returncode)
+
+
+# ---------------------------------------------------------------- wait
+
+
+class WaitOutcome(enum.IntEnum):
+    """How ``pgrun wait`` ended (its exit status)."""
+
+    #: The run is over.
+    OVER = 0
+    #: No live run was found (none appeared in time, or the file is stale).
+    NO_RUN = 1
+    #: ``timeout`` passed while the run still lives (it is left alone).
+    TIMED_OUT = 124
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    """The outcome of :func:`wait`, and the run's report when a report path
+    was given and the run is over."""
+
+    outcome: WaitOutcome
+    report: Optional[Report]
+
+
+def wait(
+    pidfile: StrPath,
+    *,
+    timeout: Optional[Duration] = None,
+    wait_start: Optional[Duration] = None,
+    report: Optional[StrPath] = None,
+) -> WaitResult:
+    """Wait from any process until the run published in ``pidfile`` is over
+    (``pgrun wait``). With ``report`` (the path the run was given), the
+    run's report is read once it is over. Raises :class:`PgrunError` on
+    pgrun's 125, and when the run is over but its report cannot be read."""
+    args = [binary(), "wait"]
+    args += _duration_option("--timeout", timeout) + _duration_option("--wait-start", wait_start)
+    done = subprocess.run(
+        [*args, "--", os.fspath(pidfile)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    if done.returncode not in (0, 1, 124):
+        raise _error(done.returncode, done.stderr, None)
+    outcome = WaitOutcome(done.returncode)
+    parsed = None
+    if outcome is WaitOutcome.OVER and report is not None:
+        try:
+            parsed = Report.load(report)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise PgrunError(f"pgrun: cannot read report {os.fspath(report)}: {e}", FAILURE) from e
+    return WaitResult(outcome=outcome, report=parsed)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _duration(value: Duration) -> str:
+    """A DUR as pgrun spells it; numbers are seconds, never in exponent form."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, datetime.timedelta):
+        value = Decimal(value.days * 86400 + value.seconds) + Decimal(value.microseconds) / 1000000
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        raise TypeError(f"a duration is a number of seconds, a timedelta or a string, not {value!r}")
+    d = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    if not d.is_finite() or d < 0:
+        raise ValueError(f"a duration must be a finite number of seconds >= 0, not {value!r}")
+    return format(d, "f")
+
+
+def _duration_option(name: str, value: Optional[Duration]) -> List[str]:
+    return [] if value is None else [name, _duration(value)]
+
+
+def _flag(name: str, on: bool) -> List[str]:
+    return [name] if on else []
+
+
+def _value_option(name: str, value: Optional[Union[int, float, str, "os.PathLike[str]"]]) -> List[str]:
+    if value is None:
+        return []
+    if isinstance(value, bool):
+        raise TypeError(f"{name} takes a value, not {value!r}")
+    return [name, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+
+
+def _run_options(
+    *,
+    timeout: Optional[Duration],
+    idle_timeout: Optional[Duration],
+    signal: Optional[str],
+    kill_after: Optional[Duration],
+    escalate: Optional[str],
+    preserve_status: bool,
+    wait_group: bool,
+    pidfile: Optional[StrPath],
+    cancel_file: Optional[StrPath],
+    max_output: Optional[Size],
+    output_file: Optional[StrPath],
+    contain: Optional[str],
+    no_guard: bool,
+    die_with_parent: bool,
+    rlimits: Sequence[str],
+    memory_max: Optional[Size],
+    pids_max: Optional[int],
+    cpus: Optional[Union[int, float, str]],
+    setsid: bool,
+    verbose: bool,
+) -> List[str]:
+    """The options of a run, in the order ``pgrun --help`` lists them."""
+    options: List[str] = []
+    options += _duration_option("--timeout", timeout)
+    options += _duration_option("--idle-timeout", idle_timeout)
+    options += _value_option("--signal", signal)
+    options += _duration_option("--kill-after", kill_after)
+    options += _value_option("--escalate", escalate)
+    options += _flag("--preserve-status", preserve_status) + _flag("--wait-group", wait_group)
+    options += _value_option("--pidfile", pidfile) + _value_option("--cancel-file", cancel_file)
+    options += _value_option("--max-output", max_output) + _value_option("--output-file", output_file)
+    options += _value_option("--contain", contain)
+    options += _flag("--no-guard", no_guard) + _flag("--die-with-parent", die_with_parent)
+    for limit in rlimits:
+        options += ["--rlimit", limit]
+    options += _value_option("--memory-max", memory_max) + _value_option("--pids-max", pids_max)
+    options += _value_option("--cpus", cpus)
+    options += _flag("--setsid", setsid) + _flag("--verbose", verbose)
+    return options
+
+
+def _command(argv: Argv) -> List[Any]:
+    if isinstance(argv, (str, bytes)):
+        raise TypeError("argv is a sequence of arguments, not one string (pgrun runs no shell)")
+    command = list(argv)
+    if not command:
+        raise ValueError("argv is empty: pgrun needs a command")
+    return command
+
+
+class _ReportPath:
+    """The report path of a run: a temporary one (removed afterwards) for
+    ``True``, the caller's path, or ``None``."""
+
+    def __init__(self, report: Union[bool, StrPath]) -> None:
+        self._request = report
+        self._folder: Optional[str] = None
+
+    def __enter__(self) -> Optional[str]:
+        if self._request is False:
+            return None
+        if self._request is True:
+            self._folder = tempfile.mkdtemp(prefix="pgrun-report-")
+            return os.path.join(self._folder, "report.json")
+        return os.fspath(self._request)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _file_identity(path: Optional[str]) -> Optional[Tuple[int, int, int, int]]:
+    """What tells a file pgrun wrote (a rename: a new inode) from one that
+    was there before; ``None`` for no file."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _error(returncode: int, stderr: Optional[Union[bytes, str]], report: Optional[Report]) -> PgrunError:
+    """The exception for pgrun's own failure: its first stderr line, else
+    the report's error."""
+    raw = stderr or b""
+    data = raw.encode() if isinstance(raw, str) else raw
+    lines = data.decode(errors="replace").splitlines()
+    if report is not None and report.error:
+        # With --verbose, stderr has other pgrun: lines: take the error's.
+        said = f"pgrun: {report.error}"
+        message = said if said in lines or not lines else next(
+            (line for line in lines if line.startswith("pgrun: ") and report.error in line), said
+        )
+    elif lines:
+        message = lines[0]
+    else:
+        message = f"pgrun: failed with exit status {returncode}"
+    return PgrunError(message, returncode, data, report)
+
+
+def _package_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pgrun")
+    except Exception:  # not installed (a source checkout on sys.path)
+        return "0+unknown"
+
+
+#: The version of this package (and of the pgrun binary it ships).
+__version__ = _package_version()

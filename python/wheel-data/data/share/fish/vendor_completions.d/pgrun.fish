@@ -1,0 +1,1 @@
+../../../../../..//completions/pgrun.fish
