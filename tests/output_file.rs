@@ -266,25 +266,39 @@ fn require_strace() {
     assert!(ok.is_ok_and(|s| s.success()), "this test needs strace (6.1 or later) to inject a syscall failure");
 }
 
-#[test]
-fn a_failed_write_to_the_file_is_said_once_and_the_run_goes_on() {
+/// The command of [`failed_file_write`]: "first" reaches the file before
+/// "second" is written.
+fn first_then_the_rest(f: &str) -> String {
+    format!(
+        "echo first; while [ \"$(cat {f})\" != first ]; do sleep 0.01; done; echo second; echo third >&2; echo fourth"
+    )
+}
+
+/// pgrun's second `syscall` on the output file fails with ENOSPC (strace
+/// `-P`); pgrun's stdout is a pipe, or (`stdout_file`) that regular file.
+/// Returns pgrun's stdout.
+fn failed_file_write(syscall: &str, stdout_file: Option<&std::path::Path>) -> Vec<u8> {
     require_strace();
     let scratch = Scratch::new();
     let file = scratch.path("out.log");
     let f = file.to_str().unwrap();
     let report = scratch.path("report.json");
-    // "first" reaches the file before "second" is written; pgrun's second
-    // write(2) to the file fails with ENOSPC.
-    let command = format!(
-        "echo first; while [ \"$(cat {f})\" != first ]; do sleep 0.01; done; echo second; echo third >&2; echo fourth"
-    );
-    let out = run(Command::new("strace")
-        .args(["-qq", "-o", "/dev/null", "-P", f, "-e", "trace=write", "-e", "inject=write:error=ENOSPC:when=2"])
-        .args([pgrun_path(), "--output-file", f, "--report", report.to_str().unwrap(), "--", "sh", "-c", &command])
+    let inject = format!("inject={syscall}:error=ENOSPC:when=2");
+    let mut cmd = match stdout_file {
+        Some(path) => {
+            let mut sh = Command::new("sh");
+            sh.args(["-c", "out=$1; shift; exec \"$@\" > \"$out\"", "sh", path.to_str().unwrap(), "strace"]);
+            sh
+        }
+        None => Command::new("strace"),
+    };
+    let out = run(cmd
+        .args(["-qq", "-o", "/dev/null", "-P", f, "-e", &format!("trace={syscall}"), "-e", &inject])
+        .args([pgrun_path(), "--output-file", f, "--report", report.to_str().unwrap(), "--", "sh", "-c"])
+        .arg(first_then_the_rest(f))
         .stdin(Stdio::null()));
     let stderr = stderr_of(&out);
     assert_status(&out, 0, "the run goes on");
-    assert_eq!(out.stdout, b"first\nsecond\nfourth\n", "{stderr}");
     let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("pgrun: ")).collect();
     assert_eq!(said.len(), 1, "{stderr}");
     assert!(said[0].contains(f) && said[0].contains("No space left on device"), "{stderr}");
@@ -295,6 +309,26 @@ fn a_failed_write_to_the_file_is_said_once_and_the_run_goes_on() {
     assert!(error.contains("No space left on device"), "{r}");
     assert_eq!(r["output"]["stdout"]["bytes"], 20, "{r}");
     assert!(r["output"]["stdout"].get("error").is_none(), "{r}");
+    match stdout_file {
+        Some(path) => fs::read(path).unwrap(),
+        None => out.stdout,
+    }
+}
+
+#[test]
+fn a_failed_write_to_the_file_is_said_once_and_the_run_goes_on() {
+    // stdout a regular file: each read is written to the output file.
+    let scratch = Scratch::new();
+    let stdout = scratch.path("stdout");
+    assert_eq!(failed_file_write("write", Some(&stdout)), b"first\nsecond\nfourth\n");
+}
+
+#[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "splice(2) is Linux's")]
+#[cfg_attr(feature = "posix-fallback", ignore = "the portable path reads and writes (the test above)")]
+fn a_failed_splice_into_the_file_is_said_once_and_the_run_goes_on() {
+    // stdout a pipe: the bytes are tee'd on to it and spliced into the file.
+    assert_eq!(failed_file_write("splice", None), b"first\nsecond\nfourth\n");
 }
 
 #[test]

@@ -8,11 +8,18 @@
 //! `--output-file`, every read goes to the [`OutputFile`] first, in the
 //! order pgrun read it, whatever the streams' readers do.
 //! [`Relay::on_ready`] says whether bytes were read, which is what moves
-//! the idle deadline. A whole stream whose destination is a pipe, with no
-//! output file to copy it to, is spliced kernel to kernel on Linux
-//! ([`pipe::splice_nowait`]: pipe speed, no copy through pgrun), only while
-//! the destination has room; a full one is polled for POLLOUT while the
-//! source waits, as for any write. It never
+//! the idle deadline. Bytes nobody needs to look at (a whole stream, and a
+//! cut stream's head up to [`PASS_MARGIN`](super::limit::PASS_MARGIN)
+//! bytes before its end, see [`Cut::may_pass`]) move kernel to kernel on
+//! Linux when the destination is a pipe or a regular file
+//! ([`pipe::splice_nowait`]: pipe speed, no copy through pgrun); with the
+//! output file too, only to a pipe: [`pipe::tee_nowait`] copies them on to
+//! the destination and [`OutputFile::take_from_pipe`] then splices the same
+//! bytes into the file, so the file still gets each piece as pgrun takes
+//! it. Both only while the destination has room; a full one is polled for
+//! POLLOUT while the source waits, as for any write. The bytes near the
+//! cut, past the head, and to a terminal, socket or device are read and
+//! written. A splice or tee counts as a read for the idle deadline. It never
 //! blocks and never wakes on its own: the supervisor's event loop polls the
 //! fds the relay names ([`Relay::interest`]) together with the signal fd and
 //! calls [`Relay::on_ready`]. Head bytes are written as they arrive; while
@@ -147,10 +154,15 @@ struct Stream {
     dest: Dest,
     /// How `dest` is written without blocking.
     kind: WriteKind,
-    /// Move the bytes pipe to pipe in the kernel ([`pipe::splice_nowait`]):
-    /// a whole stream to a pipe, with no output file, on Linux; turned off
-    /// for good if the kernel refuses.
+    /// Move the bytes kernel to kernel ([`pipe::splice_nowait`]) where no
+    /// byte needs looking at (a whole stream; the head far from its cut,
+    /// see [`Cut::may_pass`]): `dest` is a pipe or a regular file, on
+    /// Linux; turned off for good if the kernel refuses.
     splice: bool,
+    /// With an output file: copy the bytes on to `dest` with
+    /// [`pipe::tee_nowait`], then splice them into the file
+    /// ([`OutputFile::take_from_pipe`]): `dest` is a pipe, on Linux.
+    tee: bool,
     /// A splicing stream found its destination full: poll it for room
     /// instead of the source for bytes.
     wants_room: bool,
@@ -235,11 +247,10 @@ impl Relay {
                 .with_context(|| format!("cannot reserve memory for --max-output {size} (2 x {size} bytes)")),
         };
         let (stdout, stderr) = pipe::own_stdout_stderr();
-        let copied = file.is_some();
         let relay = Relay {
             streams: [
-                Stream::new("stdout", out_read, stdout, reserve()?, copied),
-                Stream::new("stderr", err_read, stderr, reserve()?, copied),
+                Stream::new("stdout", out_read, stdout, reserve()?),
+                Stream::new("stderr", err_read, stderr, reserve()?),
             ],
             scratch,
             file,
@@ -371,9 +382,7 @@ impl Relay {
 }
 
 impl Stream {
-    /// `copied`: every byte also goes to the output file, so it must pass
-    /// through pgrun (no splice).
-    fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, shape: Shape, copied: bool) -> Stream {
+    fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, shape: Shape) -> Stream {
         let mut kind = pipe::write_kind(dest);
         let mut dest = Dest::Shared(dest);
         if kind == WriteKind::Waits
@@ -382,7 +391,8 @@ impl Stream {
         {
             (dest, kind) = (Dest::Own(own), WriteKind::NonBlocking);
         }
-        let splice = matches!(shape, Shape::Whole(_)) && !copied && pipe::can_splice_to(dest.fd());
+        let splice = pipe::can_splice_to(dest.fd());
+        let tee = splice && pipe::can_tee_to(dest.fd());
         let watch_reader = pipe::is_pipe(dest.fd());
         Stream {
             name,
@@ -390,6 +400,7 @@ impl Stream {
             dest,
             kind,
             splice,
+            tee,
             wants_room: false,
             watch_reader,
             shape: Some(shape),
@@ -400,21 +411,54 @@ impl Stream {
         }
     }
 
-    /// The source is readable: move one splice's worth kernel to kernel if
-    /// this stream splices and the destination has room; if it has none,
-    /// wait for it (POLLOUT, see [`Relay::interest`]) before reading on, as
-    /// for any write; else one read. Returns whether bytes came.
+    /// The source is readable: if the next bytes need no looking at
+    /// ([`Stream::splice_budget`]) and the destination has room, move up to
+    /// that many kernel to kernel (with an output file, tee'd on and
+    /// spliced into the file); if it has no room, wait for it (POLLOUT, see
+    /// [`Relay::interest`]) before reading on, as for any write; else one
+    /// read. Returns whether bytes came.
     fn on_readable(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) -> bool {
-        if self.splice && self.outbox.is_empty() {
+        let copied = file.as_ref().is_some_and(OutputFile::is_open);
+        let budget = self.splice_budget(scratch.len(), copied);
+        if budget > 0 {
             if !crate::sys::writable_now(self.dest.fd()) {
                 self.wants_room = true;
                 return false;
             }
-            if let Some(moved) = self.splice_once(scratch.len()) {
+            let moved = match file.as_mut().filter(|_| copied) {
+                Some(file) => self.tee_once(budget, file, scratch),
+                None => self.splice_once(budget),
+            };
+            if let Some(moved) = moved {
                 return moved;
             }
         }
         self.read_once(scratch, file)
+    }
+
+    /// How many of the next bytes may go kernel to kernel, at most `len`:
+    /// none if this stream cannot splice (or, with the output file still
+    /// being written, `copied`, cannot tee) or still owes bytes to its
+    /// destination (they come first); a whole stream's next `len`; a cut
+    /// stream's head up to [`Cut::may_pass`]; nothing past the head.
+    fn splice_budget(&self, len: usize, copied: bool) -> usize {
+        if !self.splice || (copied && !self.tee) || !self.outbox.is_empty() {
+            return 0;
+        }
+        match &self.shape {
+            Some(Shape::Whole(_)) => len,
+            Some(Shape::Cut(cut)) => usize::try_from(cut.may_pass()).unwrap_or(usize::MAX).min(len),
+            None => 0,
+        }
+    }
+
+    /// `n` bytes went to the destination kernel to kernel: count them.
+    fn passed(&mut self, n: usize) {
+        match &mut self.shape {
+            Some(Shape::Whole(count)) => *count += n as u64,
+            Some(Shape::Cut(cut)) => cut.passed(n as u64),
+            None => {}
+        }
     }
 
     /// One splice of up to `len` bytes to a destination that has room;
@@ -429,9 +473,7 @@ impl Stream {
                 Some(false)
             }
             Ok(n) => {
-                if let Some(Shape::Whole(count)) = &mut self.shape {
-                    *count += n as u64;
-                }
+                self.passed(n);
                 Some(true)
             }
             // The destination has room, so the source is empty.
@@ -443,6 +485,39 @@ impl Stream {
             Err(e) => {
                 verbose!("cannot splice the command's {}: {e}; copying it instead", self.name);
                 self.splice = false;
+                None
+            }
+        }
+    }
+
+    /// One tee of up to `len` bytes to a destination pipe that has room,
+    /// then the same bytes from the source into `file`, so the file gets
+    /// them in the order pgrun took them, as from a read. `None` if the
+    /// kernel refuses teeing here (then never again), or the destination's
+    /// reader left: a read then takes the next bytes into the file, and its
+    /// write says so, as without tee.
+    fn tee_once(&mut self, len: usize, file: &mut OutputFile, scratch: &mut [u8]) -> Option<bool> {
+        let source = self.source.as_ref()?;
+        match pipe::tee_nowait(source.as_fd(), self.dest.fd(), len) {
+            Ok(0) => {
+                self.end();
+                self.flush();
+                Some(false)
+            }
+            Ok(n) => {
+                let taken = file.take_from_pipe(source.as_fd(), n, scratch);
+                self.passed(n);
+                if let Err(e) = taken {
+                    self.read_failed(&e);
+                }
+                Some(true)
+            }
+            // The destination has room, so the source is empty.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(false),
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => None,
+            Err(e) => {
+                verbose!("cannot tee the command's {}: {e}; copying it instead", self.name);
+                self.tee = false;
                 None
             }
         }
@@ -467,18 +542,24 @@ impl Stream {
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
             Err(e) => {
-                let error = StreamError { reading: true, errno: e.raw_os_error().unwrap_or(libc::EIO) };
-                say::line(format_args!(
-                    "cannot read the command's {}: {}; the rest of it is lost",
-                    self.name,
-                    error.to_string().trim_start_matches("cannot read: ")
-                ));
-                self.error.get_or_insert(error);
-                self.end();
-                self.flush();
+                self.read_failed(&e);
                 false
             }
         }
+    }
+
+    /// A read of the command's output failed: say so, and end the stream
+    /// (what it owes is still written).
+    fn read_failed(&mut self, e: &std::io::Error) {
+        let error = StreamError { reading: true, errno: e.raw_os_error().unwrap_or(libc::EIO) };
+        say::line(format_args!(
+            "cannot read the command's {}: {}; the rest of it is lost",
+            self.name,
+            error.to_string().trim_start_matches("cannot read: ")
+        ));
+        self.error.get_or_insert(error);
+        self.end();
+        self.flush();
     }
 
     fn feed(&mut self, bytes: &[u8]) {
