@@ -412,19 +412,16 @@ impl Stream {
     }
 
     /// The source is readable: if the next bytes need no looking at
-    /// ([`Stream::splice_budget`]) and the destination has room, move up to
-    /// that many kernel to kernel (with an output file, tee'd on and
-    /// spliced into the file); if it has no room, wait for it (POLLOUT, see
-    /// [`Relay::interest`]) before reading on, as for any write; else one
-    /// read. Returns whether bytes came.
+    /// ([`Stream::splice_budget`]), move up to that many kernel to kernel
+    /// (with an output file, tee'd on and spliced into the file); if the
+    /// destination has no room (EAGAIN: the source has bytes, and only
+    /// pgrun reads it), wait for it (POLLOUT, see [`Relay::interest`])
+    /// before reading on, as for any write; else one read. Returns whether
+    /// bytes came.
     fn on_readable(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) -> bool {
         let copied = file.as_ref().is_some_and(OutputFile::is_open);
         let budget = self.splice_budget(scratch.len(), copied);
         if budget > 0 {
-            if !crate::sys::writable_now(self.dest.fd()) {
-                self.wants_room = true;
-                return false;
-            }
             let moved = match file.as_mut().filter(|_| copied) {
                 Some(file) => self.tee_once(budget, file, scratch),
                 None => self.splice_once(budget),
@@ -461,7 +458,7 @@ impl Stream {
         }
     }
 
-    /// One splice of up to `len` bytes to a destination that has room;
+    /// One splice of up to `len` bytes from a readable source;
     /// `None` if the kernel refuses splicing here (then never again: plain
     /// reads and writes say what failed and where).
     fn splice_once(&mut self, len: usize) -> Option<bool> {
@@ -476,8 +473,12 @@ impl Stream {
                 self.passed(n);
                 Some(true)
             }
-            // The destination has room, so the source is empty.
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(false),
+            // The source polled readable, so the destination is full
+            // (were the source empty after all, POLLOUT comes at once).
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.wants_room = true;
+                Some(false)
+            }
             Err(e) if e.raw_os_error() == Some(libc::EPIPE) => {
                 self.reader_gone(&e);
                 Some(false)
@@ -490,7 +491,8 @@ impl Stream {
         }
     }
 
-    /// One tee of up to `len` bytes to a destination pipe that has room,
+    /// One tee of up to `len` bytes from a readable source to a
+    /// destination pipe,
     /// then the same bytes from the source into `file`, so the file gets
     /// them in the order pgrun took them, as from a read. `None` if the
     /// kernel refuses teeing here (then never again), or the destination's
@@ -512,8 +514,12 @@ impl Stream {
                 }
                 Some(true)
             }
-            // The destination has room, so the source is empty.
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(false),
+            // The source polled readable, so the destination is full
+            // (were the source empty after all, POLLOUT comes at once).
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.wants_room = true;
+                Some(false)
+            }
             Err(e) if e.raw_os_error() == Some(libc::EPIPE) => None,
             Err(e) => {
                 verbose!("cannot tee the command's {}: {e}; copying it instead", self.name);
