@@ -90,6 +90,28 @@ fn the_file_gets_both_streams_in_read_order_and_the_streams_stay_whole() {
 }
 
 #[test]
+fn the_file_gets_both_streams_in_read_order_whatever_stdout_is() {
+    // stderr a pipe (tee'd on Linux), stdout a regular file or /dev/null
+    // (read and written: tee needs a pipe): the file still gets both in
+    // read order, and stdout its bytes. (stdout a pipe: the test above.)
+    let scratch = Scratch::new();
+    let file = scratch.path("out.log");
+    let f = file.to_str().unwrap();
+    let regular = scratch.path("stdout");
+    let (all, stdout, stderr) = ordered_streams();
+    for dest in [regular.to_str().unwrap(), "/dev/null"] {
+        let out = run(Command::new("sh")
+            .args(["-c", "out=$1; shift; exec \"$@\" > \"$out\"", "sh", dest, pgrun_path()])
+            .args(ordered_args(f, &[]))
+            .stdin(Stdio::null()));
+        assert_status(&out, 0, dest);
+        assert!(out.stderr == stderr, "{dest}: stderr is not byte-identical");
+        assert!(fs::read(&file).unwrap() == all, "{dest}: the file is not both streams in read order");
+    }
+    assert!(fs::read(&regular).unwrap() == stdout, "stdout, a regular file, is not byte-identical");
+}
+
+#[test]
 fn with_max_output_the_file_is_complete_and_the_streams_are_bounded() {
     let scratch = Scratch::new();
     let file = scratch.path("out.log");
