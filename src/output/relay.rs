@@ -5,8 +5,10 @@
 //! ends, pgrun reads their read ends) and each stream's [`Shape`]: its
 //! [`Cut`] under a [`Limit::Bytes`], or the whole stream under
 //! [`Limit::None`] (a pass-through: every byte, in order). With
-//! `--output-file`, every read goes to the [`OutputFile`] first, in the
-//! order pgrun read it, whatever the streams' readers do.
+//! `--output-file`, every piece pgrun takes from either pipe goes to the
+//! [`OutputFile`] as it takes it, in that order, whatever the streams'
+//! readers do (a read: to the file first; a tee: on to the destination,
+//! then spliced into the file before anything else is taken).
 //! [`Relay::on_ready`] says whether bytes were read, which is what moves
 //! the idle deadline. Bytes nobody needs to look at (a whole stream, and a
 //! cut stream's head up to [`PASS_MARGIN`](super::limit::PASS_MARGIN)
