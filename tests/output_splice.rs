@@ -210,3 +210,33 @@ fn a_splice_or_tee_the_kernel_refuses_falls_back_to_reads_and_loses_nothing() {
         }
     }
 }
+
+#[test]
+fn a_head_spliced_into_a_regular_file_or_appended_to_one_is_cut_as_ever() {
+    // stdout a regular file: spliced at its offset as a write would put
+    // the bytes; opened for appending (`>>`, which splice refuses): read
+    // and written. Either way the file gets what a pipe would.
+    let scratch = Scratch::new();
+    let size = 1000;
+    // "€" across the end of the spliced part (484), "🦀" across the cut (500).
+    let data = format!("{}€{}🦀{}\n", "a".repeat(size / 2 - MARGIN - 1), "b".repeat(MARGIN - 4), "m".repeat(1500));
+    let input = scratch.path("data");
+    fs::write(&input, &data).unwrap();
+    let stdout = scratch.path("stdout");
+    for (redirect, before) in [(">", ""), (">>", "already here\n")] {
+        fs::write(&stdout, before).unwrap();
+        let script = format!("exec \"$@\" {redirect} {}", stdout.display());
+        let out = run(Command::new("sh")
+            .args(["-c", &script, "sh", pgrun_path(), "--max-output", &size.to_string(), "--", "cat"])
+            .arg(&input)
+            .stdin(Stdio::null()));
+        assert_status(&out, 0, redirect);
+        let mut want = before.as_bytes().to_vec();
+        want.extend_from_slice(&expected(&data, size));
+        assert!(
+            fs::read(&stdout).unwrap() == want,
+            "{redirect}: {}",
+            String::from_utf8_lossy(&fs::read(&stdout).unwrap())
+        );
+    }
+}
