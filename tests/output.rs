@@ -680,7 +680,8 @@ fn require_strace() {
 fn a_failed_read_of_the_commands_output_is_said_and_reported() {
     // EIO on the relay's read of the command's stdout: the output is cut
     // short, which pgrun must say (one line, naming the stream and the
-    // error) and report, not pass off as the whole stream.
+    // error) and report, not pass off as the whole stream. (SIZE 32: no
+    // head byte is far enough from the cut to be spliced, so pgrun reads.)
     require_strace();
     let scratch = Scratch::new();
     let report = scratch.path("report.json");
@@ -693,7 +694,7 @@ fn a_failed_read_of_the_commands_output_is_said_and_reported() {
                    p.register(1, 0)\n\
                    held = array.array('i', [1])\n\
                    while held[0] > 0 and not p.poll(10):\n    fcntl.ioctl(1, termios.FIONREAD, held)\n";
-    let pgrun_args = ["--max-output", "1K", "--report", report.to_str().unwrap(), "--", "python3", "-c", command];
+    let pgrun_args = ["--max-output", "32", "--report", report.to_str().unwrap(), "--", "python3", "-c", command];
     // Which of pgrun's reads (its own, not its children's) is the relay's
     // first: count them in a traced run.
     let dry = run(Command::new("strace")

@@ -90,6 +90,28 @@ fn the_file_gets_both_streams_in_read_order_and_the_streams_stay_whole() {
 }
 
 #[test]
+fn the_file_gets_both_streams_in_read_order_whatever_stdout_is() {
+    // stderr a pipe (tee'd on Linux), stdout a regular file or /dev/null
+    // (read and written: tee needs a pipe): the file still gets both in
+    // read order, and stdout its bytes. (stdout a pipe: the test above.)
+    let scratch = Scratch::new();
+    let file = scratch.path("out.log");
+    let f = file.to_str().unwrap();
+    let regular = scratch.path("stdout");
+    let (all, stdout, stderr) = ordered_streams();
+    for dest in [regular.to_str().unwrap(), "/dev/null"] {
+        let out = run(Command::new("sh")
+            .args(["-c", "out=$1; shift; exec \"$@\" > \"$out\"", "sh", dest, pgrun_path()])
+            .args(ordered_args(f, &[]))
+            .stdin(Stdio::null()));
+        assert_status(&out, 0, dest);
+        assert!(out.stderr == stderr, "{dest}: stderr is not byte-identical");
+        assert!(fs::read(&file).unwrap() == all, "{dest}: the file is not both streams in read order");
+    }
+    assert!(fs::read(&regular).unwrap() == stdout, "stdout, a regular file, is not byte-identical");
+}
+
+#[test]
 fn with_max_output_the_file_is_complete_and_the_streams_are_bounded() {
     let scratch = Scratch::new();
     let file = scratch.path("out.log");
@@ -266,25 +288,39 @@ fn require_strace() {
     assert!(ok.is_ok_and(|s| s.success()), "this test needs strace (6.1 or later) to inject a syscall failure");
 }
 
-#[test]
-fn a_failed_write_to_the_file_is_said_once_and_the_run_goes_on() {
+/// The command of [`failed_file_write`]: "first" reaches the file before
+/// "second" is written.
+fn first_then_the_rest(f: &str) -> String {
+    format!(
+        "echo first; while [ \"$(cat {f})\" != first ]; do sleep 0.01; done; echo second; echo third >&2; echo fourth"
+    )
+}
+
+/// pgrun's second `syscall` on the output file fails with ENOSPC (strace
+/// `-P`); pgrun's stdout is a pipe, or (`stdout_file`) that regular file.
+/// Returns pgrun's stdout.
+fn failed_file_write(syscall: &str, stdout_file: Option<&std::path::Path>) -> Vec<u8> {
     require_strace();
     let scratch = Scratch::new();
     let file = scratch.path("out.log");
     let f = file.to_str().unwrap();
     let report = scratch.path("report.json");
-    // "first" reaches the file before "second" is written; pgrun's second
-    // write(2) to the file fails with ENOSPC.
-    let command = format!(
-        "echo first; while [ \"$(cat {f})\" != first ]; do sleep 0.01; done; echo second; echo third >&2; echo fourth"
-    );
-    let out = run(Command::new("strace")
-        .args(["-qq", "-o", "/dev/null", "-P", f, "-e", "trace=write", "-e", "inject=write:error=ENOSPC:when=2"])
-        .args([pgrun_path(), "--output-file", f, "--report", report.to_str().unwrap(), "--", "sh", "-c", &command])
+    let inject = format!("inject={syscall}:error=ENOSPC:when=2");
+    let mut cmd = match stdout_file {
+        Some(path) => {
+            let mut sh = Command::new("sh");
+            sh.args(["-c", "out=$1; shift; exec \"$@\" > \"$out\"", "sh", path.to_str().unwrap(), "strace"]);
+            sh
+        }
+        None => Command::new("strace"),
+    };
+    let out = run(cmd
+        .args(["-qq", "-o", "/dev/null", "-P", f, "-e", &format!("trace={syscall}"), "-e", &inject])
+        .args([pgrun_path(), "--output-file", f, "--report", report.to_str().unwrap(), "--", "sh", "-c"])
+        .arg(first_then_the_rest(f))
         .stdin(Stdio::null()));
     let stderr = stderr_of(&out);
     assert_status(&out, 0, "the run goes on");
-    assert_eq!(out.stdout, b"first\nsecond\nfourth\n", "{stderr}");
     let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("pgrun: ")).collect();
     assert_eq!(said.len(), 1, "{stderr}");
     assert!(said[0].contains(f) && said[0].contains("No space left on device"), "{stderr}");
@@ -295,6 +331,26 @@ fn a_failed_write_to_the_file_is_said_once_and_the_run_goes_on() {
     assert!(error.contains("No space left on device"), "{r}");
     assert_eq!(r["output"]["stdout"]["bytes"], 20, "{r}");
     assert!(r["output"]["stdout"].get("error").is_none(), "{r}");
+    match stdout_file {
+        Some(path) => fs::read(path).unwrap(),
+        None => out.stdout,
+    }
+}
+
+#[test]
+fn a_failed_write_to_the_file_is_said_once_and_the_run_goes_on() {
+    // stdout a regular file: each read is written to the output file.
+    let scratch = Scratch::new();
+    let stdout = scratch.path("stdout");
+    assert_eq!(failed_file_write("write", Some(&stdout)), b"first\nsecond\nfourth\n");
+}
+
+#[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "splice(2) is Linux's")]
+#[cfg_attr(feature = "posix-fallback", ignore = "the portable path reads and writes (the test above)")]
+fn a_failed_splice_into_the_file_is_said_once_and_the_run_goes_on() {
+    // stdout a pipe: the bytes are tee'd on to it and spliced into the file.
+    assert_eq!(failed_file_write("splice", None), b"first\nsecond\nfourth\n");
 }
 
 #[test]

@@ -18,6 +18,7 @@ mod leader;
 mod limits;
 mod output;
 mod output_file;
+mod output_splice;
 mod parent_death;
 mod properties;
 mod protocol;

@@ -8,16 +8,20 @@
 //! read-only one or a name too long. The relay calls [`OutputFile::write`]
 //! with each read, before the bytes go anywhere else: plain writes (a
 //! regular file never blocks for long), independent of how fast the
-//! streams' own readers read. A failed write is said once (`pgrun: cannot
+//! streams' own readers read; or, where it copied a pipe's bytes on to
+//! their destination with `tee(2)`, [`OutputFile::take_from_pipe`] right
+//! after, which splices them from the pipe into the file. A failed write is said once (`pgrun: cannot
 //! write output file PATH: ...`) and ends the copy, not the run: the file
 //! then holds a prefix of what was read, and the report says why.
 
 use super::relay::StreamError;
 use crate::pidfile::check_target;
 use crate::say;
+use crate::sys::pipe;
 use anyhow::{Context, Result};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -34,6 +38,8 @@ pub struct OutputFile {
     /// `None` once a write failed: nothing more is written.
     file: Option<File>,
     error: Option<StreamError>,
+    /// Cleared for good once `splice(2)` into the file is refused.
+    splices: bool,
 }
 
 impl OutputFile {
@@ -69,7 +75,7 @@ impl OutputFile {
             file.set_len(0)
         };
         probe().with_context(|| format!("cannot write output file {}", path.display()))?;
-        Ok(OutputFile { path: path.to_path_buf(), file: Some(file), error: None })
+        Ok(OutputFile { path: path.to_path_buf(), file: Some(file), error: None, splices: true })
     }
 
     /// Append `bytes` (all of them: a regular file takes a write at once).
@@ -77,15 +83,64 @@ impl OutputFile {
     pub fn write(&mut self, bytes: &[u8]) {
         let Some(file) = &mut self.file else { return };
         if let Err(e) = file.write_all(bytes) {
-            let error = StreamError { reading: false, errno: e.raw_os_error().unwrap_or(libc::EIO) };
-            say::line(format_args!(
-                "cannot write output file {}: {}; it holds only what came before",
-                self.path.display(),
-                error.to_string().trim_start_matches("cannot write: ")
-            ));
-            self.error = Some(error);
-            self.file = None;
+            self.failed(&e);
         }
+    }
+
+    /// A write failed: say so once, record it, and end the copy.
+    fn failed(&mut self, e: &std::io::Error) {
+        let error = StreamError { reading: false, errno: e.raw_os_error().unwrap_or(libc::EIO) };
+        say::line(format_args!(
+            "cannot write output file {}: {}; it holds only what came before",
+            self.path.display(),
+            error.to_string().trim_start_matches("cannot write: ")
+        ));
+        self.error = Some(error);
+        self.file = None;
+    }
+
+    /// Whether bytes are still being copied (no write has failed).
+    pub fn is_open(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Take exactly `n` bytes from the front of the pipe `source` (which
+    /// holds at least `n`: [`pipe::tee_nowait`] just copied them on) and
+    /// append them, kernel to kernel where it can ([`pipe::splice_nowait`]),
+    /// else through `scratch`. A failed write is said and ends the copy as
+    /// in [`OutputFile::write`]; the rest of the `n` bytes is still taken
+    /// from the pipe. Only a failed read of the pipe is an error here.
+    pub fn take_from_pipe(&mut self, source: BorrowedFd<'_>, mut n: usize, scratch: &mut [u8]) -> std::io::Result<()> {
+        while n > 0 {
+            if let Some(file) = &self.file
+                && self.splices
+            {
+                match pipe::splice_nowait(source, file.as_fd(), n) {
+                    Ok(0) => {}
+                    Ok(moved) => {
+                        n -= moved.min(n);
+                        continue;
+                    }
+                    // Refused here (a file system without splice): plain
+                    // writes from now on.
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)) => {
+                        self.splices = false
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    // A write error (a full disk): as in `write`.
+                    Err(e) => self.failed(&e),
+                }
+            }
+            let want = n.min(scratch.len());
+            let got = pipe::read(source, &mut scratch[..want])?;
+            if got == 0 {
+                // Cannot happen (the bytes were there); do not spin.
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            self.write(&scratch[..got]);
+            n -= got;
+        }
+        Ok(())
     }
 
     /// The write that ended the copy early, if one failed so far.

@@ -15,6 +15,14 @@
 
 use super::utf8::{incomplete_suffix_len, is_valid_prefix, tail_skip, width};
 
+/// How far before the head's nominal end (SIZE/2) bytes may still pass
+/// without being looked at ([`Cut::may_pass`]): the cut looks at most 3
+/// bytes back from SIZE/2 for a character that reaches past it, a character
+/// is at most 4 bytes long, and at least one head byte must be seen so that
+/// the marker knows whether the head ended with a newline. 4 would do; the
+/// rest is slack.
+pub const PASS_MARGIN: u64 = 16;
+
 /// Room for the marker line in the ring's allocation, so that turning the
 /// ring into the final output never reallocates.
 const MARKER_ROOM: usize = 64;
@@ -78,6 +86,33 @@ impl Cut {
     /// output until [`Cut::finish`].
     pub fn past_head(&self) -> bool {
         self.cut.is_some()
+    }
+
+    /// How many of the next bytes may go to the destination as they are,
+    /// without being fed ([`Cut::passed`]): in the head, nothing held, and
+    /// far enough ([`PASS_MARGIN`]) from its end that the UTF-8 rule at the
+    /// cut and the marker's newline are decided by bytes that are fed.
+    pub fn may_pass(&self) -> u64 {
+        if self.cut.is_some() || self.held_len > 0 {
+            return 0;
+        }
+        self.head_max.saturating_sub(PASS_MARGIN).saturating_sub(self.pos)
+    }
+
+    /// `n` bytes (at most [`Cut::may_pass`]) went to the destination
+    /// without being fed: count them as head bytes written. Whatever
+    /// character the last of them began, the bytes fed next settle the
+    /// cut exactly as if these had been fed too: a held prefix only ever
+    /// delays a write in the head, and a character that began this far
+    /// from SIZE/2 ends before it.
+    pub fn passed(&mut self, n: u64) {
+        assert!(n <= self.may_pass(), "{n} bytes passed, {} may", self.may_pass());
+        if n > 0 {
+            self.pos += n;
+            self.head_written += n;
+            // Unknown; the bytes fed before the cut (at least one) set it.
+            self.head_last = None;
+        }
     }
 
     /// Feed the next bytes of the stream; the bytes to write now are
@@ -315,13 +350,27 @@ mod tests {
     /// Feed `data` in pieces of the given lengths (cycled); return the
     /// whole output and check the head is written as it arrives.
     fn run(data: &[u8], size: u64, pieces: &[usize]) -> (Vec<u8>, StreamStats) {
+        run_passing(data, size, pieces, false)
+    }
+
+    /// [`run`], and with `pass`, every piece that [`Cut::may_pass`]
+    /// allows (all or its first part) goes straight to the output, as the
+    /// relay's splice does.
+    fn run_passing(data: &[u8], size: u64, pieces: &[usize], pass: bool) -> (Vec<u8>, StreamStats) {
         let mut cut = Cut::new(size).unwrap();
         let mut out = Vec::new();
         let mut at = 0;
         let mut i = 0;
         while at < data.len() {
-            let n = pieces[i % pieces.len()].max(1).min(data.len() - at);
-            cut.feed(&data[at..at + n], &mut out);
+            let mut n = pieces[i % pieces.len()].max(1).min(data.len() - at);
+            let may = usize::try_from(cut.may_pass()).unwrap();
+            if pass && may > 0 {
+                n = n.min(may);
+                cut.passed(n as u64);
+                out.extend_from_slice(&data[at..at + n]);
+            } else {
+                cut.feed(&data[at..at + n], &mut out);
+            }
             at += n;
             i += 1;
             let due = (at as u64).min(size / 2).saturating_sub(3) as usize;
@@ -367,10 +416,68 @@ mod tests {
         }
 
         #[test]
+        fn passing_bytes_far_from_the_cut_changes_nothing(
+            data in proptest::collection::vec(byte(), 0..160),
+            size in 1u64..120,
+            pieces in proptest::collection::vec(1usize..24, 1..6),
+        ) {
+            let (out, stats) = run_passing(&data, size, &pieces, true);
+            prop_assert_eq!(&out, &reference(&data, size), "size {}", size);
+            prop_assert_eq!(stats.bytes, data.len() as u64);
+        }
+
+        #[test]
         fn valid_text_stays_valid(chars in proptest::collection::vec(any::<char>(), 0..40), size in 1u64..60, piece in 1usize..5) {
             let data: String = chars.into_iter().collect();
             let (out, _) = run(data.as_bytes(), size, &[piece]);
             prop_assert!(std::str::from_utf8(&out).is_ok());
+        }
+    }
+
+    #[test]
+    fn bytes_pass_only_up_to_the_margin_before_the_head_ends() {
+        let mut cut = Cut::new(100).unwrap();
+        assert_eq!(cut.may_pass(), 50 - PASS_MARGIN);
+        cut.passed(10);
+        assert_eq!(cut.may_pass(), 40 - PASS_MARGIN);
+        // A held prefix is settled by feeding, not passing.
+        cut.feed(b"ab\xE2", &mut Vec::new());
+        assert_eq!(cut.may_pass(), 0);
+        cut.feed(b"\x82\xAC", &mut Vec::new());
+        assert_eq!(cut.may_pass(), 35 - PASS_MARGIN);
+        cut.feed(&[b'x'; 40], &mut Vec::new());
+        assert!(cut.past_head());
+        assert_eq!(cut.may_pass(), 0);
+        assert_eq!(Cut::new(2 * PASS_MARGIN).unwrap().may_pass(), 0);
+    }
+
+    #[test]
+    fn a_character_begun_in_passed_bytes_and_one_across_the_cut_come_out_as_fed() {
+        // SIZE 40: the head ends at 20; 4 bytes pass, then "€" (E2 82 AC)
+        // begun in them, then 13 ASCII bytes, then "€" across 20.
+        let mut data = b"abc\xE2\x82\xAC".to_vec();
+        data.extend_from_slice(&[b'x'; 13]);
+        data.extend_from_slice(b"\xE2\x82\xAC");
+        data.extend_from_slice(&[b'y'; 30]);
+        for piece in [1, 3, 5, 64] {
+            let (passed, _) = run_passing(&data, 40, &[piece], true);
+            assert_eq!(passed, reference(&data, 40), "pieces of {piece}");
+        }
+    }
+
+    #[test]
+    fn the_head_ends_with_a_newline_just_before_a_character_across_the_cut() {
+        // "...\n😀" with the emoji (F0 9F 98 80) from SIZE/2 - 3 on: the head
+        // ends with the newline, so the marker line needs none of its own;
+        // the newline must be fed for the cut to know it.
+        for size in 2 * PASS_MARGIN + 8..2 * PASS_MARGIN + 12 {
+            let half = (size / 2) as usize;
+            let mut data = vec![b'a'; half - 4];
+            data.push(b'\n');
+            data.extend_from_slice("😀".as_bytes());
+            data.extend_from_slice(&[b'z'; 64]);
+            let (passed, _) = run_passing(&data, size, &[4096], true);
+            assert_eq!(passed, reference(&data, size), "size {size}");
         }
     }
 

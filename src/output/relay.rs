@@ -5,14 +5,23 @@
 //! ends, pgrun reads their read ends) and each stream's [`Shape`]: its
 //! [`Cut`] under a [`Limit::Bytes`], or the whole stream under
 //! [`Limit::None`] (a pass-through: every byte, in order). With
-//! `--output-file`, every read goes to the [`OutputFile`] first, in the
-//! order pgrun read it, whatever the streams' readers do.
+//! `--output-file`, every piece pgrun takes from either pipe goes to the
+//! [`OutputFile`] as it takes it, in that order, whatever the streams'
+//! readers do (a read: to the file first; a tee: on to the destination,
+//! then spliced into the file before anything else is taken).
 //! [`Relay::on_ready`] says whether bytes were read, which is what moves
-//! the idle deadline. A whole stream whose destination is a pipe, with no
-//! output file to copy it to, is spliced kernel to kernel on Linux
-//! ([`pipe::splice_nowait`]: pipe speed, no copy through pgrun), only while
-//! the destination has room; a full one is polled for POLLOUT while the
-//! source waits, as for any write. It never
+//! the idle deadline. Bytes nobody needs to look at (a whole stream, and a
+//! cut stream's head up to [`PASS_MARGIN`](super::limit::PASS_MARGIN)
+//! bytes before its end, see [`Cut::may_pass`]) move kernel to kernel on
+//! Linux when the destination is a pipe or a regular file
+//! ([`pipe::splice_nowait`]: pipe speed, no copy through pgrun); with the
+//! output file too, only to a pipe: [`pipe::tee_nowait`] copies them on to
+//! the destination and [`OutputFile::take_from_pipe`] then splices the same
+//! bytes into the file, so the file still gets each piece as pgrun takes
+//! it. Both only while the destination has room; a full one is polled for
+//! POLLOUT while the source waits, as for any write. The bytes near the
+//! cut, past the head, and to a terminal, socket or device are read and
+//! written. A splice or tee counts as a read for the idle deadline. It never
 //! blocks and never wakes on its own: the supervisor's event loop polls the
 //! fds the relay names ([`Relay::interest`]) together with the signal fd and
 //! calls [`Relay::on_ready`]. Head bytes are written as they arrive; while
@@ -147,10 +156,15 @@ struct Stream {
     dest: Dest,
     /// How `dest` is written without blocking.
     kind: WriteKind,
-    /// Move the bytes pipe to pipe in the kernel ([`pipe::splice_nowait`]):
-    /// a whole stream to a pipe, with no output file, on Linux; turned off
-    /// for good if the kernel refuses.
+    /// Move the bytes kernel to kernel ([`pipe::splice_nowait`]) where no
+    /// byte needs looking at (a whole stream; the head far from its cut,
+    /// see [`Cut::may_pass`]): `dest` is a pipe or a regular file, on
+    /// Linux; turned off for good if the kernel refuses.
     splice: bool,
+    /// With an output file: copy the bytes on to `dest` with
+    /// [`pipe::tee_nowait`], then splice them into the file
+    /// ([`OutputFile::take_from_pipe`]): `dest` is a pipe, on Linux.
+    tee: bool,
     /// A splicing stream found its destination full: poll it for room
     /// instead of the source for bytes.
     wants_room: bool,
@@ -235,11 +249,10 @@ impl Relay {
                 .with_context(|| format!("cannot reserve memory for --max-output {size} (2 x {size} bytes)")),
         };
         let (stdout, stderr) = pipe::own_stdout_stderr();
-        let copied = file.is_some();
         let relay = Relay {
             streams: [
-                Stream::new("stdout", out_read, stdout, reserve()?, copied),
-                Stream::new("stderr", err_read, stderr, reserve()?, copied),
+                Stream::new("stdout", out_read, stdout, reserve()?),
+                Stream::new("stderr", err_read, stderr, reserve()?),
             ],
             scratch,
             file,
@@ -371,9 +384,7 @@ impl Relay {
 }
 
 impl Stream {
-    /// `copied`: every byte also goes to the output file, so it must pass
-    /// through pgrun (no splice).
-    fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, shape: Shape, copied: bool) -> Stream {
+    fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, shape: Shape) -> Stream {
         let mut kind = pipe::write_kind(dest);
         let mut dest = Dest::Shared(dest);
         if kind == WriteKind::Waits
@@ -382,7 +393,8 @@ impl Stream {
         {
             (dest, kind) = (Dest::Own(own), WriteKind::NonBlocking);
         }
-        let splice = matches!(shape, Shape::Whole(_)) && !copied && pipe::can_splice_to(dest.fd());
+        let splice = pipe::can_splice_to(dest.fd());
+        let tee = splice && pipe::can_tee_to(dest.fd());
         let watch_reader = pipe::is_pipe(dest.fd());
         Stream {
             name,
@@ -390,6 +402,7 @@ impl Stream {
             dest,
             kind,
             splice,
+            tee,
             wants_room: false,
             watch_reader,
             shape: Some(shape),
@@ -400,24 +413,54 @@ impl Stream {
         }
     }
 
-    /// The source is readable: move one splice's worth kernel to kernel if
-    /// this stream splices and the destination has room; if it has none,
-    /// wait for it (POLLOUT, see [`Relay::interest`]) before reading on, as
-    /// for any write; else one read. Returns whether bytes came.
+    /// The source is readable: if the next bytes need no looking at
+    /// ([`Stream::splice_budget`]), move up to that many kernel to kernel
+    /// (with an output file, tee'd on and spliced into the file); if the
+    /// destination has no room (EAGAIN: the source has bytes, and only
+    /// pgrun reads it), wait for it (POLLOUT, see [`Relay::interest`])
+    /// before reading on, as for any write; else one read. Returns whether
+    /// bytes came.
     fn on_readable(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) -> bool {
-        if self.splice && self.outbox.is_empty() {
-            if !crate::sys::writable_now(self.dest.fd()) {
-                self.wants_room = true;
-                return false;
-            }
-            if let Some(moved) = self.splice_once(scratch.len()) {
+        let copied = file.as_ref().is_some_and(OutputFile::is_open);
+        let budget = self.splice_budget(scratch.len(), copied);
+        if budget > 0 {
+            let moved = match file.as_mut().filter(|_| copied) {
+                Some(file) => self.tee_once(budget, file, scratch),
+                None => self.splice_once(budget),
+            };
+            if let Some(moved) = moved {
                 return moved;
             }
         }
         self.read_once(scratch, file)
     }
 
-    /// One splice of up to `len` bytes to a destination that has room;
+    /// How many of the next bytes may go kernel to kernel, at most `len`:
+    /// none if this stream cannot splice (or, with the output file still
+    /// being written, `copied`, cannot tee) or still owes bytes to its
+    /// destination (they come first); a whole stream's next `len`; a cut
+    /// stream's head up to [`Cut::may_pass`]; nothing past the head.
+    fn splice_budget(&self, len: usize, copied: bool) -> usize {
+        if !self.splice || (copied && !self.tee) || !self.outbox.is_empty() {
+            return 0;
+        }
+        match &self.shape {
+            Some(Shape::Whole(_)) => len,
+            Some(Shape::Cut(cut)) => usize::try_from(cut.may_pass()).unwrap_or(usize::MAX).min(len),
+            None => 0,
+        }
+    }
+
+    /// `n` bytes went to the destination kernel to kernel: count them.
+    fn passed(&mut self, n: usize) {
+        match &mut self.shape {
+            Some(Shape::Whole(count)) => *count += n as u64,
+            Some(Shape::Cut(cut)) => cut.passed(n as u64),
+            None => {}
+        }
+    }
+
+    /// One splice of up to `len` bytes from a readable source;
     /// `None` if the kernel refuses splicing here (then never again: plain
     /// reads and writes say what failed and where).
     fn splice_once(&mut self, len: usize) -> Option<bool> {
@@ -429,13 +472,15 @@ impl Stream {
                 Some(false)
             }
             Ok(n) => {
-                if let Some(Shape::Whole(count)) = &mut self.shape {
-                    *count += n as u64;
-                }
+                self.passed(n);
                 Some(true)
             }
-            // The destination has room, so the source is empty.
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(false),
+            // The source polled readable, so the destination is full
+            // (were the source empty after all, POLLOUT comes at once).
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.wants_room = true;
+                Some(false)
+            }
             Err(e) if e.raw_os_error() == Some(libc::EPIPE) => {
                 self.reader_gone(&e);
                 Some(false)
@@ -443,6 +488,44 @@ impl Stream {
             Err(e) => {
                 verbose!("cannot splice the command's {}: {e}; copying it instead", self.name);
                 self.splice = false;
+                None
+            }
+        }
+    }
+
+    /// One tee of up to `len` bytes from a readable source to a
+    /// destination pipe,
+    /// then the same bytes from the source into `file`, so the file gets
+    /// them in the order pgrun took them, as from a read. `None` if the
+    /// kernel refuses teeing here (then never again), or the destination's
+    /// reader left: a read then takes the next bytes into the file, and its
+    /// write says so, as without tee.
+    fn tee_once(&mut self, len: usize, file: &mut OutputFile, scratch: &mut [u8]) -> Option<bool> {
+        let source = self.source.as_ref()?;
+        match pipe::tee_nowait(source.as_fd(), self.dest.fd(), len) {
+            Ok(0) => {
+                self.end();
+                self.flush();
+                Some(false)
+            }
+            Ok(n) => {
+                let taken = file.take_from_pipe(source.as_fd(), n, scratch);
+                self.passed(n);
+                if let Err(e) = taken {
+                    self.read_failed(&e);
+                }
+                Some(true)
+            }
+            // The source polled readable, so the destination is full
+            // (were the source empty after all, POLLOUT comes at once).
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.wants_room = true;
+                Some(false)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => None,
+            Err(e) => {
+                verbose!("cannot tee the command's {}: {e}; copying it instead", self.name);
+                self.tee = false;
                 None
             }
         }
@@ -467,15 +550,15 @@ impl Stream {
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
             Err(e) => {
-                self.lose_the_rest(&e);
+                self.read_failed(&e);
                 false
             }
         }
     }
 
-    /// Reading the command's pipe failed: say so once, record it for the
-    /// report, and end the stream (what the cut owes is still written).
-    fn lose_the_rest(&mut self, e: &std::io::Error) {
+    /// A read of the command's output failed: say so, and end the stream
+    /// (what it owes is still written).
+    fn read_failed(&mut self, e: &std::io::Error) {
         let error = StreamError { reading: true, errno: e.raw_os_error().unwrap_or(libc::EIO) };
         say::line(format_args!(
             "cannot read the command's {}: {}; the rest of it is lost",
@@ -525,7 +608,7 @@ impl Stream {
             refused += 1;
             if refused == REFUSALS {
                 let err = std::io::Error::from_raw_os_error(libc::EAGAIN);
-                self.lose_the_rest(&err);
+                self.read_failed(&err);
                 break;
             }
         }

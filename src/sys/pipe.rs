@@ -1,8 +1,10 @@
 //! Pipes and plain reads and writes, for relaying the command's output
 //! (`--max-output`, `--output-file`): creating the inner pipes,
 //! non-blocking reads of their read ends, writes to pgrun's own stdout and
-//! stderr (or a non-blocking description of their pipe), and the few questions
-//! the relay asks about an fd.
+//! stderr (or a non-blocking description of their pipe), moving bytes
+//! kernel to kernel where Linux allows (`splice(2)`, `tee(2)`; elsewhere
+//! these say `Unsupported` and the relay reads and writes), and the few
+//! questions the relay asks about an fd.
 
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
@@ -64,8 +66,15 @@ pub fn bytes_readable(fd: BorrowedFd<'_>) -> io::Result<usize> {
     Ok(n.max(0) as usize)
 }
 
-/// Whether [`splice_nowait`] can write to `fd`: a pipe or FIFO, on Linux.
+/// Whether [`splice_nowait`] can write to `fd`: on Linux, a pipe or FIFO,
+/// or a regular file not opened for appending (`splice(2)` refuses
+/// O_APPEND).
 pub fn can_splice_to(fd: BorrowedFd<'_>) -> bool {
+    cfg!(linux_strengths) && (is_pipe(fd) || is_regular_file_not_appending(fd))
+}
+
+/// Whether [`tee_nowait`] can write to `fd`: a pipe or FIFO, on Linux.
+pub fn can_tee_to(fd: BorrowedFd<'_>) -> bool {
     cfg!(linux_strengths) && is_pipe(fd)
 }
 
@@ -74,17 +83,26 @@ pub fn is_pipe(fd: BorrowedFd<'_>) -> bool {
     nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO)
 }
 
-/// Move up to `len` bytes from the pipe `from` to the pipe `to` inside the
+/// Whether `fd` is a regular file whose description has no O_APPEND
+/// (either question failing: no).
+fn is_regular_file_not_appending(fd: BorrowedFd<'_>) -> bool {
+    let regular = nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG);
+    regular && fcntl(fd, FcntlArg::F_GETFL).is_ok_and(|flags| !OFlag::from_bits_retain(flags).contains(OFlag::O_APPEND))
+}
+
+/// Move up to `len` bytes from the pipe `from` to `to` (a pipe, or a
+/// regular file at its description's offset, as `write` would) inside the
 /// kernel, without copying them through pgrun: `splice(2)` with
 /// `SPLICE_F_NONBLOCK`, which waits for neither pipe and changes neither
 /// description's flags (the caller's stdout keeps its own). `Ok(0)`: `from`
-/// is at its end. `WouldBlock`: `from` is empty or `to` is full. Retried on
-/// EINTR. Off Linux: `Unsupported`.
+/// is at its end. `WouldBlock`: `from` is empty or `to` is a full pipe.
+/// Retried on EINTR. Off Linux: `Unsupported`.
 pub fn splice_nowait(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
     #[cfg(linux_strengths)]
     loop {
-        // SAFETY: two valid fds, no offsets (null: both are pipes), plain
-        // flags; splice touches no memory of ours.
+        // SAFETY: two valid fds, no offsets (null: the pipe has none, the
+        // file's own is used and moved), plain flags; splice touches no
+        // memory of ours.
         let n = unsafe {
             libc::splice(
                 from.as_raw_fd(),
@@ -95,6 +113,31 @@ pub fn splice_nowait(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io
                 libc::SPLICE_F_NONBLOCK | libc::SPLICE_F_MOVE,
             )
         };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = (from, to, len);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+/// Copy up to `len` bytes from the front of the pipe `from` into the pipe
+/// `to`, leaving them in `from` (to be read or spliced next): `tee(2)` with
+/// `SPLICE_F_NONBLOCK`, no copy through pgrun. `Ok(0)`: `from` is at its
+/// end. `WouldBlock`: `from` is empty or `to` is full. Retried on EINTR.
+/// Off Linux: `Unsupported`.
+pub fn tee_nowait(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    #[cfg(linux_strengths)]
+    loop {
+        // SAFETY: two valid fds, plain flags; tee touches no memory of ours.
+        let n = unsafe { libc::tee(from.as_raw_fd(), to.as_raw_fd(), len, libc::SPLICE_F_NONBLOCK) };
         if n >= 0 {
             return Ok(n as usize);
         }
