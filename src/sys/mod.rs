@@ -27,6 +27,7 @@
 //! and `send`; `pread`; `mmap`). Each module's doc names its own.
 
 pub mod cgroup;
+pub mod guard_channel;
 pub mod lifetime;
 pub mod lock;
 pub mod pidfd;
@@ -36,6 +37,7 @@ pub mod process;
 pub mod rlimit;
 pub mod session;
 pub mod sigmask;
+pub mod spawn;
 pub mod terminal;
 pub mod wakeup;
 
