@@ -3,16 +3,18 @@
 //! Every `libc`/`nix` call pgrun makes lives below this module, behind a
 //! small safe function with the syscall's name in its doc line; the rest of
 //! the crate never sees a raw pointer or an `unsafe` block. Submodules group
-//! the calls by what they serve: [`process`] (spawning, groups, reaping),
+//! the calls by what they serve: [`spawn`] (creating the command's process
+//! and its steps before exec), [`process`] (signalling groups, reaping),
 //! [`sigmask`] (signal sets and masks), [`wakeup`] (turning signals into a
 //! pollable fd), [`lock`] (fcntl record locks), [`terminal`] (the
 //! foreground process group of the controlling terminal), [`pipe`] (the
 //! pipes and reads and writes of `--max-output`), [`proc`] (reading
 //! `/proc`), [`cgroup`] (the cgroup v2 files of `--contain cgroup`),
 //! [`pidfd`] (a hold on one process that pid reuse cannot redirect),
-//! [`lifetime`] (the guard's fork and the socket that ties it to pgrun, the
-//! parent-death signal), [`session`] (what `--detach` needs: a new session,
-//! the standard fds pointed elsewhere),
+//! [`lifetime`] (the guard's fork, the page it shares with pgrun, the
+//! parent-death signal), [`guard_channel`] (the socket that ties the guard
+//! to pgrun and carries the pidfds handed to it), [`session`] (what
+//! `--detach` needs: a new session, the standard fds pointed elsewhere),
 //! [`rlimit`] (resource limits for `--rlimit`).
 //!
 //! The calls go through nix's safe wrappers wherever the nix features this
