@@ -20,6 +20,7 @@ import time
 ap = argparse.ArgumentParser()
 ap.add_argument("--pgrun", required=True)
 ap.add_argument("--quick", action="store_true", help="few iterations, for CI")
+ap.add_argument("--fork-reference", help="bench/spawnwait.c built static: the cost of one fork")
 args = ap.parse_args()
 PGRUN = os.path.abspath(args.pgrun)
 QUICK = args.quick
@@ -275,6 +276,30 @@ def output_file():
         anchors, f"{ours_cut / tee:.2f}x tee", "<= 1.2x tee")
 
 
+def guard_startup():
+    """Issue 23's start-up figures, all in the same hyperfine rounds: the
+    default mode (tree + guard) against setsid -w as whole wall times, and
+    the guard's cost (the default minus --no-guard) against one fork of a
+    static binary (bench/spawnwait.c with --fork minus without)."""
+    if not args.fork_reference:
+        return
+    ref = os.path.abspath(args.fork_reference)
+    runs, rounds = (20, 1) if QUICK else (250, 6)
+    variants = [
+        ("default", f"{PGRUN} -- /bin/true"),
+        ("--no-guard", f"{PGRUN} --no-guard -- /bin/true"),
+        ("setsid -w", "setsid -w /bin/true"),
+        ("static spawn", f"{ref} /bin/true"),
+        ("static fork + spawn", f"{ref} --fork /bin/true"),
+    ]
+    m = dict(zip([n for n, _ in variants], hyperfine([c for _, c in variants], runs, rounds=rounds)))
+    row("start-up, default (tree + guard), whole run", ms(m["default"]), f"setsid -w /bin/true {ms(m['setsid -w'])}",
+        f"{m['default'] / m['setsid -w']:.2f}x setsid", "<= 1.10x setsid")
+    guard, fork = m["default"] - m["--no-guard"], m["static fork + spawn"] - m["static spawn"]
+    row("start-up, the guard's cost (default minus --no-guard)", ms(guard),
+        f"one fork of a static binary {ms(fork)}", f"{guard / fork:.2f}x a fork" if fork > 0 else "", "<= 1 fork")
+
+
 def containment_startup():
     """Start-up of each --contain mode and of the guard, next to group
     without a guard and setsid/timeout, all in the same hyperfine rounds."""
@@ -441,7 +466,7 @@ def detach_latency():
 
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
-    for measure in [startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
+    for measure in [startup, guard_startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
                     idle_and_memory, scale, output_relay, output_file, wait_latency, detach_latency]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()

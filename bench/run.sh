@@ -27,4 +27,10 @@ case "$host" in
   *-linux-gnu) export RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static" ;;
 esac
 cargo build --quiet --release --target "$host"
-exec python3 bench/measure.py --pgrun "target/$host/release/pgrun" "$@"
+# The reference for the guard's cost: a static C program with and without
+# one fork (bench/spawnwait.c); the row is left out without a C compiler.
+reference=()
+if command -v cc >/dev/null && cc -O2 -static -o "target/bench-spawnwait" bench/spawnwait.c 2>/dev/null; then
+  reference=(--fork-reference target/bench-spawnwait)
+fi
+exec python3 bench/measure.py --pgrun "target/$host/release/pgrun" "${reference[@]}" "$@"

@@ -7,17 +7,18 @@
 //! its own, so a kill of the caller's group does not take it, keeps only
 //! its end of a socket pair whose other end only pgrun holds
 //! (close-on-exec, so the command never inherits it), and blocks until
-//! that end hangs up: no CPU, no wake-ups. What the guard will need, pgrun
-//! hands it as it learns it: the group id and the identity of the pid file
-//! and marker it published go into a page shared with the guard (no
-//! syscall); on Linux, a pidfd of the command's leader, opened the moment
-//! pgrun has its pid, and pidfds of the members when a stop starts or when
-//! the leader is reaped while members live, go over the socket (the guard
-//! asks to be woken only by a hang-up, so these do not wake it). On the
-//! posix_spawn path pgrun has the pid only after the exec (it waits
-//! meanwhile), so just before the spawn it sends a notice, the guard's one
-//! wake-up: the guard then finds the new process among pgrun's children
-//! and holds it itself. The socket hangs up when pgrun exits, however it exits. If pgrun
+//! that end hangs up: no CPU, no wake-ups, not even at the spawn. What the
+//! guard will need it is handed as it becomes known: the group id and the
+//! identity of the pid file and marker pgrun published go into a page
+//! shared with the guard (no syscall); on Linux, pidfds go over the socket
+//! ([`sys::guard_channel`]; the guard asks to be woken only by a hang-up, so
+//! these do not wake it): one of the command's process, which that process
+//! sends itself before its exec (so a pgrun SIGKILLed at any moment of the
+//! spawn leaves nothing the guard does not hold: the socket cannot hang up
+//! before that process has exec'd, since it holds a copy of pgrun's end
+//! until then), and those of the members when a stop starts or when the
+//! leader is reaped while members live. The socket hangs up when pgrun
+//! exits, however it exits. If pgrun
 //! marked the page "released" first, it is ending normally: the guard
 //! exits, and pgrun reaps it. Otherwise the guard makes sure pgrun is
 //! really gone (it was reparented: `getppid()` is no longer pgrun; an
@@ -77,11 +78,12 @@ use crate::contain::cgroup::Leaf;
 use crate::say;
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
-use crate::sys::{self, Pid, lifetime, process};
+use crate::sys::pidfd::Pidfd;
+use crate::sys::{self, Pid, guard_channel, lifetime, process};
 use crate::test_hook;
 use crate::unsupervised;
 use std::cell::Cell;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -157,7 +159,7 @@ impl Guard {
     /// Fork the guard. Call before the command starts.
     pub fn start(plan: Plan) -> std::io::Result<Guard> {
         let shared = Rc::new(lifetime::SharedPage::new()?);
-        let (guard_end, pgrun_end) = lifetime::tie()?;
+        let (guard_end, pgrun_end) = guard_channel::pair()?;
         let pgrun = sys::getpid();
         match lifetime::fork()? {
             None => {
@@ -208,34 +210,33 @@ impl Guard {
         self.child.0.set(None);
     }
 
-    /// pgrun is about to create the command's process: the guard looks for
-    /// it among pgrun's children until it holds it (Linux; see the guard's
-    /// side).
-    pub fn spawning(&self) {
-        #[cfg(linux_strengths)]
-        if let Some(tie) = &self.tie
-            && let Err(e) = lifetime::send_notice(tie.as_fd())
-        {
-            say::line(format_args!("cannot tell the guard that the command starts: {e}"));
-        }
+    /// pgrun's end of the guard's channel as the command's process should
+    /// get it, to hand itself to the guard before its exec; `None` where
+    /// nothing is handed over (no pidfds) or once the guard is released.
+    pub fn for_the_child(&self) -> Option<BorrowedFd<'_>> {
+        guard_channel::for_the_child(self.tie.as_ref()?.as_fd())
     }
 
-    /// The command's process `pid` (the leader of group `pid`) exists,
-    /// though its exec may not have finished: hand the guard a pidfd of it
-    /// (Linux), then its group id. Called the moment the spawn has a pid.
+    /// The command's process `pid` (the leader of group `pid`) exists: the
+    /// guard learns its group id. Called the moment the spawn has a pid.
     pub fn spawned(&self, pid: Pid) {
-        #[cfg(linux_strengths)]
-        if let Some(tie) = &self.tie {
-            match process::pidfd_open(pid) {
-                Some(fd) => {
-                    if let Err(e) = lifetime::send_processes(tie.as_fd(), &[(pid, fd.as_fd())]) {
-                        say::line(format_args!("cannot hand process {pid} to the guard: {e}"));
-                    }
-                }
-                None => say::line(format_args!("cannot open a pidfd of process {pid} for the guard")),
-            }
-        }
         self.shared.slot(PGID).store(pid as u64, Ordering::Release);
+    }
+
+    /// The command's process `pid` could not hand itself to the guard
+    /// (`why`): pgrun hands a pidfd of it over itself, while it is its
+    /// unreaped child, or says it cannot (the guard then has the group by
+    /// its number alone).
+    pub fn hand_over(&self, pid: Pid, why: &std::io::Error) {
+        let Some(tie) = &self.tie else { return };
+        match Pidfd::open(pid) {
+            Some(fd) => {
+                if let Err(e) = guard_channel::send(tie.as_fd(), &[(pid, &fd)]) {
+                    say::line(format_args!("cannot hand process {pid} to the guard: {e}"));
+                }
+            }
+            None => say::line(format_args!("cannot open a pidfd of process {pid} for the guard: {why}")),
+        }
     }
 
     /// The process announced with [`Guard::spawned`] failed to run and was
@@ -256,8 +257,8 @@ impl Guard {
     /// they are, unless a newcomer numbered like the group took it after
     /// the group ended).
     pub fn hold_members(&self, pgid: Pid, leader_unreaped: bool) {
-        #[cfg(linux_strengths)]
         if let Some(tie) = &self.tie
+            && guard_channel::HANDS_OVER
             && pgid > 1
             && process::group_exists(pgid)
         {
@@ -265,13 +266,11 @@ impl Guard {
             if members.is_empty() || (!leader_unreaped && sys::proc::stat(pgid).is_some()) {
                 return;
             }
-            let held: Vec<_> = members.iter().map(|(pid, fd)| (*pid, fd.as_fd())).collect();
-            if let Err(e) = lifetime::send_processes(tie.as_fd(), &held) {
+            let held: Vec<_> = members.iter().map(|(pid, fd)| (*pid, fd)).collect();
+            if let Err(e) = guard_channel::send(tie.as_fd(), &held) {
                 say::line(format_args!("cannot hand the members of process group {pgid} to the guard: {e}"));
             }
         }
-        #[cfg(not(linux_strengths))]
-        let _ = (pgid, leader_unreaped);
     }
 
     /// The pid file was published as this inode.
@@ -332,16 +331,21 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     let _ = lifetime::setpgid(0, 0);
     let _ = lifetime::detach_stdin_stdout();
     lifetime::close_all_but(&[tie.as_raw_fd()]);
-    #[cfg(linux_strengths)]
-    let held = watch_the_spawn(&tie, pgrun);
-    #[cfg(not(linux_strengths))]
-    let held = Vec::new();
     wait_for_hangup(&tie, shared, pgrun);
-    // pgrun is ending: it wrote all it will write. Take hold of the run's
-    // processes first, while its leader may still be pgrun's unreaped
-    // child (once pgrun is gone, whoever inherits it may reap it at once).
+    // pgrun is ending: it wrote all it will write, and so did the command's
+    // process before its exec. Take hold of the run's processes first,
+    // while its leader may still be pgrun's unreaped child (once pgrun is
+    // gone, whoever inherits it may reap it at once).
+    let held = match guard_channel::receive(tie.as_fd()) {
+        Ok(held) => held,
+        Err(e) => {
+            say::line(format_args!("guard: cannot take the processes pgrun handed over: {e}"));
+            Vec::new()
+        }
+    };
     // The command's process is the leader of its own group: its pid is the
-    // group's id, as pgrun stored it, or as the guard caught it.
+    // group's id, as pgrun stored it, or as the process handed itself over
+    // (first on the channel).
     let pgid = match shared.slot(PGID).load(Ordering::Acquire) {
         0 => held.first().map(|(pid, _)| *pid),
         g => Some(g as Pid),
@@ -350,7 +354,7 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     // Until pgrun saw the group empty, its number is still the run's (see
     // the module's doc): the guard goes on from where pgrun was.
     let number_is_the_runs = shared.slot(GROUP_GONE).load(Ordering::Acquire) == 0;
-    let group = pgid.and_then(|pgid| run_group(&tie, pgid, held, number_is_the_runs));
+    let group = pgid.and_then(|pgid| run_group(pgid, held, number_is_the_runs));
     drop(tie);
     confirm_pgrun_gone(shared, pgrun);
     let identity = |first: usize| {
@@ -391,107 +395,19 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     sys::exit_now(0)
 }
 
-/// The run's group as the guard can prove it: on Linux the processes pgrun
-/// handed over (the leader, members left after it was reaped), and the
-/// group by its number while pgrun never saw it empty (`number_is_the_runs`)
-/// until the guard sees it empty itself; elsewhere the group by its number,
-/// under the same condition. `None` if nothing is left that is the run's.
-fn run_group(
-    tie: &OwnedFd,
-    pgid: Pid,
-    held: Vec<(Pid, OwnedFd)>,
-    number_is_the_runs: bool,
-) -> Option<unsupervised::Group> {
-    #[cfg(linux_strengths)]
-    {
-        let mut held = held;
-        match lifetime::receive_processes(tie.as_fd()) {
-            Ok(received) => held.extend(received.processes),
-            Err(e) => say::line(format_args!("guard: cannot take the processes pgrun handed over: {e}")),
-        }
-        let held = held.into_iter().map(|(pid, fd)| (pid, sys::pidfd::Pidfd::from_owned(fd))).collect();
-        let mut group = unsupervised::Group::held(pgid, held, number_is_the_runs);
-        group.look_for_members();
-        Some(group)
+/// The run's group as the guard can prove it: the processes handed over
+/// (the leader, members left after it was reaped), and the group by its
+/// number while pgrun never saw it empty (`number_is_the_runs`) until the
+/// guard sees it empty itself; where there are no pidfds, the group by its
+/// number, under the same condition. `None` if nothing is left that is the
+/// run's.
+fn run_group(pgid: Pid, held: Vec<(Pid, Pidfd)>, number_is_the_runs: bool) -> Option<unsupervised::Group> {
+    if !Pidfd::SUPPORTED {
+        return number_is_the_runs.then(|| unsupervised::Group::new(pgid));
     }
-    #[cfg(not(linux_strengths))]
-    {
-        let _ = (tie, held);
-        number_is_the_runs.then(|| unsupervised::Group::new(pgid))
-    }
-}
-
-/// While pgrun creates the command (Linux): pgrun sends a notice just
-/// before it creates the command's process (the guard's one wake-up during
-/// a run), and a pidfd of it as soon as it has its pid. On the posix_spawn
-/// path that is only after the exec: pgrun waits meanwhile (vfork), and a
-/// pgrun killed then would leave a process nobody knows of. So on the
-/// notice the guard looks for the process itself among pgrun's children
-/// (the guard aside, pgrun has no other), takes a pidfd of it and checks it
-/// is still pgrun's child (so the pidfd names it). Done once the process is
-/// held, by either; then the guard waits for the hang-up alone, which no
-/// message wakes. Returns what it holds.
-#[cfg(linux_strengths)]
-fn watch_the_spawn(tie: &OwnedFd, pgrun: Pid) -> Vec<(Pid, OwnedFd)> {
-    let mut held = Vec::new();
-    let mut looking = false;
-    let mut pauses = Backoff::between(Duration::from_micros(20), Duration::from_millis(1));
-    // Looking is bounded: a spawn that failed before its process existed
-    // sends nothing more, and pgrun's end hangs up only when pgrun ends.
-    let mut looked_since = None;
-    loop {
-        if looked_since.is_some_and(|t: std::time::Instant| t.elapsed() > Duration::from_secs(1)) {
-            looking = false;
-        }
-        let state = if looking { lifetime::peek_tie(tie.as_fd()) } else { lifetime::wait_tie(tie.as_fd(), true) };
-        let state = match state {
-            Ok(state) => state,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            // The wait for the hang-up that follows judges the tie.
-            Err(_) => return held,
-        };
-        if state.hung_up {
-            return held;
-        }
-        if state.message {
-            let Ok(received) = lifetime::receive_processes(tie.as_fd()) else { return held };
-            if received.notices > 0 {
-                looking = true;
-                looked_since = Some(std::time::Instant::now());
-            }
-            if !received.processes.is_empty() {
-                held.extend(received.processes);
-                return held;
-            }
-        }
-        if looking {
-            match child_of(pgrun) {
-                Ok(Some(child)) => {
-                    held.push(child);
-                    return held;
-                }
-                Ok(None) => {}
-                // pgrun is gone, or the kernel has no children files.
-                Err(_) => return held,
-            }
-            std::thread::sleep(pauses.next_pause());
-        }
-    }
-}
-
-/// A child of pgrun other than the guard, held by a pidfd opened while it
-/// was pgrun's child (checked after opening).
-#[cfg(linux_strengths)]
-fn child_of(pgrun: Pid) -> std::io::Result<Option<(Pid, OwnedFd)>> {
-    let me = sys::getpid();
-    for child in sys::proc::children(pgrun)?.into_iter().filter(|&c| c != me) {
-        if let Some(fd) = process::pidfd_open(child)
-            && sys::proc::stat(child).is_some_and(|s| s.ppid == pgrun)
-        {
-            return Ok(Some((child, fd)));
-        }
-    }
-    Ok(None)
+    let mut group = unsupervised::Group::held(pgid, held, number_is_the_runs);
+    group.look_for_members();
+    Some(group)
 }
 
 /// Return once the tie hangs up (pgrun closed its end: it released the
@@ -509,10 +425,10 @@ fn wait_for_hangup(tie: &OwnedFd, shared: &lifetime::SharedPage, pgrun: Pid) {
         let waited = if std::mem::take(&mut fail_first) {
             Err(std::io::Error::from_raw_os_error(libc::EIO))
         } else {
-            lifetime::wait_tie(tie.as_fd(), false)
+            guard_channel::wait_hangup(tie.as_fd())
         };
         match waited {
-            Ok(_) => break,
+            Ok(()) => break,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
                 exit_if_released(shared);

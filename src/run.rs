@@ -388,14 +388,17 @@ fn watch_parent(args: &RunArgs, parent: Pid) -> Step<Option<ParentWatch>> {
 /// needs the group id, and start reading signals.
 fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
     // The guard holds the command from the moment it exists, before its
-    // exec has finished: a pgrun killed in between leaves nothing running.
+    // exec: the process hands itself over first thing (see the guard), so a
+    // pgrun killed at any moment of the spawn leaves nothing running.
     let guard = run.guard.as_ref();
     let created = |pid: Pid| {
+        test_hook::pause("forked");
         if let Some(guard) = guard {
             guard.spawned(pid);
         }
         test_hook::pause("created");
     };
+    let pause_in_child = test_hook::child_pause("child-created");
     let options = SpawnOptions {
         detach: if args.setsid { Detach::Session } else { Detach::Group },
         child_mask: run.inherited.mask,
@@ -405,12 +408,11 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         join_cgroup: run.scope.join_fd(),
         on_created: Some(&created),
         rlimits: run.rlimits,
+        hand_over: guard.and_then(Guard::for_the_child),
+        pause_in_child: pause_in_child.as_ref(),
     };
     let program = args.command[0].to_string_lossy();
     assert!(!test_hook::active(test_hook::PANIC_BEFORE_SPAWN), "test hook: panic before the spawn");
-    if let Some(guard) = guard {
-        guard.spawning();
-    }
     let spawned = process::spawn(&run.argv, &options);
     // Only the command holds the write ends now: its exit is the pipes' end.
     run.child_ends = None;
@@ -420,7 +422,12 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         guard.spawn_failed();
     }
     let pgid = match spawned {
-        Ok(pid) => pid,
+        Ok(spawned) => {
+            if let (Some(guard), Some(why)) = (&run.guard, &spawned.hand_over_failed) {
+                guard.hand_over(spawned.pid, why);
+            }
+            spawned.pid
+        }
         Err(SpawnError::Exec(e)) => {
             let exit = if e.raw_os_error() == Some(libc::ENOENT) { RunExit::NotFound } else { RunExit::CannotExecute };
             return Err(EarlyEnd::Failed(exit, anyhow!("cannot run '{program}': {e}")));

@@ -12,9 +12,12 @@
 //! `claimed` (the claim is held, nothing prepared yet), `starting` (the
 //! starting name is held too, the path not yet checked again), `marker-checked`
 //! (no marker was found before the start), `guard-started` (the guard is
-//! forked, the command not yet), `created` (the command's
-//! process exists and the guard was told; on the fork path its exec may not
-//! have finished), `spawned` (the command runs, its group is not published
+//! forked, the command not yet), `child-created` (in the command's process,
+//! first thing after it exists, before it hands itself to the guard: pgrun
+//! waits meanwhile, except on the fork path), `forked` (pgrun has the
+//! command's pid and has told the guard nothing itself), `created` (the
+//! guard was told the group id; on the fork path the exec may not have
+//! finished), `spawned` (the command runs, its group is not published
 //! yet), `draining-census` (with `--wait-group`, the command has exited and
 //! the supervisor is about to ask whether only zombies it cannot reap are
 //! left), `leader-step` (the supervisor is about to decide whether a `leader:` step
@@ -58,6 +61,25 @@ fn pause_for_tests(step: &str) {
         while std::fs::symlink_metadata(file).is_err() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+}
+
+/// The pause of `step` for the command's process, between its creation
+/// and its exec, made before the process exists (the child only makes raw
+/// calls, allocates nothing and reads no environment): `None` unless asked
+/// for (debug builds only).
+pub fn child_pause(step: &str) -> Option<crate::sys::spawn::ChildPause> {
+    #[cfg(debug_assertions)]
+    {
+        let spec = std::env::var_os("PGRUN_TEST_PAUSE")?;
+        let spec = spec.to_string_lossy().into_owned();
+        let gate = spec.split(',').find_map(|entry| entry.split_once('=').filter(|(name, _)| *name == step))?.1;
+        crate::sys::spawn::ChildPause::new(std::path::Path::new(gate))
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = step;
+        None
     }
 }
 

@@ -1,18 +1,16 @@
 //! The calls that decide what outlives what: forking the guard (a copy of
 //! pgrun that outlives a SIGKILLed pgrun), naming it, moving it out of the
-//! caller's group, the socket pair that ties it to pgrun (and carries the
-//! pidfds of the run's processes to it), waiting for it, and the
-//! parent-death signal of `--die-with-parent`.
+//! caller's group, the page it shares with pgrun, waiting for it, and the
+//! parent-death signal of `--die-with-parent`. (The socket that ties the
+//! guard to pgrun: [`super::guard_channel`].)
 //!
 //! nix expresses `setpgid`, `waitpid`, `dup2` onto stdin/stdout and `prctl`;
-//! raw libc remains for `fork` (unsafe in nix too), `close_range`, `mmap`,
-//! and the tie's `poll`, `send` and `SCM_RIGHTS` messages (nix's socket
-//! feature needs a crate this project does not carry, and its poll feature
-//! is not enabled).
+//! raw libc remains for `fork` (unsafe in nix too), `close_range` and
+//! `mmap`.
 
 use super::Pid;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 
 /// `fork(2)`: `Some(child)` in the parent, `None` in the child.
 ///
@@ -158,187 +156,5 @@ impl Drop for SharedPage {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`, unmapped once.
         unsafe { libc::munmap(self.ptr.cast(), 4096) };
-    }
-}
-
-/// The tie between pgrun and its guard: a Unix socket pair (close-on-exec,
-/// so the command never inherits an end). pgrun keeps one end, the guard
-/// the other; the guard's end hangs up when pgrun's closes, which happens
-/// when pgrun exits, however it exits.
-pub fn tie() -> io::Result<(OwnedFd, OwnedFd)> {
-    let (a, b) = std::os::unix::net::UnixStream::pair()?;
-    Ok((a.into(), b.into()))
-}
-
-/// What a look at the tie found.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TieState {
-    /// The other end hung up: every copy of it is closed.
-    pub hung_up: bool,
-    /// A message is waiting.
-    pub message: bool,
-}
-
-/// Block until the other end of the tie hangs up or, with `messages`, a
-/// message arrives: no CPU. Without `messages` no message wakes the caller
-/// (on Linux the wait asks for `POLLRDHUP` alone, and the kernel wakes a
-/// poller only for the events it asked for; elsewhere nothing is ever
-/// sent). Any error is returned (EINTR included) for the caller to judge.
-pub fn wait_tie(fd: BorrowedFd<'_>, messages: bool) -> io::Result<TieState> {
-    poll_tie(fd, messages, -1)
-}
-
-/// What the tie holds now, without waiting.
-pub fn peek_tie(fd: BorrowedFd<'_>) -> io::Result<TieState> {
-    poll_tie(fd, true, 0)
-}
-
-fn poll_tie(fd: BorrowedFd<'_>, messages: bool, timeout: libc::c_int) -> io::Result<TieState> {
-    #[cfg(target_os = "linux")]
-    let hangup = libc::POLLRDHUP;
-    #[cfg(not(target_os = "linux"))]
-    let hangup = 0;
-    let events = hangup | if messages { libc::POLLIN } else { 0 };
-    let mut set = [libc::pollfd { fd: fd.as_raw_fd(), events, revents: 0 }];
-    // SAFETY: one valid pollfd, its count.
-    let n = unsafe { libc::poll(set.as_mut_ptr(), 1, timeout) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let got = set[0].revents;
-    if got & libc::POLLNVAL != 0 {
-        return Err(io::Error::from_raw_os_error(libc::EBADF));
-    }
-    let hung_up = got & (hangup | libc::POLLHUP | libc::POLLERR) != 0;
-    Ok(TieState { hung_up, message: !hung_up && got & libc::POLLIN != 0 })
-}
-
-/// Most fds one message of [`send_processes`] carries.
-#[cfg(linux_strengths)]
-const FDS_PER_MESSAGE: usize = 32;
-
-/// Send `(pid, pidfd)` pairs over the tie, without blocking (`SCM_RIGHTS`;
-/// the pids as the message's bytes). The guard takes them only once pgrun
-/// is gone. Linux only: elsewhere there are no pidfds to send.
-#[cfg(linux_strengths)]
-pub fn send_processes(tie: BorrowedFd<'_>, processes: &[(Pid, BorrowedFd<'_>)]) -> io::Result<()> {
-    for chunk in processes.chunks(FDS_PER_MESSAGE) {
-        let pids: Vec<Pid> = chunk.iter().map(|(pid, _)| *pid).collect();
-        let fds: Vec<RawFd> = chunk.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
-        let fds_len = std::mem::size_of_val(fds.as_slice());
-        // SAFETY: CMSG_SPACE computes a size from a length.
-        let space = unsafe { libc::CMSG_SPACE(fds_len as u32) } as usize;
-        let mut control = vec![0u64; space.div_ceil(8)];
-        let mut iov =
-            libc::iovec { iov_base: pids.as_ptr() as *mut libc::c_void, iov_len: size_of_val(pids.as_slice()) };
-        // SAFETY: a zeroed msghdr is valid; the fields set below point at
-        // live buffers of the lengths given.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
-        // SAFETY: the control buffer holds CMSG_SPACE(fds_len) bytes, so its
-        // first header and the data after it are within it.
-        unsafe {
-            let cmsg = libc::CMSG_FIRSTHDR(&msg);
-            (*cmsg).cmsg_level = libc::SOL_SOCKET;
-            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(fds_len as u32) as _;
-            std::ptr::copy_nonoverlapping(fds.as_ptr().cast::<u8>(), libc::CMSG_DATA(cmsg), fds_len);
-        }
-        // SAFETY: msg points at the buffers above, alive during the call.
-        let sent = unsafe { libc::sendmsg(tie.as_raw_fd(), &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
-        if sent < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if sent as usize != iov.iov_len {
-            return Err(io::Error::new(io::ErrorKind::WriteZero, "short message to the guard"));
-        }
-    }
-    Ok(())
-}
-
-/// Send a notice over the tie, without blocking: a message of one pid 0
-/// and no fd (Linux only).
-#[cfg(linux_strengths)]
-pub fn send_notice(tie: BorrowedFd<'_>) -> io::Result<()> {
-    let bytes = (0 as Pid).to_ne_bytes();
-    // SAFETY: sending the bytes of a live local array.
-    let sent = unsafe {
-        libc::send(tie.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-    };
-    if sent < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if sent as usize != bytes.len() {
-        return Err(io::Error::new(io::ErrorKind::WriteZero, "short message to the guard"));
-    }
-    Ok(())
-}
-
-/// What was queued on the tie.
-#[cfg(linux_strengths)]
-#[derive(Default)]
-pub struct Received {
-    /// The `(pid, pidfd)` pairs sent with [`send_processes`].
-    pub processes: Vec<(Pid, OwnedFd)>,
-    /// How many notices ([`send_notice`]).
-    pub notices: usize,
-}
-
-/// Take everything queued on the tie, without blocking.
-#[cfg(linux_strengths)]
-pub fn receive_processes(tie: BorrowedFd<'_>) -> io::Result<Received> {
-    use std::os::fd::FromRawFd;
-    let mut out = Received::default();
-    loop {
-        let mut pids = [0 as Pid; FDS_PER_MESSAGE];
-        // SAFETY: CMSG_SPACE computes a size from a length.
-        let space = unsafe { libc::CMSG_SPACE((FDS_PER_MESSAGE * size_of::<RawFd>()) as u32) } as usize;
-        let mut control = vec![0u64; space.div_ceil(8)];
-        let mut iov = libc::iovec { iov_base: pids.as_mut_ptr().cast(), iov_len: size_of_val(&pids) };
-        // SAFETY: a zeroed msghdr is valid; the fields set below point at
-        // live buffers of the lengths given.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
-        // SAFETY: msg points at the buffers above, alive during the call;
-        // received fds are made close-on-exec.
-        let got = unsafe { libc::recvmsg(tie.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC) };
-        if got < 0 {
-            let err = io::Error::last_os_error();
-            match err.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EAGAIN) => return Ok(out),
-                _ => return Err(err),
-            }
-        }
-        if got == 0 {
-            return Ok(out);
-        }
-        let mut fds = Vec::new();
-        // SAFETY: walking the control messages the kernel wrote into
-        // `control`, within msg_controllen; each SCM_RIGHTS payload is an
-        // array of fds now owned by this process.
-        unsafe {
-            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-            while !cmsg.is_null() {
-                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                    let len = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
-                    let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
-                    for i in 0..len / size_of::<RawFd>() {
-                        fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
-                    }
-                }
-                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-            }
-        }
-        // Notices are pid 0; each other pid goes with the next fd, in order.
-        let count = got as usize / size_of::<Pid>();
-        out.notices += pids[..count].iter().filter(|&&p| p == 0).count();
-        out.processes.extend(pids[..count].iter().copied().filter(|&p| p != 0).zip(fds));
     }
 }

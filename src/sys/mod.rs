@@ -3,7 +3,8 @@
 //! Every `libc`/`nix` call pgrun makes lives below this module, behind a
 //! small safe function with the syscall's name in its doc line; the rest of
 //! the crate never sees a raw pointer or an `unsafe` block. Submodules group
-//! the calls by what they serve: [`process`] (spawning, groups, reaping),
+//! the calls by what they serve: [`spawn`] (creating the command's process
+//! and its steps before exec), [`process`] (signalling groups, reaping),
 //! [`signals`] (the platform's signal numbers and names), [`sigmask`]
 //! (signal sets and masks), [`wakeup`] (turning signals into a
 //! pollable fd), [`lock`] (fcntl record locks), [`terminal`] (the
@@ -11,9 +12,10 @@
 //! pipes and reads and writes of `--max-output`), [`proc`] (reading
 //! `/proc`), [`cgroup`] (the cgroup v2 files of `--contain cgroup`),
 //! [`pidfd`] (a hold on one process that pid reuse cannot redirect),
-//! [`lifetime`] (the guard's fork and the socket that ties it to pgrun, the
-//! parent-death signal), [`session`] (what `--detach` needs: a new session,
-//! the standard fds pointed elsewhere),
+//! [`lifetime`] (the guard's fork, the page it shares with pgrun, the
+//! parent-death signal), [`guard_channel`] (the socket that ties the guard
+//! to pgrun and carries the pidfds handed to it), [`session`] (what
+//! `--detach` needs: a new session, the standard fds pointed elsewhere),
 //! [`rlimit`] (resource limits for `--rlimit`).
 //!
 //! The calls go through nix's safe wrappers wherever the nix features this
@@ -28,6 +30,7 @@
 //! and `send`; `pread`; `mmap`). Each module's doc names its own.
 
 pub mod cgroup;
+pub mod guard_channel;
 pub mod lifetime;
 pub mod lock;
 pub mod pidfd;
@@ -38,6 +41,7 @@ pub mod rlimit;
 pub mod session;
 pub mod sigmask;
 pub mod signals;
+pub mod spawn;
 pub mod terminal;
 pub mod wakeup;
 

@@ -9,6 +9,9 @@
 
 use super::{Pid, Signal};
 use std::io;
+#[cfg(linux_strengths)]
+use std::os::fd::AsRawFd;
+use std::os::fd::OwnedFd;
 
 /// A process held by a pidfd.
 #[cfg(linux_strengths)]
@@ -27,7 +30,7 @@ impl Pidfd {
     /// no pidfds or the process is already gone.
     pub fn open(pid: Pid) -> Option<Pidfd> {
         #[cfg(linux_strengths)]
-        return super::process::pidfd_open(pid).map(Pidfd);
+        return pidfd_open(pid).map(Pidfd);
         #[cfg(not(linux_strengths))]
         {
             let _ = pid;
@@ -45,7 +48,7 @@ impl Pidfd {
     /// proof of an exit: false, and the caller asks again.
     pub fn exited(&self) -> bool {
         #[cfg(linux_strengths)]
-        return super::process::pidfd_exited(std::os::fd::AsFd::as_fd(&self.0));
+        return pidfd_exited(std::os::fd::AsFd::as_fd(&self.0));
         #[cfg(not(linux_strengths))]
         match self.0 {}
     }
@@ -66,7 +69,7 @@ impl Pidfd {
     /// exited. `Signal::PROBE` asks whether it is not yet reaped.
     pub fn signal(&self, signal: Signal) -> io::Result<bool> {
         #[cfg(linux_strengths)]
-        return super::process::pidfd_signal(std::os::fd::AsFd::as_fd(&self.0), signal);
+        return pidfd_signal(std::os::fd::AsFd::as_fd(&self.0), signal);
         #[cfg(not(linux_strengths))]
         {
             let _ = signal;
@@ -80,4 +83,50 @@ impl std::os::fd::AsFd for Pidfd {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.0.as_fd()
     }
+}
+
+/// A handle that becomes readable when a process exits: a pidfd on Linux
+/// (`pidfd_open(2)`); `None` where the platform has none or the process is
+/// already gone.
+pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
+    #[cfg(linux_strengths)]
+    {
+        use std::os::fd::FromRawFd;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: the kernel just gave us this fd; pidfds are close-on-exec.
+        Some(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// Whether the process a pidfd refers to has exited (a pidfd becomes
+/// readable then; a zombie has exited).
+/// A failed poll is no proof of an exit: false, and the caller asks again.
+#[cfg(linux_strengths)]
+pub fn pidfd_exited(pidfd: std::os::fd::BorrowedFd<'_>) -> bool {
+    super::wait_readable(pidfd, Some(std::time::Duration::ZERO)).unwrap_or(false)
+}
+
+/// `pidfd_send_signal(2)`: signal the process a pidfd refers to. Unlike
+/// `kill(pid)`, this can never reach a process that reused the pid.
+/// `Ok(false)` if the process has already exited (ESRCH).
+#[cfg(linux_strengths)]
+pub fn pidfd_signal(pidfd: std::os::fd::BorrowedFd<'_>, signal: Signal) -> io::Result<bool> {
+    // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
+    let rc = unsafe {
+        libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), signal.0, std::ptr::null::<libc::siginfo_t>(), 0)
+    };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::ESRCH) { Ok(false) } else { Err(err) }
 }

@@ -1,5 +1,6 @@
 //! Reading Linux's `/proc`: a process's children, its parent, group and
-//! state, and the cgroup it belongs to.
+//! state, and the cgroup it belongs to; a group's members counted; a
+//! process's effective uid and PID namespace.
 //!
 //! Nothing here signals anything: these are the facts the tree walk of
 //! `--contain tree` and the process counts are made of. A process may end
@@ -208,5 +209,112 @@ mod tests {
         threads.sort();
         assert!(threads.iter().any(|t| t.to_str() == Some(&me.to_string())), "{threads:?}");
         assert!(list_folder("/proc/no-such-folder").is_err());
+    }
+}
+
+/// How many processes are in group `pgid`, counted from `/proc` (Linux only;
+/// `None` elsewhere or if `/proc` is not mounted).
+pub fn count_group_members(pgid: Pid) -> Option<usize> {
+    group_census(pgid).map(|c| c.members)
+}
+
+/// [`count_group_members`], or where pgrun cannot count, the lower bound
+/// that `kill(-pgid, 0)` gives: 1 if the group exists, else 0.
+pub fn count_group_members_at_least(pgid: Pid) -> usize {
+    count_group_members(pgid).unwrap_or_else(|| usize::from(super::process::group_exists(pgid)))
+}
+
+/// The members of a process group, and how many of them are zombies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Census {
+    pub members: usize,
+    pub zombies: usize,
+    /// Zombies whose parent is the caller: it can reap them itself.
+    pub own_zombies: usize,
+}
+
+impl Census {
+    /// Whether the group holds nothing but zombies that the caller cannot
+    /// reap (their parent is someone else): how many, if so.
+    pub fn only_foreign_zombies(&self) -> Option<usize> {
+        (self.members > 0 && self.zombies == self.members && self.own_zombies == 0).then_some(self.zombies)
+    }
+}
+
+/// Count group `pgid`'s members from `/proc` (Linux only; `None` elsewhere
+/// or if `/proc` is not mounted).
+pub fn group_census(pgid: Pid) -> Option<Census> {
+    #[cfg(linux_strengths)]
+    {
+        let pids = pids().ok()?;
+        let me = super::getpid();
+        let mut census = Census::default();
+        for pid in pids {
+            let Some(stat) = stat(pid) else { continue };
+            if stat.pgrp == pgid {
+                census.members += 1;
+                census.zombies += usize::from(stat.state == b'Z');
+                census.own_zombies += usize::from(stat.state == b'Z' && stat.ppid == me);
+            }
+        }
+        Some(census)
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = pgid;
+        None
+    }
+}
+
+/// The effective uid process `pid` runs as, from `/proc/PID/status` (Linux
+/// only; `None` elsewhere, or if the process is gone or hidden).
+pub fn effective_uid(pid: Pid) -> Option<u32> {
+    #[cfg(linux_strengths)]
+    {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+        line.split_ascii_whitespace().nth(1)?.parse().ok()
+    }
+    #[cfg(not(linux_strengths))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// How many PID namespaces, from the one `/proc` belongs to down, number
+/// process `pid` (the entries of its `NSpid` line, readable by anyone).
+#[cfg(target_os = "linux")]
+fn nspid_depth(pid: &str) -> Option<usize> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    Some(line.split_ascii_whitespace().count())
+}
+
+/// Whether process `pid` lives in the caller's PID namespace, so that the
+/// numbers it sees (its group id) name the same processes here. Compares
+/// `/proc/self/ns/pid` with `/proc/PID/ns/pid`; where that cannot be read
+/// the answer is `false`, the safe side. Off Linux there are no PID
+/// namespaces: always `true`.
+pub fn in_own_pid_namespace(pid: Pid) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |p: &str| std::fs::metadata(format!("/proc/{p}/ns/pid")).map(|m| (m.dev(), m.ino()));
+        match (ns("self"), ns(&pid.to_string())) {
+            (Ok(own), Ok(theirs)) => own == theirs,
+            // No /proc at all: nothing can tell namespaces apart, and a
+            // system without /proc has none to offer.
+            (Err(_), Err(_)) if std::fs::metadata("/proc/self").is_err() => true,
+            // Another user's process: its ns link is not ours to read, but
+            // its NSpid line is. One entry each means both live in the
+            // namespace this /proc belongs to, so in the same one.
+            _ => nspid_depth("self") == Some(1) && nspid_depth(&pid.to_string()) == Some(1),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        true
     }
 }

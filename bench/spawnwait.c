@@ -1,0 +1,23 @@
+/* The bench's reference for the guard's cost (bench/run.sh builds it
+   static, like pgrun): spawn argv in a new group and wait for it, the
+   least pgrun does; with --fork, first fork a child that _exits at once
+   and is reaped at the end, the way pgrun's guard is. The difference
+   between the two is "one fork of a static binary". */
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+extern char **environ;
+int main(int argc, char **argv) {
+    int fork_first = argc > 1 && strcmp(argv[1], "--fork") == 0;
+    char **cmd = argv + 1 + fork_first;
+    pid_t g = -1;
+    if (fork_first) { g = fork(); if (g == 0) _exit(0); }
+    posix_spawnattr_t a; posix_spawnattr_init(&a);
+    posix_spawnattr_setflags(&a, POSIX_SPAWN_SETPGROUP); posix_spawnattr_setpgroup(&a, 0);
+    pid_t c; if (posix_spawn(&c, cmd[0], NULL, &a, cmd, environ)) return 127;
+    int st; waitpid(c, &st, 0);
+    if (g > 0) waitpid(g, NULL, 0);
+    return WEXITSTATUS(st);
+}

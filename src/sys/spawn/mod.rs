@@ -1,0 +1,369 @@
+//! Spawning the command: its process is created, detached into a new group
+//! or session, handed to the guard, set up, and exec'd.
+//!
+//! The spawn is written out here rather than through `std::process::Command`,
+//! because std resets the signal mask and SIGPIPE's disposition in the child
+//! and pgrun's contract is to pass both through exactly as it received them.
+//!
+//! Three ways to create the process, one set of steps in it (`child`):
+//! - On Linux, `clone(CLONE_VM | CLONE_VFORK)` on a stack of its own: no
+//!   page tables copied (as fast as `posix_spawn`, which does the same),
+//!   pgrun waits until the exec, and the child runs `child`'s steps,
+//!   which make only raw, async-signal-safe calls on memory prepared before
+//!   the clone and write nothing of pgrun's but `errno` (pgrun installs no
+//!   signal handlers on Linux, so no handler can run on the child's stack).
+//!   Its first step hands the process to the guard (a pidfd of itself, over
+//!   the guard's channel), before its exec: a pgrun SIGKILLed at any moment
+//!   of the spawn leaves nothing the guard does not hold. A refused clone
+//!   (a seccomp filter) falls back to fork.
+//! - `fork`, where there is no such clone (the portable build, other
+//!   systems), with the same child steps.
+//! - `posix_spawnp` (`posix`), where nothing is handed over and the plain
+//!   new-group case needs none of the other steps; a failure of it for any
+//!   reason but "not found" is retried on the fork path, which says which
+//!   step failed.
+//!
+//! The child reports a failed step through a close-on-exec pipe (a set-up
+//! step is pgrun's failure, 125; the exec is the command's, 126/127); a
+//! failed hand-over is reported there too, without ending the child.
+//!
+//! The pipes go through nix. The child stays raw libc (nix's `execvp`
+//! allocates its argument array); so does `waitpid` for a child one of
+//! whose real-time signals ended it (nix's `waitpid` reports an error
+//! *after* reaping such a child, losing its status), and `clone`, `mmap`.
+
+mod child;
+mod posix;
+
+use super::Pid;
+use super::sigmask::SigSet;
+pub use child::ChildPause;
+use child::{ChildStep, REPORT_LEN, RLIMIT_STEP};
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+/// How the command is detached from pgrun's own group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detach {
+    /// `setpgid(0, 0)`: a new process group in pgrun's session.
+    Group,
+    /// `setsid()`: a new session (and group) with no controlling terminal.
+    Session,
+}
+
+/// Why a spawn failed, as the child or the parent saw it.
+#[derive(Debug)]
+pub enum SpawnError {
+    /// exec itself failed: the command was not found or not executable.
+    Exec(io::Error),
+    /// Anything before exec (pipe, fork, setpgid/setsid), and a process that
+    /// could not be created at all (EAGAIN, ENOMEM): pgrun's own failure.
+    Setup(io::Error),
+}
+
+impl SpawnError {
+    /// An error `posix_spawnp` or `execvp` returned. They report a failed
+    /// fork/clone (process limit, memory) with the same number as a failed
+    /// exec; EAGAIN and ENOMEM mean the process could not be made, so they
+    /// are set-up failures, not "the command cannot be executed".
+    fn from_exec(err: io::Error) -> Self {
+        match err.raw_os_error() {
+            Some(libc::EAGAIN | libc::ENOMEM) => SpawnError::Setup(err),
+            _ => SpawnError::Exec(err),
+        }
+    }
+}
+
+/// How to start the command.
+#[derive(Clone, Copy)]
+pub struct SpawnOptions<'a> {
+    pub detach: Detach,
+    /// The signal mask the command starts with: the one pgrun was given.
+    pub child_mask: SigSet,
+    /// A terminal whose foreground group the child takes before exec
+    /// (decided by [`crate::terminal`]).
+    pub take_terminal: Option<libc::c_int>,
+    /// Fds that become the command's stdout and stderr (`dup2` onto 1 and
+    /// 2; `--max-output`); otherwise both pass through.
+    pub stdout_stderr: Option<[libc::c_int; 2]>,
+    /// The caller ignored SIGCHLD: pgrun took the default back for itself,
+    /// and the command gets "ignored" again before exec.
+    pub ignore_sigchld: bool,
+    /// An fd of a cgroup's `cgroup.procs`: the child writes `0` to it before
+    /// exec, so the command is born in that cgroup (`--contain cgroup`).
+    pub join_cgroup: Option<libc::c_int>,
+    /// Called with the child's pid the moment pgrun has it (in the parent,
+    /// before it reads the exec's outcome).
+    pub on_created: Option<&'a dyn Fn(Pid)>,
+    /// `--rlimit`: limits the child sets before exec.
+    pub rlimits: super::rlimit::Settings,
+    /// The guard's channel, as [`super::guard_channel::for_the_child`]
+    /// gives it: the child hands itself over it first thing, before
+    /// anything else and before its exec, so that the guard holds the
+    /// command whenever pgrun dies.
+    pub hand_over: Option<BorrowedFd<'a>>,
+    /// Test-only: where the child pauses first thing (see
+    /// [`crate::test_hook::child_pause`]).
+    pub pause_in_child: Option<&'a ChildPause>,
+}
+
+/// The command's process, started.
+#[derive(Debug)]
+pub struct Spawned {
+    pub pid: Pid,
+    /// Why the process could not hand itself to the guard, if it was asked
+    /// to and could not: the caller does what it can instead.
+    pub hand_over_failed: Option<io::Error>,
+}
+
+/// Start the command: create its process, hand it to the guard, detach it
+/// into a new group or session, take the terminal if asked, set the
+/// limits, restore the caller's signal mask, and `execvp(argv[0], argv)`.
+///
+/// Returns once the child has exec'd (or failed to), so the new group exists
+/// before the caller can publish its id: the child's setpgid/setsid happens
+/// before its exec closes the close-on-exec error pipe the parent reads.
+pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Spawned, SpawnError> {
+    assert!(!argv.is_empty(), "spawn needs a program name");
+    if let Some(spawned) = posix::spawn_if_plain(argv, options) {
+        return spawned;
+    }
+    // Everything the child touches is prepared before it exists.
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let (read_end, write_end) = cloexec_pipe().map_err(SpawnError::Setup)?;
+    let plan = child::Plan { argv: &ptrs, options, err_fd: std::os::fd::AsRawFd::as_raw_fd(&write_end) };
+    let pid = create(&plan).map_err(SpawnError::Setup)?;
+    drop(write_end);
+    if let Some(created) = options.on_created {
+        created(pid);
+    }
+    outcome(pid, read_end, options)
+}
+
+/// Create the child, which runs `child::run` with `plan`: a clone that
+/// shares pgrun's memory until its exec where there is one (falling back to
+/// fork if it is refused), else fork. Returns the child's pid.
+fn create(plan: &child::Plan<'_>) -> io::Result<Pid> {
+    #[cfg(linux_strengths)]
+    match clone_vfork(plan) {
+        Ok(pid) => return Ok(pid),
+        // Out of processes or memory: fork would fail alike.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::ENOMEM)) => return Err(e),
+        Err(e) => crate::verbose!("clone(CLONE_VM | CLONE_VFORK) failed ({e}); starting the command with fork"),
+    }
+    // SAFETY: pgrun is single-threaded when it forks, so the child may call
+    // any async-signal-safe function. `child::run` makes only such calls
+    // and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        child::run(plan);
+    }
+    Ok(pid)
+}
+
+/// `clone(CLONE_VM | CLONE_VFORK | SIGCHLD)` running `child::run` on a
+/// stack of its own; returns once the child has exec'd or exited (vfork).
+#[cfg(linux_strengths)]
+fn clone_vfork(plan: &child::Plan<'_>) -> io::Result<Pid> {
+    extern "C" fn entry(plan: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `plan` is the `&child::Plan` passed to clone below; the
+        // parent waits (vfork) until this child has exec'd or exited, so
+        // it outlives every use here.
+        child::run(unsafe { &*plan.cast::<child::Plan<'_>>() })
+    }
+    let stack = ChildStack::new(plan.argv.len())?;
+    // SAFETY: the child runs `entry` on `stack` (its top, 16-byte aligned),
+    // sharing pgrun's memory until its exec: `child::run` makes only raw
+    // async-signal-safe calls on memory prepared before this call and never
+    // returns. CLONE_VFORK suspends pgrun until then, so pgrun's stack and
+    // `plan` stay untouched, and `stack` is freed only after.
+    let pid = unsafe {
+        libc::clone(
+            entry,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (plan as *const child::Plan<'_>).cast_mut().cast(),
+        )
+    };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(pid)
+}
+
+/// The stack of a [`clone_vfork`] child: an anonymous mapping with an
+/// inaccessible page at its low end (an overflow faults instead of writing
+/// over whatever lies below), unmapped when dropped.
+#[cfg(linux_strengths)]
+struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+#[cfg(linux_strengths)]
+impl ChildStack {
+    /// Room for the child's own frames and the C library's `execvp`, which
+    /// builds each candidate path (at most PATH_MAX plus NAME_MAX bytes)
+    /// and, for a script without `#!`, a copy of the arguments (`argc`
+    /// pointers) on the stack; pages never touched cost nothing.
+    fn new(argc: usize) -> io::Result<ChildStack> {
+        const PAGE: usize = 4096;
+        let len = (256 * 1024 + 2 * argc * size_of::<usize>()).next_multiple_of(PAGE) + PAGE;
+        // SAFETY: a fresh anonymous mapping, no address hint, no fd.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = ChildStack { base, len };
+        // SAFETY: the lowest page of the mapping just made.
+        if unsafe { libc::mprotect(base, PAGE, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    /// The stack's top (it grows down), 16-byte aligned.
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of the mapping, which is page-aligned.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+#[cfg(linux_strengths)]
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once, after the child
+        // stopped using it (vfork).
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+/// What became of child `pid`, from its exec-status pipe. Only EOF with no
+/// byte at all (besides a hand-over note) means the exec worked (the pipe
+/// is close-on-exec). A whole message says which step failed; anything
+/// else (a message cut short, a failed read) leaves pgrun not knowing what
+/// the child became: it is killed and reaped, and the start failed.
+fn outcome(pid: Pid, read_end: OwnedFd, options: &SpawnOptions<'_>) -> Result<Spawned, SpawnError> {
+    let mut report = [0u8; 2 * REPORT_LEN];
+    let got = read_full(&read_end, &mut report);
+    drop(read_end);
+    let unknown = |what: String| {
+        let abandoned = abandon_child(pid);
+        let what = match abandoned {
+            Ok(()) => what,
+            Err(e) => format!("{what} (and the child {pid} could not be stopped and reaped: {e})"),
+        };
+        Err(SpawnError::Setup(io::Error::other(what)))
+    };
+    let got = match got {
+        Ok(n) => n,
+        Err(e) => return unknown(format!("cannot read whether the command was executed: {e}")),
+    };
+    let errno_at = |at: usize| i32::from_ne_bytes([report[at + 1], report[at + 2], report[at + 3], report[at + 4]]);
+    // A hand-over note first, if the child could not hand itself over.
+    let (hand_over_failed, at) = if got >= REPORT_LEN && report[0] == ChildStep::HandOver as u8 {
+        (Some(io::Error::from_raw_os_error(errno_at(0))), REPORT_LEN)
+    } else {
+        (None, 0)
+    };
+    match got - at {
+        0 => Ok(Spawned { pid, hand_over_failed }),
+        REPORT_LEN => {
+            let (step, errno) = (report[at], errno_at(at));
+            if let Some(kind) = step.checked_sub(RLIMIT_STEP).and_then(|i| super::rlimit::Settings::kind_at(i.into())) {
+                let err = io::Error::from_raw_os_error(errno);
+                let err = match reap_pid(pid) {
+                    Ok(()) => err,
+                    Err(e) => {
+                        io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})"))
+                    }
+                };
+                return Err(SpawnError::Setup(io::Error::new(
+                    err.kind(),
+                    format!("setting --rlimit {}: {err}", kind.name()),
+                )));
+            }
+            let Some(step) = ChildStep::from_byte(step).filter(|s| *s != ChildStep::HandOver) else {
+                return unknown(format!("the child reported an unknown step {step} (errno {errno})"));
+            };
+            // The child failed and is about to _exit: reap it so no zombie
+            // is left behind.
+            let reaped = reap_pid(pid);
+            let err = io::Error::from_raw_os_error(errno);
+            let err = match reaped {
+                Ok(()) => err,
+                Err(e) => io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})")),
+            };
+            Err(match step {
+                ChildStep::Exec => SpawnError::from_exec(err),
+                step => SpawnError::Setup(io::Error::new(err.kind(), format!("{}: {err}", step.what(options.detach)))),
+            })
+        }
+        n => unknown(format!("the child's exec-status message was cut short ({n} of {REPORT_LEN} bytes)")),
+    }
+}
+
+/// Kill the forked child, which may or may not have exec'd and made its
+/// group, and reap it. Its group id is its pid, which no other group can
+/// hold while the child is alive and unreaped; a group that is not there
+/// (ESRCH) is the child before its setpgid.
+pub fn abandon_child(pid: Pid) -> io::Result<()> {
+    super::process::signal_raw(-pid, libc::SIGKILL)?;
+    super::process::signal_raw(pid, libc::SIGKILL)?;
+    reap_pid(pid)
+}
+
+/// `waitpid(pid, 0)`, retried on EINTR: reap a child known to be ending.
+fn reap_pid(pid: Pid) -> io::Result<()> {
+    loop {
+        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
+            Ok(_) => return Ok(()),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// `pipe2(O_CLOEXEC)`, or where there is none (macOS), `pipe(2)` then
+/// `FD_CLOEXEC` on both ends: pgrun is single-threaded, so setting the flag
+/// right after pipe leaves no window for another thread's fork.
+pub fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    #[cfg(not(target_vendor = "apple"))]
+    return Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?);
+    #[cfg(target_vendor = "apple")]
+    {
+        use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+        let (r, w) = nix::unistd::pipe()?;
+        fcntl(&r, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+        fcntl(&w, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+        Ok((r, w))
+    }
+}
+
+/// Read until `buf` is full or EOF; returns the byte count.
+fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match nix::unistd::read(fd, &mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(got)
+}
