@@ -305,6 +305,62 @@ fn a_failed_mask_restore_after_the_spawn_never_starts_the_command_twice() {
     }
 }
 
+/// `pgrun ARGS` under strace (`-ff` into `folder`, or `-f -b execve` with
+/// `injection`, traced into `injected.trace`: the command itself is not
+/// traced, so not injected), held at
+/// the step "spawned" until the command, which writes its pid to
+/// `pid_file` first, is dead: what pgrun does next is then the same in
+/// every run.
+fn held_at_spawn(
+    scratch: &Scratch,
+    args: &[&str],
+    pid_file: &Path,
+    folder: Option<&Path>,
+    injection: Option<&str>,
+) -> std::process::Output {
+    let pause = Pause::new(scratch, "spawned");
+    let _ = fs::remove_file(scratch.path("gate-spawned"));
+    let _ = fs::remove_file(pid_file);
+    require_strace();
+    let mut cmd = Command::new("strace");
+    match (folder, injection) {
+        (Some(folder), _) => cmd.args(["-ff", "-qq", "-o"]).arg(folder.join("trace")),
+        (None, Some(inject)) => {
+            cmd.args(["-f", "-qq", "-b", "execve", "-o"]).arg(scratch.path("injected.trace"));
+            cmd.args(["-e", &format!("inject={inject}")])
+        }
+        (None, None) => unreachable!(),
+    };
+    cmd.arg(pgrun_path()).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    default_signals(&mut cmd);
+    pause.arm(&mut cmd);
+    let child = cmd.spawn().expect("strace");
+    let pid: i32 = wait_line(pid_file).parse().unwrap();
+    wait_dead(pid);
+    pause.release();
+    child.wait_with_output().unwrap()
+}
+
+/// [`held_at_spawn`] recorded: pgrun's own trace.
+fn record_held(scratch: &Scratch, args: &[&str], pid_file: &Path, want: i32) -> String {
+    let folder = scratch.path("recorded");
+    let _ = fs::remove_dir_all(&folder);
+    fs::create_dir_all(&folder).unwrap();
+    let out = held_at_spawn(scratch, args, pid_file, Some(&folder), None);
+    assert_status(&out, want, "the recorded run");
+    let exec = format!("execve(\"{}\"", pgrun_path());
+    fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| fs::read_to_string(e.unwrap().path()).unwrap())
+        .find(|t| t.starts_with(&exec))
+        .expect("pgrun's own trace")
+}
+
+/// [`held_at_spawn`] with one injection.
+fn held_injected(scratch: &Scratch, args: &[&str], pid_file: &Path, injection: &str) -> std::process::Output {
+    held_at_spawn(scratch, args, pid_file, None, Some(injection))
+}
+
 // Found by the full fault matrix (max-output/read/EAGAIN/3): once the run is
 // gone, pgrun reads what the command's pipe still holds, as much as FIONREAD
 // says. An EAGAIN there was taken for "empty": the 5000 bytes the pipe held
@@ -319,41 +375,7 @@ fn an_eagain_from_a_pipe_that_holds_bytes_is_not_its_end() {
     let report = scratch.path("report.json");
     let script = format!("echo $$ > {}; head -c 5000 /dev/zero | tr '\\0' a; exit 0", pid_file.display());
     let args = ["--report", report.to_str().unwrap(), "--max-output", "1K", "--", "sh", "-c", &script];
-    // Under strace (-ff into `folder`, or -f with `injection`), held at
-    // "spawned" until the command is dead.
-    let held_run = |folder: Option<&Path>, injection: Option<String>| {
-        let pause = Pause::new(&scratch, "spawned");
-        let _ = fs::remove_file(scratch.path("gate-spawned"));
-        let _ = fs::remove_file(&pid_file);
-        require_strace();
-        let mut cmd = Command::new("strace");
-        match (folder, &injection) {
-            (Some(folder), _) => cmd.args(["-ff", "-qq", "-o"]).arg(folder.join("trace")),
-            // -b execve: the command itself is not traced, so not injected.
-            (None, Some(inject)) => {
-                cmd.args(["-f", "-qq", "-b", "execve", "-o", "/dev/null", "-e", &format!("inject={inject}")])
-            }
-            (None, None) => unreachable!(),
-        };
-        cmd.arg(pgrun_path()).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        default_signals(&mut cmd);
-        pause.arm(&mut cmd);
-        let child = cmd.spawn().expect("strace");
-        let pid: i32 = wait_line(&pid_file).parse().unwrap();
-        wait_dead(pid);
-        pause.release();
-        child.wait_with_output().unwrap()
-    };
-    let folder = scratch.path("recorded");
-    fs::create_dir_all(&folder).unwrap();
-    let out = held_run(Some(&folder), None);
-    assert_status(&out, 0, "the recorded run");
-    let exec = format!("execve(\"{}\"", pgrun_path());
-    let trace = fs::read_dir(&folder)
-        .unwrap()
-        .map(|e| fs::read_to_string(e.unwrap().path()).unwrap())
-        .find(|t| t.starts_with(&exec))
-        .expect("pgrun's own trace");
+    let trace = record_held(&scratch, &args, &pid_file, 0);
     // The first read after FIONREAD said the pipe holds the 5000 bytes.
     let mut reads = 0;
     let mut armed = false;
@@ -371,7 +393,7 @@ fn an_eagain_from_a_pipe_that_holds_bytes_is_not_its_end() {
     }
     let n = n.unwrap_or_else(|| panic!("no read after FIONREAD said 5000 bytes:\n{trace}"));
     // Three refusals in a row: as many as pgrun tries before it gives up.
-    let out = held_run(None, Some(format!("read:error=EAGAIN:when={n}..{}", n + 2)));
+    let out = held_injected(&scratch, &args, &pid_file, &format!("read:error=EAGAIN:when={n}..{}", n + 2));
     assert_status(&out, 0, "the command's status");
     one_pgrun_line(&out, "cannot read the command's stdout");
     let report = json(&report);
@@ -468,26 +490,20 @@ fn proc_folder_close(trace: &str) -> usize {
 fn a_failed_close_of_a_proc_folder_is_no_panic() {
     let scratch = Scratch::new();
     let report = scratch.path("report.json");
-    // A member left behind: the tree walk looks for it in /proc.
-    let args = ["--contain", "tree", "--report", report.to_str().unwrap(), "--", "sh", "-c", "sleep 30 & exit 0"];
-    let n = proc_folder_close(&record(&scratch, &args, 0));
+    let pid_file = scratch.path("pid");
+    // A member left behind: the tree walk looks for it in /proc. The run is
+    // held until the shell has exited, so that the walk sees the member the
+    // same way in every run (and closes the same folders before it).
+    let script = format!("sleep 30 & echo $! > {0}.member; echo $$ > {0}; exit 0", pid_file.display());
+    let args = ["--contain", "tree", "--report", report.to_str().unwrap(), "--", "sh", "-c", &script];
+    let n = proc_folder_close(&record_held(&scratch, &args, &pid_file, 0));
     for errno in ["EIO", "EBADF", "EINTR"] {
-        // How many folders the walk closes depends on when the member is
-        // seen: a run that made fewer closes than the recorded one is run
-        // again (the result of every run is checked all the same).
-        let trace = scratch.path("trace");
-        let mut injected = false;
-        for _ in 0..10 {
-            let out = run(&mut under_strace(&trace, &[&format!("close:error={errno}:when={n}")], &args));
-            assert_status(&out, 0, errno);
-            assert!(stderr_of(&out).is_empty(), "{errno}: {}", stderr_of(&out));
-            assert_eq!(json(&report)["reason"], "exited", "{errno}");
-            if fs::read_to_string(&trace).unwrap_or_default().contains("(INJECTED)") {
-                injected = true;
-                break;
-            }
-        }
-        assert!(injected, "{errno}: the fault was not injected in ten runs");
+        let out = held_injected(&scratch, &args, &pid_file, &format!("close:error={errno}:when={n}"));
+        assert_status(&out, 0, errno);
+        assert!(stderr_of(&out).is_empty(), "{errno}: {}", stderr_of(&out));
+        assert_eq!(json(&report)["reason"], "exited", "{errno}");
+        let trace = fs::read_to_string(scratch.path("injected.trace")).unwrap();
+        assert!(trace.contains("(INJECTED)"), "{errno}: the fault was not injected:\n{trace}");
     }
 }
 
