@@ -1,4 +1,9 @@
 //! Integration tests of the built `pgrun` binary, one module per area.
+//! The fuzz test, the properties and the stress loops run quick here; the
+//! long target (tests/long.rs) runs the same code at full size.
+
+/// See `util::rounds`: the quick sizes.
+const FULL_SIZE: bool = false;
 
 mod util;
 
@@ -26,6 +31,7 @@ mod resources;
 mod robustness;
 mod status;
 mod stopping;
+mod stress;
 mod terminal;
 mod timeout_hint;
 mod wait;

@@ -13,6 +13,15 @@ use std::time::{Duration, Instant};
 /// Generous: the suite runs in parallel on a busy 2-core machine.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
+/// How many rounds a repeated or randomised test makes (stress loops, the
+/// fuzz test's cases, the properties' cases): `quick` in the default suite,
+/// `full` in the opt-in long target (tests/long.rs, `cargo test --features
+/// long-tests --test long`), which compiles the same test code at full size.
+/// `crate::FULL_SIZE` is set by each target's root.
+pub fn rounds(quick: usize, full: usize) -> usize {
+    if crate::FULL_SIZE { full } else { quick }
+}
+
 /// The binary under test.
 pub fn pgrun_path() -> &'static str {
     env!("CARGO_BIN_EXE_pgrun")
