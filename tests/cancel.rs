@@ -111,7 +111,7 @@ fn a_stale_pid_file_is_removed_and_its_group_left_alone_unless_forced() {
     assert!(ended.try_recv().is_err(), "a stale group id was trusted without --force");
 
     fs::write(&pidfile, format!("{pgid}\n")).unwrap();
-    let out = cancel(&["--force", pidfile.to_str().unwrap()]);
+    let out = cancel(&["--force", "--wait-start", "0.2", pidfile.to_str().unwrap()]);
     assert_status(&out, 0, "stale with --force");
     assert_eq!(ended.recv_timeout(DEADLINE), Ok(143), "the group got the stop sequence");
 }
@@ -136,7 +136,7 @@ fn timeout_kills_the_group_and_2_means_it_survived() {
     let zpid = guard.child(z).id() as i32;
     eventually("the leader to become a zombie", || state(zpid).as_deref() == Some("Z"));
     fs::write(&pidfile, format!("{zpid}\n")).unwrap();
-    let out = cancel(&["--force", "--timeout", "0.2", pidfile.to_str().unwrap()]);
+    let out = cancel(&["--force", "--timeout", "0.2", "--wait-start", "0.2", pidfile.to_str().unwrap()]);
     assert_status(&out, 2, "survived");
     assert!(stderr_of(&out).contains("still alive"), "{}", stderr_of(&out));
     guard.wait(z);
