@@ -33,28 +33,6 @@ fn cancel(pidfile: &Path) {
     assert_status(&out, 0, "cancel of the detached run");
 }
 
-/// Spawn `pgrun wait -v ARGS...` and return once it waits for the live run
-/// (its verbose line says so).
-fn spawn_waiting(guard: &mut Guard, args: &[&str]) -> usize {
-    let mut all = vec!["wait", "-v"];
-    all.extend_from_slice(args);
-    let index = guard.spawn(pgrun(&all).stdout(Stdio::piped()).stderr(Stdio::piped()));
-    let stderr = guard.child(index).stderr.as_mut().unwrap();
-    let mut line = Vec::new();
-    loop {
-        let mut byte = [0u8];
-        let n = std::io::Read::read(stderr, &mut byte).unwrap();
-        assert!(n == 1, "wait ended before it waited: {}", String::from_utf8_lossy(&line));
-        line.push(byte[0]);
-        if byte[0] == b'\n' {
-            if String::from_utf8_lossy(&line).contains("waiting for pgrun") {
-                return index;
-            }
-            line.clear();
-        }
-    }
-}
-
 /// The session id of `pid`, from `/proc/PID/stat`.
 fn session_of(pid: i32) -> i32 {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).expect("process exists");
@@ -348,8 +326,10 @@ fn a_detached_runs_output_goes_to_the_output_file() {
     assert_status(&out, 0, "detached start");
     assert!(out.stdout.is_empty() && out.stderr.is_empty(), "the caller got output: {out:?}");
     let run = published(&mut guard, &pidfile);
+    // The waiter first: a run that ended before wait looked would be "no run".
+    let waiter = spawn_waiting(&mut guard, &["--report", rep, pid]);
     fs::write(&go, "").unwrap();
-    assert_status(&run_wait(&["--report", rep, pid]), 0, "wait --report");
+    assert_eq!(guard.wait(waiter), 0, "wait --report");
     wait_dead(run.pgrun);
     assert_eq!(fs::read_to_string(&file).unwrap(), "one\ntwo\nthree\nfour\n");
     assert_eq!(json(&report)["output"]["file"], log);

@@ -526,6 +526,30 @@ pub fn start_published(guard: &mut Guard, pidfile: &Path, extra: &[&str], payloa
     (index, pgid)
 }
 
+/// Spawn `pgrun wait -v ARGS...` (stdout and stderr piped) and return once
+/// it has found the live run and is waiting for it (its verbose line says
+/// so). The rest of its stderr stays in the pipe.
+pub fn spawn_waiting(guard: &mut Guard, args: &[&str]) -> usize {
+    let mut all = vec!["wait", "-v"];
+    all.extend_from_slice(args);
+    let index = guard.spawn(pgrun(&all).stdout(Stdio::piped()).stderr(Stdio::piped()));
+    let stderr = guard.child(index).stderr.as_mut().unwrap();
+    let mut line = Vec::new();
+    loop {
+        let mut byte = [0u8];
+        // One byte at a time: nothing after the line is taken from the pipe.
+        let n = std::io::Read::read(stderr, &mut byte).unwrap();
+        assert!(n == 1, "wait ended before it waited: {}", String::from_utf8_lossy(&line));
+        line.push(byte[0]);
+        if byte[0] == b'\n' {
+            if String::from_utf8_lossy(&line).contains("waiting for pgrun") {
+                return index;
+            }
+            line.clear();
+        }
+    }
+}
+
 /// Read a JSON file.
 pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&fs::read_to_string(path).expect("report exists")).expect("valid JSON")
