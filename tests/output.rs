@@ -657,18 +657,6 @@ fn once_the_run_is_gone_a_stalled_reader_holds_only_pgrun() {
     assert!(all == with_marker(&data[..51200], (1 << 20) - 102400, &data[..51200]), "{} bytes", all.len());
 }
 
-/// pgrun's guard: its child named `pgrun-guard`.
-fn guard_of(pgrun: i32) -> i32 {
-    let mut found = None;
-    eventually("pgrun's guard to appear", || {
-        found = descendants(pgrun)
-            .into_iter()
-            .find(|&p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == "pgrun-guard"));
-        found.is_some()
-    });
-    found.unwrap()
-}
-
 /// strace, for the tests that inject syscall failures; a clear failure if
 /// the machine lacks it.
 fn require_strace() {

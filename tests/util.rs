@@ -284,6 +284,25 @@ pub fn descendants(pid: i32) -> Vec<i32> {
     found.split_off(1)
 }
 
+/// A live descendant of `pid` whose command name (`/proc/PID/comm`) is
+/// `comm`, polled for until one appears (a payload may still be on its way
+/// to the `exec` that names it).
+pub fn descendant_named(pid: i32, comm: &str) -> i32 {
+    let mut found = None;
+    eventually(&format!("a {comm} under {pid}"), || {
+        found = descendants(pid)
+            .into_iter()
+            .find(|&p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == comm));
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+/// pgrun's guard: its child named `pgrun-guard`.
+pub fn guard_of(pgrun: i32) -> i32 {
+    descendant_named(pgrun, "pgrun-guard")
+}
+
 /// Dead: `/proc/PID/stat` is gone or shows state Z.
 pub fn is_dead(pid: i32) -> bool {
     stat_fields(pid).is_none_or(|f| f[0] == "Z")
