@@ -1,7 +1,8 @@
-//! Stress loops over the start/cancel race: many starts, each raced by
-//! cancels at random small delays. The default suite runs a few rounds of
-//! each; the long target (`cargo test --features long-tests --test long`)
-//! runs them at full size, to hunt the rare interleavings.
+//! Loops over many runs of one thing: starts raced by cancels at random
+//! small delays, starts under a reader of the pid file, every exit status.
+//! The default suite runs a few rounds of each; the long target (`cargo test
+//! --features long-tests --test long`) runs them at full size, to hunt the
+//! rare interleavings.
 
 use crate::util::*;
 use std::fs;
@@ -123,4 +124,61 @@ fn stress_starts_racing_cancels_over_a_stale_pid_file() {
         assert!(!marker.exists(), "round {round}: marker left");
     }
     assert_canary_untouched(&scratch, canary);
+}
+
+/// Starts one after another (20 here, 100 in the long target) while a
+/// thread reads the pid file as fast as it can: every read is a whole line.
+#[test]
+fn a_reader_never_sees_a_partial_pid_file_across_many_starts() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (pidfile, stop) = (pidfile.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (mut seen, mut bad) = (0, Vec::new());
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(text) = fs::read_to_string(&pidfile) {
+                    seen += 1;
+                    let ok = text.ends_with('\n') && text.trim_end().parse::<u32>().is_ok_and(|n| n > 1);
+                    if !ok {
+                        bad.push(text);
+                    }
+                }
+            }
+            (seen, bad)
+        })
+    };
+    let script = format!(
+        "for i in $(seq {}); do {} -p {} -- sh -c 'i=0; while [ $i -lt 50 ]; do i=$((i+1)); done' || exit 1; done",
+        rounds(20, 100),
+        pgrun_path(),
+        pidfile.display()
+    );
+    let out = run(std::process::Command::new("sh").args(["-c", &script]));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (seen, bad) = reader.join().unwrap();
+    assert_status(&out, 0, "the runs");
+    assert!(bad.is_empty(), "partial pid files seen: {bad:?}");
+    assert!(seen > 0, "the reader never saw a pid file; the test proves nothing");
+}
+
+/// Every exit status passes through pgrun as it is: all 256 in the long
+/// target; here the edges and the values pgrun gives itself or reads as a
+/// death by signal (0-3, 124-130, 137, 143, 254, 255) and a few between.
+#[test]
+fn every_exit_code_passes_through() {
+    let codes = if crate::FULL_SIZE {
+        (0..=255).map(|n| n.to_string()).collect::<Vec<_>>().join(" ")
+    } else {
+        "0 1 2 3 7 42 64 99 123 124 125 126 127 128 129 130 137 143 200 254 255".to_string()
+    };
+    // One shell runs pgrun once for each: cheaper than a test process each.
+    let script = format!(
+        "for n in {codes}; do {} -- sh -c \"exit $n\"; got=$?; [ $got = $n ] || echo \"$n -> $got\"; done",
+        pgrun_path()
+    );
+    let out = run(std::process::Command::new("sh").args(["-c", &script]));
+    assert_status(&out, 0, "loop");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "codes that did not pass through");
 }
