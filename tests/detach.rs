@@ -455,14 +455,9 @@ fn the_run_survives_a_hangup_of_the_callers_terminal() {
         pgrun = pgrun_path(),
         pid = pidfile.to_str().unwrap()
     );
-    let pty = nix::pty::openpty(None, None).expect("openpty");
-    // openpty's fds are inherited across exec: the caller must not hold the
-    // master, or closing ours would hang nothing up.
-    // SAFETY: F_SETFD on a valid fd.
-    assert_eq!(
-        unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&pty.master), libc::F_SETFD, libc::FD_CLOEXEC) },
-        0
-    );
+    // Close-on-exec: the caller must not hold the master, or closing ours
+    // would hang nothing up.
+    let pty = openpty_cloexec(None);
     let slave = pty.slave;
     let tag = Tag::new("hangup");
     let mut cmd = Command::new("sh");

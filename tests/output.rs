@@ -726,7 +726,7 @@ fn a_terminal_that_stops_taking_output_does_not_deafen_the_timeout() {
     let scratch = Scratch::new();
     let dir = scratch.sh();
     let mut guard = Guard::new();
-    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let pty = openpty_cloexec(None);
     let payload = format!("echo $$ > {dir}/pid; yes | head -c 1000000; exec sleep 300");
     let index = guard.spawn(
         pgrun(["--max-output", "4M", "-t", "2", "--", "sh", "-c", &payload])

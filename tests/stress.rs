@@ -168,7 +168,7 @@ fn a_reader_never_sees_a_partial_pid_file_across_many_starts() {
 /// death by signal (0-3, 124-130, 137, 143, 254, 255) and a few between.
 #[test]
 fn every_exit_code_passes_through() {
-    let codes = if crate::FULL_SIZE {
+    let codes = if full_size() {
         (0..=255).map(|n| n.to_string()).collect::<Vec<_>>().join(" ")
     } else {
         "0 1 2 3 7 42 64 99 123 124 125 126 127 128 129 130 137 143 200 254 255".to_string()

@@ -53,7 +53,7 @@ impl Session {
 
     fn spawn(guard: &mut Guard, mut cmd: Command) -> Session {
         let size = nix::pty::Winsize { ws_row: 24, ws_col: 80, ws_xpixel: 0, ws_ypixel: 0 };
-        let pty = nix::pty::openpty(Some(&size), None).expect("openpty");
+        let pty = openpty_cloexec(Some(&size));
         let slave: OwnedFd = pty.slave;
         default_signals(&mut cmd); // Ctrl-C must reach a job, whatever the suite inherited
         cmd.stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(slave);

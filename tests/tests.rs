@@ -1,9 +1,6 @@
 //! Integration tests of the built `pgrun` binary, one module per area.
-//! The fuzz test, the properties and the stress loops run quick here; the
-//! long target (tests/long.rs) runs the same code at full size.
-
-/// See `util::rounds`: the quick sizes.
-const FULL_SIZE: bool = false;
+//! The fuzz test, the properties and the loops of stress.rs run quick here;
+//! the long target (tests/long.rs) runs the same code at full size.
 
 mod util;
 

@@ -13,13 +13,18 @@ use std::time::{Duration, Instant};
 /// Generous: the suite runs in parallel on a busy 2-core machine.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
+/// Whether this is the long target (tests/long.rs, `cargo test --features
+/// long-tests --test long`), which compiles the loops, the fuzz test and
+/// the properties at full size; every other target runs them quick.
+pub fn full_size() -> bool {
+    env!("CARGO_CRATE_NAME") == "long"
+}
+
 /// How many rounds a repeated or randomised test makes (stress loops, the
 /// fuzz test's cases, the properties' cases): `quick` in the default suite,
-/// `full` in the opt-in long target (tests/long.rs, `cargo test --features
-/// long-tests --test long`), which compiles the same test code at full size.
-/// `crate::FULL_SIZE` is set by each target's root.
+/// `full` in the long target (see [`full_size`]).
 pub fn rounds(quick: usize, full: usize) -> usize {
-    if crate::FULL_SIZE { full } else { quick }
+    if full_size() { full } else { quick }
 }
 
 /// The binary under test.
@@ -639,6 +644,35 @@ pub fn assert_canary_untouched(scratch: &Scratch, canary: i32) {
     assert!(!is_dead(canary), "the bystander {canary} was killed");
     let log = fs::read_to_string(scratch.path("canary.log")).unwrap_or_default();
     assert!(log.is_empty(), "the bystander {canary} received signals: {log:?}");
+}
+
+/// A pseudo-terminal: its master and its slave.
+pub struct Pty {
+    pub master: std::os::fd::OwnedFd,
+    pub slave: std::os::fd::OwnedFd,
+}
+
+/// A pseudo-terminal whose two fds are close-on-exec from the start
+/// (openpty(3) makes them inheritable): the tests run in parallel, and any
+/// process another test spawned meanwhile would hold them (a terminal that
+/// then never hangs up; one fd too many for a test that counts them). A
+/// Command given the slave as stdin, stdout or stderr still gets its copy.
+pub fn openpty_cloexec(size: Option<&nix::pty::Winsize>) -> Pty {
+    use nix::fcntl::OFlag;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC).expect("posix_openpt");
+    nix::pty::grantpt(&master).expect("grantpt");
+    nix::pty::unlockpt(&master).expect("unlockpt");
+    let name = nix::pty::ptsname_r(&master).expect("ptsname_r");
+    // std opens with O_CLOEXEC.
+    let slave =
+        fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOCTTY).open(name).expect("open the slave");
+    if let Some(size) = size {
+        // SAFETY: TIOCSWINSZ reads one winsize from a valid pointer.
+        assert_eq!(unsafe { libc::ioctl(slave.as_raw_fd(), libc::TIOCSWINSZ, size) }, 0, "TIOCSWINSZ");
+    }
+    Pty { master: master.into(), slave: slave.into() }
 }
 
 /// Run `cmd` as the unprivileged user nobody (uid and gid 65534, no
