@@ -8,6 +8,7 @@ use crate::util::run as run_cmd;
 use crate::util::*;
 use std::fs;
 use std::os::unix::fs::symlink;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 /// A stale pid file naming the bystander's group, as a crashed run leaves it.
@@ -345,10 +346,20 @@ fn failures_are_found_before_the_command_starts() {
     assert_never_started(&out, "name too long");
     assert!(stderr_of(&out).contains("File name too long"), "{}", stderr_of(&out));
 
-    // No fd left for the pid file.
-    let out = run_cmd(
-        Command::new("sh").args(["-c", &format!("ulimit -n 4; exec {} -v -p {sd}/job.pid -- touch {w}", pgrun_path())]),
-    );
+    // No fd left for the pid file. The shell holds 0-2 only: an fd the
+    // suite's process held without close-on-exec at the spawn (a test
+    // running alongside, or whoever started the suite) would take the one
+    // fd the loader needs (exit 127, "libgcc_s.so.1: Error 24").
+    let mut sh = Command::new("sh");
+    sh.args(["-c", &format!("ulimit -n 4; exec {} -v -p {sd}/job.pid -- touch {w}", pgrun_path())]);
+    // SAFETY: close_range is a plain syscall, async-signal-safe.
+    unsafe {
+        sh.pre_exec(|| {
+            libc::close_range(3, libc::c_uint::MAX, 0);
+            Ok(())
+        })
+    };
+    let out = run_cmd(&mut sh);
     assert_never_started(&out, "ulimit -n 4");
 
     // A full file system (a tiny tmpfs, in a mount namespace of our own).
