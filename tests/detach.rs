@@ -180,14 +180,9 @@ fn the_run_survives_hangup_and_kill_of_the_callers_group() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("run.pid");
     let dir = scratch.sh();
-    let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo alive > {dir}/alive; exec sleep 300");
     // The caller: a shell in a group of its own, which stays after pgrun
     // returned, as an interactive shell would.
-    let caller_script = format!(
-        "{pgrun} --detach -p {pid} -- sh -c '{payload}'; echo $? > {dir}/rc; exec sleep 300",
-        pgrun = pgrun_path(),
-        pid = pidfile.to_str().unwrap()
-    );
+    let caller_script = detaching_caller(&dir, &pidfile);
     let tag = Tag::new("group");
     let mut cmd = Command::new("sh");
     tag.on(cmd.args(["-c", &caller_script]).stdin(Stdio::null()).process_group(0));
@@ -207,6 +202,18 @@ fn the_run_survives_hangup_and_kill_of_the_callers_group() {
     assert!(!is_dead(run.pgrun) && !is_dead(run.pgid), "the run did not survive its caller's group");
     assert_status(&run_status(&pidfile), 0, "status after the caller's group was hung up and killed");
     cancel(&pidfile);
+}
+
+/// The script of a caller that starts a detached run on `pidfile` (its
+/// command waits for `DIR/gate`, then writes `DIR/alive`), writes pgrun's
+/// status to `DIR/rc` and stays, as an interactive shell would.
+fn detaching_caller(dir: &str, pidfile: &Path) -> String {
+    let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo alive > {dir}/alive; exec sleep 300");
+    format!(
+        "{pgrun} --detach -p {pid} -- sh -c '{payload}'; echo $? > {dir}/rc; exec sleep 300",
+        pgrun = pgrun_path(),
+        pid = pidfile.to_str().unwrap()
+    )
 }
 
 /// Each failure before the start: the caller's own status, its reason on
@@ -449,12 +456,7 @@ fn the_run_survives_a_hangup_of_the_callers_terminal() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("run.pid");
     let dir = scratch.sh();
-    let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo alive > {dir}/alive; exec sleep 300");
-    let caller_script = format!(
-        "{pgrun} --detach -p {pid} -- sh -c '{payload}'; echo $? > {dir}/rc; exec sleep 300",
-        pgrun = pgrun_path(),
-        pid = pidfile.to_str().unwrap()
-    );
+    let caller_script = detaching_caller(&dir, &pidfile);
     // Close-on-exec: the caller must not hold the master, or closing ours
     // would hang nothing up.
     let pty = openpty_cloexec(None);
@@ -463,15 +465,7 @@ fn the_run_survives_a_hangup_of_the_callers_terminal() {
     let mut cmd = Command::new("sh");
     tag.on(cmd.args(["-c", &caller_script]));
     cmd.stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(slave);
-    // SAFETY: setsid and ioctl are async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    with_controlling_terminal(&mut cmd);
     let caller = guard.spawn(&mut cmd);
     drop(cmd); // closes the test's copies of the slave
     assert_eq!(wait_line(&scratch.path("rc")), "0");

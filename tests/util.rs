@@ -675,6 +675,21 @@ pub fn openpty_cloexec(size: Option<&nix::pty::Winsize>) -> Pty {
     Pty { master: master.into(), slave: slave.into() }
 }
 
+/// Start `cmd` in a session of its own whose controlling terminal is its
+/// stdin (a pty slave given as stdin), as a login shell's.
+pub fn with_controlling_terminal(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid and ioctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Run `cmd` as the unprivileged user nobody (uid and gid 65534, no
 /// supplementary groups), through util-linux's setpriv.
 pub fn as_nobody(program: &str, args: &[&str]) -> Command {
