@@ -440,6 +440,12 @@ impl Drop for Guard {
 /// led it when it was recorded (same start time). A group that is gone is
 /// never signalled: its id may have been reused by another group.
 fn group_still_ours(pgid: i32, leader_start: Option<&str>) -> bool {
+    // No process at all in the group (ESRCH): gone, without reading all of
+    // /proc. kill with signal 0 only probes.
+    // SAFETY: kill takes plain integers; signal 0 sends nothing.
+    if unsafe { libc::kill(-pgid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return false;
+    }
     if let (Some(f), Some(start)) = (stat_fields(pgid), leader_start)
         && f[2] == pgid.to_string()
         && f[19] != start
