@@ -433,13 +433,8 @@ fn the_guard_acts_only_on_the_leaf_it_was_handed_not_on_a_new_cgroup_with_its_na
     std::fs::create_dir(&leaf).unwrap();
     let (tenant, _) = guard.spawn_reaped(Command::new("sleep").arg("300"));
     std::fs::write(leaf.join("cgroup.procs"), tenant.to_string()).unwrap();
-    let named = |comm: &str| {
-        descendants(pgrun_pid)
-            .into_iter()
-            .find(|&p| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == comm))
-            .unwrap_or_else(|| panic!("no {comm} under pgrun"))
-    };
-    let (command, pgrun_guard) = (named("sleep"), named("pgrun-guard"));
+    // `moved` is written just before the exec of sleep: polled for.
+    let (command, pgrun_guard) = (descendant_named(pgrun_pid, "sleep"), guard_of(pgrun_pid));
     send(pgrun_pid, libc::SIGKILL);
     // The guard stops the run's group, and nothing in the new cgroup.
     eventually("the guard to finish", || is_dead(pgrun_guard));

@@ -33,28 +33,6 @@ fn cancel(pidfile: &Path) {
     assert_status(&out, 0, "cancel of the detached run");
 }
 
-/// Spawn `pgrun wait -v ARGS...` and return once it waits for the live run
-/// (its verbose line says so).
-fn spawn_waiting(guard: &mut Guard, args: &[&str]) -> usize {
-    let mut all = vec!["wait", "-v"];
-    all.extend_from_slice(args);
-    let index = guard.spawn(pgrun(&all).stdout(Stdio::piped()).stderr(Stdio::piped()));
-    let stderr = guard.child(index).stderr.as_mut().unwrap();
-    let mut line = Vec::new();
-    loop {
-        let mut byte = [0u8];
-        let n = std::io::Read::read(stderr, &mut byte).unwrap();
-        assert!(n == 1, "wait ended before it waited: {}", String::from_utf8_lossy(&line));
-        line.push(byte[0]);
-        if byte[0] == b'\n' {
-            if String::from_utf8_lossy(&line).contains("waiting for pgrun") {
-                return index;
-            }
-            line.clear();
-        }
-    }
-}
-
 /// The session id of `pid`, from `/proc/PID/stat`.
 fn session_of(pid: i32) -> i32 {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).expect("process exists");
@@ -202,14 +180,9 @@ fn the_run_survives_hangup_and_kill_of_the_callers_group() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("run.pid");
     let dir = scratch.sh();
-    let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo alive > {dir}/alive; exec sleep 300");
     // The caller: a shell in a group of its own, which stays after pgrun
     // returned, as an interactive shell would.
-    let caller_script = format!(
-        "{pgrun} --detach -p {pid} -- sh -c '{payload}'; echo $? > {dir}/rc; exec sleep 300",
-        pgrun = pgrun_path(),
-        pid = pidfile.to_str().unwrap()
-    );
+    let caller_script = detaching_caller(&dir, &pidfile);
     let tag = Tag::new("group");
     let mut cmd = Command::new("sh");
     tag.on(cmd.args(["-c", &caller_script]).stdin(Stdio::null()).process_group(0));
@@ -229,6 +202,18 @@ fn the_run_survives_hangup_and_kill_of_the_callers_group() {
     assert!(!is_dead(run.pgrun) && !is_dead(run.pgid), "the run did not survive its caller's group");
     assert_status(&run_status(&pidfile), 0, "status after the caller's group was hung up and killed");
     cancel(&pidfile);
+}
+
+/// The script of a caller that starts a detached run on `pidfile` (its
+/// command waits for `DIR/gate`, then writes `DIR/alive`), writes pgrun's
+/// status to `DIR/rc` and stays, as an interactive shell would.
+fn detaching_caller(dir: &str, pidfile: &Path) -> String {
+    let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo alive > {dir}/alive; exec sleep 300");
+    format!(
+        "{pgrun} --detach -p {pid} -- sh -c '{payload}'; echo $? > {dir}/rc; exec sleep 300",
+        pgrun = pgrun_path(),
+        pid = pidfile.to_str().unwrap()
+    )
 }
 
 /// Each failure before the start: the caller's own status, its reason on
@@ -348,8 +333,10 @@ fn a_detached_runs_output_goes_to_the_output_file() {
     assert_status(&out, 0, "detached start");
     assert!(out.stdout.is_empty() && out.stderr.is_empty(), "the caller got output: {out:?}");
     let run = published(&mut guard, &pidfile);
+    // The waiter first: a run that ended before wait looked would be "no run".
+    let waiter = spawn_waiting(&mut guard, &["--report", rep, pid]);
     fs::write(&go, "").unwrap();
-    assert_status(&run_wait(&["--report", rep, pid]), 0, "wait --report");
+    assert_eq!(guard.wait(waiter), 0, "wait --report");
     wait_dead(run.pgrun);
     assert_eq!(fs::read_to_string(&file).unwrap(), "one\ntwo\nthree\nfour\n");
     assert_eq!(json(&report)["output"]["file"], log);
@@ -469,34 +456,16 @@ fn the_run_survives_a_hangup_of_the_callers_terminal() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("run.pid");
     let dir = scratch.sh();
-    let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo alive > {dir}/alive; exec sleep 300");
-    let caller_script = format!(
-        "{pgrun} --detach -p {pid} -- sh -c '{payload}'; echo $? > {dir}/rc; exec sleep 300",
-        pgrun = pgrun_path(),
-        pid = pidfile.to_str().unwrap()
-    );
-    let pty = nix::pty::openpty(None, None).expect("openpty");
-    // openpty's fds are inherited across exec: the caller must not hold the
-    // master, or closing ours would hang nothing up.
-    // SAFETY: F_SETFD on a valid fd.
-    assert_eq!(
-        unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&pty.master), libc::F_SETFD, libc::FD_CLOEXEC) },
-        0
-    );
+    let caller_script = detaching_caller(&dir, &pidfile);
+    // Close-on-exec: the caller must not hold the master, or closing ours
+    // would hang nothing up.
+    let pty = openpty_cloexec(None);
     let slave = pty.slave;
     let tag = Tag::new("hangup");
     let mut cmd = Command::new("sh");
     tag.on(cmd.args(["-c", &caller_script]));
     cmd.stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(slave);
-    // SAFETY: setsid and ioctl are async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    with_controlling_terminal(&mut cmd);
     let caller = guard.spawn(&mut cmd);
     drop(cmd); // closes the test's copies of the slave
     assert_eq!(wait_line(&scratch.path("rc")), "0");

@@ -1,7 +1,8 @@
 //! A black-box fuzz test of the command line: thousands of random argument
 //! lists, built from pgrun's own vocabulary and near misses of it, seeded
 //! and so reproducible (`PGRUN_FUZZ_SEED=N` replays another seed), bounded
-//! in count and time. Each one must end (no hang), end with a status pgrun
+//! in count and time: 100 cases in the default suite, 3000 in the long
+//! target. Each one must end (no hang), end with a status pgrun
 //! or the command can give (never a signal: no panic, no SIGPIPE), say at
 //! most one `pgrun: ` error line (plus the usage hint), and never signal a
 //! bystander in another group, although a stale pid file names it.
@@ -130,7 +131,7 @@ fn random_command_lines_never_panic_hang_or_touch_a_bystander() {
             .collect();
     let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
 
-    let (most, budget) = (3000, Duration::from_secs(40));
+    let (most, budget) = (rounds(100, 3000), Duration::from_secs(40));
     let start = Instant::now();
     let mut cases = 0;
     while cases < most && start.elapsed() < budget {

@@ -6,18 +6,6 @@ use crate::util::*;
 use std::fs;
 use std::process::{Command, Stdio};
 
-/// pgrun's guard: its child named `pgrun-guard`.
-fn guard_of(pgrun: i32) -> i32 {
-    let mut found = None;
-    eventually("pgrun's guard to appear", || {
-        found = descendants(pgrun)
-            .into_iter()
-            .find(|&p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == "pgrun-guard"));
-        found.is_some()
-    });
-    found.unwrap()
-}
-
 /// A run whose command waits for a file `go`; returns pgrun's index and its
 /// guard's pid, once the command is ready.
 fn start_waiting_for_go(guard: &mut Guard, scratch: &Scratch) -> (usize, i32) {

@@ -141,18 +141,6 @@ fn malformed_leader_steps_are_usage_errors() {
     }
 }
 
-/// pgrun's guard: its child named `pgrun-guard`.
-fn guard_of(pgrun: i32) -> i32 {
-    let mut found = None;
-    eventually("pgrun's guard to appear", || {
-        found = descendants(pgrun)
-            .into_iter()
-            .find(|&p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == "pgrun-guard"));
-        found.is_some()
-    });
-    found.unwrap()
-}
-
 #[test]
 fn the_guard_sends_a_leader_step_to_the_leader_alone_through_its_pidfd() {
     // pgrun is killed with SIGKILL: its guard, which is not the leader's

@@ -657,18 +657,6 @@ fn once_the_run_is_gone_a_stalled_reader_holds_only_pgrun() {
     assert!(all == with_marker(&data[..51200], (1 << 20) - 102400, &data[..51200]), "{} bytes", all.len());
 }
 
-/// pgrun's guard: its child named `pgrun-guard`.
-fn guard_of(pgrun: i32) -> i32 {
-    let mut found = None;
-    eventually("pgrun's guard to appear", || {
-        found = descendants(pgrun)
-            .into_iter()
-            .find(|&p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == "pgrun-guard"));
-        found.is_some()
-    });
-    found.unwrap()
-}
-
 /// strace, for the tests that inject syscall failures; a clear failure if
 /// the machine lacks it.
 fn require_strace() {
@@ -739,7 +727,7 @@ fn a_terminal_that_stops_taking_output_does_not_deafen_the_timeout() {
     let scratch = Scratch::new();
     let dir = scratch.sh();
     let mut guard = Guard::new();
-    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let pty = openpty_cloexec(None);
     let payload = format!("echo $$ > {dir}/pid; yes | head -c 1000000; exec sleep 300");
     let index = guard.spawn(
         pgrun(["--max-output", "4M", "-t", "2", "--", "sh", "-c", &payload])

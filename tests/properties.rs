@@ -1,8 +1,10 @@
 //! The parsers, checked by property against the contract's grammar: every
 //! string the grammar accepts parses to the right value, and every other
 //! string (random bytes and near misses) is rejected. Each property states
-//! the grammar on its own, independently of the parser's code.
+//! the grammar on its own, independently of the parser's code. A tenth of
+//! the cases in the default suite, all of them in the long target.
 
+use crate::util::rounds;
 use pgrun::duration::parse_duration;
 use pgrun::pidfile::parse_group_id;
 use pgrun::signame::{Signal, max_signal, parse_signal, realtime_range};
@@ -54,7 +56,7 @@ fn duration_near_miss() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(rounds(200, 2000) as u32))]
 
     #[test]
     fn every_duration_of_the_grammar_parses_to_its_value(
@@ -150,7 +152,7 @@ fn recase(text: &str, mask: u64) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(rounds(200, 2000) as u32))]
 
     #[test]
     fn every_spelling_of_every_signal_parses_to_it(n in 1..=max_signal(), pick in any::<prop::sample::Index>(), case in any::<u64>()) {
@@ -196,7 +198,7 @@ fn escalate_step() -> impl Strategy<Value = (i32, Option<(String, Duration)>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1000))]
+    #![proptest_config(ProptestConfig::with_cases(rounds(100, 1000) as u32))]
 
     #[test]
     fn every_schedule_parses_to_its_steps_ending_in_kill(steps in prop::collection::vec(escalate_step(), 1..6)) {
@@ -269,7 +271,7 @@ fn pid_file_grammar(text: &str) -> Option<i32> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(rounds(200, 2000) as u32))]
 
     #[test]
     fn every_group_id_line_parses_to_its_number(pgid in 1..=i32::MAX) {

@@ -8,6 +8,7 @@ use crate::util::run as run_cmd;
 use crate::util::*;
 use std::fs;
 use std::os::unix::fs::symlink;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 /// A stale pid file naming the bystander's group, as a crashed run leaves it.
@@ -345,10 +346,20 @@ fn failures_are_found_before_the_command_starts() {
     assert_never_started(&out, "name too long");
     assert!(stderr_of(&out).contains("File name too long"), "{}", stderr_of(&out));
 
-    // No fd left for the pid file.
-    let out = run_cmd(
-        Command::new("sh").args(["-c", &format!("ulimit -n 4; exec {} -v -p {sd}/job.pid -- touch {w}", pgrun_path())]),
-    );
+    // No fd left for the pid file. The shell holds 0-2 only: an fd the
+    // suite's process held without close-on-exec at the spawn (a test
+    // running alongside, or whoever started the suite) would take the one
+    // fd the loader needs (exit 127, "libgcc_s.so.1: Error 24").
+    let mut sh = Command::new("sh");
+    sh.args(["-c", &format!("ulimit -n 4; exec {} -v -p {sd}/job.pid -- touch {w}", pgrun_path())]);
+    // SAFETY: close_range is a plain syscall, async-signal-safe.
+    unsafe {
+        sh.pre_exec(|| {
+            libc::close_range(3, libc::c_uint::MAX, 0);
+            Ok(())
+        })
+    };
+    let out = run_cmd(&mut sh);
     assert_never_started(&out, "ulimit -n 4");
 
     // A full file system (a tiny tmpfs, in a mount namespace of our own).
@@ -431,73 +442,6 @@ fn cancel_with_a_wait_start_too_large_to_represent_waits() {
     let out = run_cmd(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
     assert_status(&out, 143, "the run found the marker");
     assert_eq!(guard.wait(canceller), 0);
-}
-
-/// 600 starts racing cancels 0-1 ms apart, each over a stale pid file that
-/// names a bystander: half with one cancel started after the run, half with
-/// two cancels and a status started before it. No cancel is lost, every
-/// cancel reports the run gone, nothing is left, the bystander is untouched.
-#[test]
-fn stress_starts_racing_cancels_over_a_stale_pid_file() {
-    use std::io::BufRead;
-    let scratch = Scratch::new();
-    let mut guard = Guard::new();
-    let canary = spawn_canary(&mut guard, &scratch);
-    let pidfile = scratch.path("job.pid");
-    let marker = scratch.path("job.pid.cancel");
-    let p = pidfile.to_str().unwrap();
-    let mut seed: u64 = 0x5eed;
-    let mut jitter = || {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        std::thread::sleep(std::time::Duration::from_micros((seed >> 33) % 1000));
-    };
-    let start = |guard: &mut Guard| guard.spawn(pgrun(["-p", p, "--", "sleep", "300"]).stderr(Stdio::piped()));
-    let cancel = |guard: &mut Guard| guard.spawn(pgrun(["cancel", "-v", p]).stderr(Stdio::piped()));
-    for round in 0..600 {
-        stale_file(&pidfile, canary);
-        let (run, cancels, status) = if round % 2 == 0 {
-            let run = start(&mut guard);
-            jitter();
-            let c = cancel(&mut guard);
-            let err = std::io::BufReader::new(guard.child(c).stderr.take().unwrap());
-            (run, vec![(c, err)], None)
-        } else {
-            let cancels = vec![cancel(&mut guard), cancel(&mut guard)];
-            let status = guard.spawn(pgrun(["status", p]).stdout(Stdio::null()));
-            // Both cancels have their marker in place (created or found):
-            // a cancel that arrives after the run is over has nothing to
-            // cancel, which is not the race under test.
-            let mut readers = Vec::new();
-            for &c in &cancels {
-                let mut first = String::new();
-                let mut err = std::io::BufReader::new(guard.child(c).stderr.take().unwrap());
-                err.read_line(&mut first).unwrap();
-                assert!(first.contains("cancel marker"), "round {round}: cancel said {first:?}");
-                readers.push((c, err));
-            }
-            jitter();
-            let run = start(&mut guard);
-            (run, readers, Some(status))
-        };
-        let code = guard.wait(run);
-        let mut said = String::new();
-        if let Some(mut err) = guard.child(run).stderr.take() {
-            std::io::Read::read_to_string(&mut err, &mut said).unwrap();
-        }
-        assert_eq!(code, 143, "round {round}: the run was not cancelled: {said}");
-        for (c, mut err) in cancels {
-            let mut said = String::new();
-            std::io::Read::read_to_string(&mut err, &mut said).unwrap();
-            assert_eq!(guard.wait(c), 0, "round {round}: cancel: {said}");
-        }
-        if let Some(status) = status {
-            let code = guard.wait(status);
-            assert!([0, 1, 3].contains(&code), "round {round}: status exited {code}");
-        }
-        assert!(!pidfile.exists(), "round {round}: pid file left");
-        assert!(!marker.exists(), "round {round}: marker left");
-    }
-    assert_canary_untouched(&scratch, canary);
 }
 
 #[test]

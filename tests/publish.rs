@@ -42,40 +42,6 @@ fn pid_file_names_the_group_is_locked_0644_and_removed_at_exit() {
 }
 
 #[test]
-fn a_reader_never_sees_a_partial_pid_file_across_100_starts() {
-    let scratch = Scratch::new();
-    let pidfile = scratch.path("job.pid");
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let reader = {
-        let (pidfile, stop) = (pidfile.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let (mut seen, mut bad) = (0, Vec::new());
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                if let Ok(text) = fs::read_to_string(&pidfile) {
-                    seen += 1;
-                    let ok = text.ends_with('\n') && text.trim_end().parse::<u32>().is_ok_and(|n| n > 1);
-                    if !ok {
-                        bad.push(text);
-                    }
-                }
-            }
-            (seen, bad)
-        })
-    };
-    let script = format!(
-        "for i in $(seq 100); do {} -p {} -- sh -c 'i=0; while [ $i -lt 50 ]; do i=$((i+1)); done' || exit 1; done",
-        pgrun_path(),
-        pidfile.display()
-    );
-    let out = run(std::process::Command::new("sh").args(["-c", &script]));
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let (seen, bad) = reader.join().unwrap();
-    assert_status(&out, 0, "100 runs");
-    assert!(bad.is_empty(), "partial pid files seen: {bad:?}");
-    assert!(seen > 0, "the reader never saw a pid file; the test proves nothing");
-}
-
-#[test]
 fn a_second_run_on_a_live_pid_file_is_refused_and_the_first_goes_on() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();

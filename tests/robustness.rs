@@ -53,8 +53,9 @@ fn a_lost_leader_status_is_an_error_not_an_endless_wait() {
 /// A pipe whose read end is already closed: writing to it raises SIGPIPE.
 fn broken_pipe() -> OwnedFd {
     let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two fds pipe writes.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: `fds` has room for the two fds pipe2 writes. Close-on-exec:
+    // no process another test spawns meanwhile holds the write end.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
     // SAFETY: both fds are fresh and ours; the read end is closed at once.
     unsafe {
         libc::close(fds[0]);

@@ -137,7 +137,9 @@ fn escalate_sends_each_step_in_order() {
     let mut guard = Guard::new();
     let dir = scratch.sh();
     // INT and TERM blocked until their handlers are in place: the timeout
-    // cannot beat them. Each is logged as it arrives, and survived.
+    // cannot beat them. Each is logged as it arrives, and survived. The
+    // final KILL can: the graces leave python 4 s to start (it took over 2
+    // on the busy machine).
     let payload = format!(
         "import os, signal\n\
          def note(n, f): open('{dir}/log', 'a').write(signal.Signals(n).name[3:] + '\\n')\n\
@@ -147,7 +149,7 @@ fn escalate_sends_each_step_in_order() {
          signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])\n\
          while True: signal.pause()\n"
     );
-    let mut cmd = pgrun(["--escalate", "INT/1s/TERM/1s/KILL", "-t", "0.2", "--", "python3", "-c", &payload]);
+    let mut cmd = pgrun(["--escalate", "INT/2s/TERM/2s/KILL", "-t", "0.2", "--", "python3", "-c", &payload]);
     let out = run(with_blocked(&mut cmd, &[libc::SIGINT, libc::SIGTERM]));
     let pid = wait_pid(&scratch.path("pid"), &mut guard);
     assert_status(&out, 124, "escalate");

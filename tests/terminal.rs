@@ -8,7 +8,6 @@ use crate::util::*;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
@@ -53,19 +52,11 @@ impl Session {
 
     fn spawn(guard: &mut Guard, mut cmd: Command) -> Session {
         let size = nix::pty::Winsize { ws_row: 24, ws_col: 80, ws_xpixel: 0, ws_ypixel: 0 };
-        let pty = nix::pty::openpty(Some(&size), None).expect("openpty");
+        let pty = openpty_cloexec(Some(&size));
         let slave: OwnedFd = pty.slave;
         default_signals(&mut cmd); // Ctrl-C must reach a job, whatever the suite inherited
         cmd.stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(slave);
-        // SAFETY: setsid and ioctl are async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        with_controlling_terminal(&mut cmd);
         let index = guard.spawn(&mut cmd);
         drop(cmd); // closes the parent's copies of the slave
         let master = File::from(pty.master);

@@ -1,4 +1,6 @@
 //! Integration tests of the built `pgrun` binary, one module per area.
+//! The fuzz test, the properties and the loops of stress.rs run quick here;
+//! the long target (tests/long.rs) runs the same code at full size.
 
 mod util;
 
@@ -27,6 +29,7 @@ mod resources;
 mod robustness;
 mod status;
 mod stopping;
+mod stress;
 mod terminal;
 mod timeout_hint;
 mod wait;

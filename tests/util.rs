@@ -13,6 +13,20 @@ use std::time::{Duration, Instant};
 /// Generous: the suite runs in parallel on a busy 2-core machine.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
+/// Whether this is the long target (tests/long.rs, `cargo test --features
+/// long-tests --test long`), which compiles the loops, the fuzz test and
+/// the properties at full size; every other target runs them quick.
+pub fn full_size() -> bool {
+    env!("CARGO_CRATE_NAME") == "long"
+}
+
+/// How many rounds a repeated or randomised test makes (stress loops, the
+/// fuzz test's cases, the properties' cases): `quick` in the default suite,
+/// `full` in the long target (see [`full_size`]).
+pub fn rounds(quick: usize, full: usize) -> usize {
+    if full_size() { full } else { quick }
+}
+
 /// The binary under test.
 pub fn pgrun_path() -> &'static str {
     env!("CARGO_BIN_EXE_pgrun")
@@ -275,6 +289,25 @@ pub fn descendants(pid: i32) -> Vec<i32> {
     found.split_off(1)
 }
 
+/// A live descendant of `pid` whose command name (`/proc/PID/comm`) is
+/// `comm`, polled for until one appears (a payload may still be on its way
+/// to the `exec` that names it).
+pub fn descendant_named(pid: i32, comm: &str) -> i32 {
+    let mut found = None;
+    eventually(&format!("a {comm} under {pid}"), || {
+        found = descendants(pid)
+            .into_iter()
+            .find(|&p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == comm));
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+/// pgrun's guard: its child named `pgrun-guard`.
+pub fn guard_of(pgrun: i32) -> i32 {
+    descendant_named(pgrun, "pgrun-guard")
+}
+
 /// Dead: `/proc/PID/stat` is gone or shows state Z.
 pub fn is_dead(pid: i32) -> bool {
     stat_fields(pid).is_none_or(|f| f[0] == "Z")
@@ -407,6 +440,12 @@ impl Drop for Guard {
 /// led it when it was recorded (same start time). A group that is gone is
 /// never signalled: its id may have been reused by another group.
 fn group_still_ours(pgid: i32, leader_start: Option<&str>) -> bool {
+    // No process at all in the group (ESRCH): gone, without reading all of
+    // /proc. kill with signal 0 only probes.
+    // SAFETY: kill takes plain integers; signal 0 sends nothing.
+    if unsafe { libc::kill(-pgid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return false;
+    }
     if let (Some(f), Some(start)) = (stat_fields(pgid), leader_start)
         && f[2] == pgid.to_string()
         && f[19] != start
@@ -517,6 +556,30 @@ pub fn start_published(guard: &mut Guard, pidfile: &Path, extra: &[&str], payloa
     (index, pgid)
 }
 
+/// Spawn `pgrun wait -v ARGS...` (stdout and stderr piped) and return once
+/// it has found the live run and is waiting for it (its verbose line says
+/// so). The rest of its stderr stays in the pipe.
+pub fn spawn_waiting(guard: &mut Guard, args: &[&str]) -> usize {
+    let mut all = vec!["wait", "-v"];
+    all.extend_from_slice(args);
+    let index = guard.spawn(pgrun(&all).stdout(Stdio::piped()).stderr(Stdio::piped()));
+    let stderr = guard.child(index).stderr.as_mut().unwrap();
+    let mut line = Vec::new();
+    loop {
+        let mut byte = [0u8];
+        // One byte at a time: nothing after the line is taken from the pipe.
+        let n = std::io::Read::read(stderr, &mut byte).unwrap();
+        assert!(n == 1, "wait ended before it waited: {}", String::from_utf8_lossy(&line));
+        line.push(byte[0]);
+        if byte[0] == b'\n' {
+            if String::from_utf8_lossy(&line).contains("waiting for pgrun") {
+                return index;
+            }
+            line.clear();
+        }
+    }
+}
+
 /// Read a JSON file.
 pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&fs::read_to_string(path).expect("report exists")).expect("valid JSON")
@@ -587,6 +650,50 @@ pub fn assert_canary_untouched(scratch: &Scratch, canary: i32) {
     assert!(!is_dead(canary), "the bystander {canary} was killed");
     let log = fs::read_to_string(scratch.path("canary.log")).unwrap_or_default();
     assert!(log.is_empty(), "the bystander {canary} received signals: {log:?}");
+}
+
+/// A pseudo-terminal: its master and its slave.
+pub struct Pty {
+    pub master: std::os::fd::OwnedFd,
+    pub slave: std::os::fd::OwnedFd,
+}
+
+/// A pseudo-terminal whose two fds are close-on-exec from the start
+/// (openpty(3) makes them inheritable): the tests run in parallel, and any
+/// process another test spawned meanwhile would hold them (a terminal that
+/// then never hangs up; one fd too many for a test that counts them). A
+/// Command given the slave as stdin, stdout or stderr still gets its copy.
+pub fn openpty_cloexec(size: Option<&nix::pty::Winsize>) -> Pty {
+    use nix::fcntl::OFlag;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC).expect("posix_openpt");
+    nix::pty::grantpt(&master).expect("grantpt");
+    nix::pty::unlockpt(&master).expect("unlockpt");
+    let name = nix::pty::ptsname_r(&master).expect("ptsname_r");
+    // std opens with O_CLOEXEC.
+    let slave =
+        fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOCTTY).open(name).expect("open the slave");
+    if let Some(size) = size {
+        // SAFETY: TIOCSWINSZ reads one winsize from a valid pointer.
+        assert_eq!(unsafe { libc::ioctl(slave.as_raw_fd(), libc::TIOCSWINSZ, size) }, 0, "TIOCSWINSZ");
+    }
+    Pty { master: master.into(), slave: slave.into() }
+}
+
+/// Start `cmd` in a session of its own whose controlling terminal is its
+/// stdin (a pty slave given as stdin), as a login shell's.
+pub fn with_controlling_terminal(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid and ioctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
 }
 
 /// Run `cmd` as the unprivileged user nobody (uid and gid 65534, no

@@ -20,29 +20,6 @@ fn wait(args: &[&str]) -> std::process::Output {
     run(&mut wait_cmd(args))
 }
 
-/// Spawn `pgrun wait -v ARGS...` and return once it has found the live
-/// run and is waiting for it (its verbose line says so).
-fn spawn_waiting(guard: &mut Guard, args: &[&str]) -> usize {
-    let mut all = vec!["-v"];
-    all.extend_from_slice(args);
-    let index = guard.spawn(&mut wait_cmd(&all));
-    let stderr = guard.child(index).stderr.as_mut().unwrap();
-    let mut line = Vec::new();
-    loop {
-        let mut byte = [0u8];
-        // One byte at a time: nothing after the line is taken from the pipe.
-        let n = std::io::Read::read(stderr, &mut byte).unwrap();
-        assert!(n == 1, "wait ended before it waited: {}", String::from_utf8_lossy(&line));
-        line.push(byte[0]);
-        if byte[0] == b'\n' {
-            if String::from_utf8_lossy(&line).contains("waiting for pgrun") {
-                return index;
-            }
-            line.clear();
-        }
-    }
-}
-
 /// The rest of a spawned wait's stderr, once it has ended.
 fn rest_of_stderr(guard: &mut Guard, index: usize) -> String {
     let mut err = String::new();

@@ -403,7 +403,8 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(4000))]
+        // A tenth of the cases in plain `cargo test`; all with the long tests.
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(feature = "long-tests") { 4000 } else { 400 }))]
         #[test]
         fn matches_the_reference_in_any_pieces(
             data in text(),
