@@ -170,6 +170,39 @@ fn the_guard_sends_a_leader_step_to_the_leader_alone_through_its_pidfd() {
     assert_eq!(log_lines(&scratch.path("member.log")), ["TERM"]);
 }
 
+// Found while speeding up the suite: while the group's number was still the
+// run's, the guard sent each step through every pidfd it held and then
+// again by kill(-pgid), so every member got each TERM twice (a command that
+// takes a second TERM for "abort now" is hit). Only visible when the two do
+// not merge into one pending signal: strace delays every kill by 300 ms.
+#[test]
+fn the_guard_sends_each_step_to_each_member_once() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let payload = leader_and_member(&dir);
+    let pidfile = scratch.path("job.pid");
+    let args =
+        ["-p", pidfile.to_str().unwrap(), "--escalate", "leader:TERM/1s/TERM/1s/KILL", "--", "sh", "-c", &payload];
+    let index = guard.spawn(&mut pgrun_injected("kill:delay_enter=300000", None, &args));
+    let pgid: i32 = wait_line(&pidfile).parse().expect("pid file holds a number");
+    guard.record_group(pgid);
+    let member = wait_pid(&scratch.path("member.pid"), &mut guard);
+    let leader = wait_pid(&scratch.path("leader.pid"), &mut guard);
+    let pgrun_pid = ppid(leader).expect("the leader's parent");
+    guard.record(pgrun_pid);
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    send(pgrun_pid, libc::SIGKILL);
+    guard.wait(index);
+    wait_dead(member);
+    wait_dead(leader);
+    wait_dead(keeper);
+    let leader_terms: &[&str] = if cfg!(feature = "posix-fallback") { &["TERM"] } else { &["TERM", "TERM"] };
+    assert_eq!(log_lines(&scratch.path("leader.log")), leader_terms, "the leader step, then the TERM step");
+    assert_eq!(log_lines(&scratch.path("member.log")), ["TERM"], "the TERM step, once");
+}
+
 #[test]
 fn a_leader_that_exited_but_is_not_reaped_yet_is_skipped_too() {
     // The window: the timeout fires, and the leader exits before pgrun has

@@ -128,16 +128,27 @@ impl ForeignGroup {
         }
     }
 
+    /// Each member gets the signal once: while a held group's number is
+    /// the run's, `kill(-pgid)` reaches every process in the group (held or
+    /// born since the look), and the pidfds only the held processes that
+    /// are no longer in it; else the pidfds alone. (Sent both ways, a
+    /// member got every step twice, and a command that takes a second TERM
+    /// for "abort now" would.)
     fn send(&mut self, signal: Signal) {
         self.find_members();
         if self.held || !self.members.is_empty() {
-            for (_, fd) in &self.members {
+            let by_number = self.held && self.number.in_use() && {
+                let sent = matches!(process::signal_group(self.pgid, signal), Ok(true));
+                if !sent {
+                    self.number_given_up();
+                }
+                sent
+            };
+            for (pid, fd) in &self.members {
+                if by_number && crate::sys::proc::stat(*pid).is_some_and(|s| s.pgrp == self.pgid) {
+                    continue;
+                }
                 let _ = fd.signal(signal);
-            }
-            // Also the members no pidfd holds (born since the look, or none
-            // could be opened), while the number is the run's.
-            if self.held && self.number.in_use() && !matches!(process::signal_group(self.pgid, signal), Ok(true)) {
-                self.number_given_up();
             }
             return;
         }
