@@ -73,6 +73,7 @@
 //! it ends there too (its own panic hook, installed first thing, exits).
 
 use crate::backoff::Backoff;
+use crate::contain::OwnGroup;
 use crate::contain::cgroup::Leaf;
 use crate::say;
 use crate::signame::Signal;
@@ -247,19 +248,22 @@ impl Guard {
         self.shared.slot(PGID).store(0, Ordering::Release);
     }
 
-    /// Hand the guard pidfds of the members of group `pgid` now, while
-    /// pgrun can tell the group is the run's, so that the guard can still
-    /// reach them if the leader's pidfd proves nothing by then (Linux).
-    /// Called when a stop sequence starts (`leader_unreaped`: pgrun has not
-    /// reaped the leader, so the number is the run's), and when pgrun reaps
-    /// the leader and members may be left (the number is still in use if
-    /// they are, unless a newcomer numbered like the group took it after
-    /// the group ended).
-    pub fn hold_members(&self, pgid: Pid, leader_unreaped: bool) {
+    /// Hand the guard pidfds of the members of `group` now, while pgrun
+    /// can tell the group is the run's, so that the guard can still reach
+    /// them if the leader's pidfd proves nothing by then (Linux). Called
+    /// when a stop sequence starts (`leader_unreaped`: pgrun has not reaped
+    /// the leader, so the number is the run's), and when pgrun reaps the
+    /// leader and members may be left (the number is still in use if they
+    /// are, unless a newcomer numbered like the group took it after the
+    /// group ended). Never once pgrun has seen the group empty: the number
+    /// is asked through [`OwnGroup::exists`], which says no for good from
+    /// then on (and has told the guard the group is gone).
+    pub fn hold_members(&self, group: &OwnGroup, leader_unreaped: bool) {
+        let pgid = group.pgid();
         #[cfg(linux_strengths)]
         if let Some(tie) = &self.tie
             && pgid > 1
-            && process::group_exists(pgid)
+            && group.exists()
         {
             let members = unsupervised::members_of(pgid);
             if members.is_empty() || (!leader_unreaped && sys::proc::stat(pgid).is_some()) {
