@@ -105,7 +105,8 @@ impl Lifecycle<'_> {
     }
 
     /// The run is gone: a later panic must not signal its group's number,
-    /// which may be reused.
+    /// which may be reused (already so since the group was first seen
+    /// empty: [`crate::contain::OwnGroup`] unwatches it then).
     pub fn gone(&self) {
         crate::panic_stop::unwatch();
     }

@@ -86,3 +86,20 @@ kill -KILL "$R"; wait "$R"; echo "run=$?"
     let script = format!("{}{HAND_OVER_LEADERLESS}{after}", run_past_its_empty_group(""));
     assert_leaderless_newcomer_untouched(&scratch, &script, "run=137");
 }
+
+#[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "tree mode needs Linux; the panic hook is a debug build's")]
+fn a_panic_after_the_group_was_seen_empty_kills_nothing_by_its_number() {
+    // As above, but pgrun panics (a test hook, on SIGUSR1): its panic hook
+    // must not SIGKILL the number it gave up, nor may the guard use it.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let after = format!(
+        r#"kill -USR1 "$R"; wait "$R"; echo "run=$?"
+{GUARD_DONE}"#
+    );
+    let script = format!("{}{HAND_OVER_LEADERLESS}{after}", run_past_its_empty_group("PGRUN_TEST_HOOK=panic-on-usr1"));
+    assert_leaderless_newcomer_untouched(&scratch, &script, "run=125");
+}

@@ -121,9 +121,12 @@ impl OwnGroup {
         Ok(delivered)
     }
 
-    /// The group was seen empty: gone for good, for pgrun and (told through
-    /// their shared page) for its guard.
+    /// The group was seen empty: gone for good, for pgrun, for its panic
+    /// hook (which would otherwise SIGKILL the number, perhaps somebody
+    /// else's by then, in tree mode long before the run is gone) and (told
+    /// through their shared page) for its guard.
     fn ended_now(&self) {
+        crate::panic_stop::unwatch();
         self.guard.group_gone();
     }
 
