@@ -110,6 +110,19 @@ Containment (--contain MODE):
   reached (escaped); status counts the run's processes as its mode defines
   it (read from that pgrun's command line).
 
+  In every mode, COMMAND itself is stopped by its pid should it leave its
+  group (setpgid, setsid): pgrun is its parent, so that pid is its own until
+  pgrun reaps it, and the run is not gone before (it counts as escaped).
+  The group itself is signalled by its number only until pgrun first sees
+  it empty, never after. One window is left: a forwarded signal or a stop
+  step sent after the group emptied but before pgrun looked again can reach
+  a new group that took the number in between. pgrun looks at each
+  SIGCHLD, but members that are not its children (a zombie whose parent is
+  outside the run; off Linux, orphans) end without one, and once COMMAND
+  has exited pgrun looks for that on a backoff of up to 100 ms (so while
+  --wait-group drains, too). A number comes back only once the kernel's pid
+  counter has gone round pid_max.
+
   A zombie member whose parent is outside pgrun's reach (group mode, or no
   subreaper off Linux) cannot be reaped by pgrun. After the final KILL and
   one more second pgrun exits as usual with one warning line, and the
