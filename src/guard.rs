@@ -28,7 +28,10 @@
 //! on it: a new run may have published a file with the old inode number),
 //! and the marker if it is still what pgrun left there (its own stopping
 //! note, or the request that cancelled the run: a cancel may have made a
-//! request of the note since, for the next run), and exits.
+//! request of the note since, for the next run), and `--report`'s
+//! temporary file if it is still the file pgrun made (same device and
+//! inode, held open while checked; pgrun places it only after releasing
+//! the guard), and exits.
 //!
 //! The guard stops only what is the run's, and never signals a group
 //! number that may have been given to somebody else. A number is free
@@ -117,6 +120,9 @@ pub struct Plan {
     pub marker: Option<PathBuf>,
     /// The cgroup leaf, in cgroup mode.
     pub leaf: Option<Leaf>,
+    /// `--report`'s temporary file (pgrun places it only after releasing
+    /// the guard): removed if it is still that file.
+    pub report_temp: Option<crate::atomic_file::Identity>,
 }
 
 /// The guard's pid for as long as it is pgrun's child and not yet reaped;
@@ -392,6 +398,12 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     remove_pidfile_if_ours(plan.pidfile, identity(PIDFILE));
     let note = shared.slot(MARKER + 2).load(Ordering::Acquire) == MARKER_NOTE;
     remove_marker_if_ours(plan.marker, identity(MARKER), note.then_some(pgrun));
+    if let Some(temp) = &plan.report_temp
+        && let Err(e) = crate::atomic_file::remove_if_still(temp)
+    {
+        let what = crate::pidfile::errno_text(&e);
+        say::line(format_args!("guard: warning: cannot remove {}: {what}", temp.path.display()));
+    }
     sys::exit_now(0)
 }
 

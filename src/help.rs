@@ -147,7 +147,9 @@ Guard (--no-guard to turn it off):
   harness's timeout, the OOM killer, kill -9, a kill of its whole group),
   the guard runs the same stop sequence on the group (in cgroup mode on the
   leaf, which it then removes), removes the pid file and the marker if they
-  are still the ones pgrun published, and exits. It is not the group's parent:
+  are still the ones pgrun published, and the --report's temporary file
+  (.NAME.pgrun-PID.tmp beside it) if it is still the one pgrun made, and
+  exits. It is not the group's parent:
   it checks for the group's end with a backoff, and gives up with a warning
   1s after the final KILL. It acts only once pgrun is gone (it was
   reparented), and stops only what it can prove is the run's: on Linux the
