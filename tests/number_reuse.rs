@@ -42,7 +42,8 @@ C=$(cat canary.pid)
 
 /// Wait for the guard `$GP` (reparented to this script, the namespace's
 /// init) to end after pgrun's death.
-const GUARD_DONE: &str = r#"while [ -e /proc/$GP ] && [ "$(cut -d' ' -f3 /proc/$GP/stat)" != Z ]; do sleep 0.01; done
+const GUARD_DONE: &str = r#"[ -n "$GP" ] || echo "no-guard-found"
+while [ -e /proc/$GP ] && [ "$(cut -d' ' -f3 /proc/$GP/stat)" != Z ]; do sleep 0.01; done
 "#;
 
 /// Run `script` as the init of a PID namespace of its own (bounded by
@@ -61,6 +62,7 @@ fn assert_leaderless_newcomer_untouched(scratch: &Scratch, script: &str, want: &
     let log = fs::read_to_string(scratch.path("run.log")).unwrap_or_default();
     assert!(!said.contains("number-not-reused"), "the test could not hand the number over: {said}");
     assert!(!said.contains("number-still-held"), "the new group's leader did not end: {said}");
+    assert!(!said.contains("no-guard-found"), "pgrun's guard was not found: {said}");
     assert!(said.contains(want), "{said}\nlog: {log}");
     let signals = fs::read_to_string(scratch.path("canary.log")).unwrap_or_default();
     assert!(said.contains("canary-alive"), "the newcomer was killed: {said}\nlog: {log}");
