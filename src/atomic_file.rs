@@ -150,6 +150,15 @@ impl TempFile {
         &self.temp
     }
 
+    /// The temporary file's name and what it is (device and inode), for
+    /// the guard: should pgrun be killed before placing it, the guard
+    /// removes it with [`remove_if_still`].
+    pub fn identity(&self) -> Option<Identity> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = self.file().metadata().ok()?;
+        Some(Identity { path: self.temp.clone(), dev: meta.dev(), ino: meta.ino() })
+    }
+
     /// Give the temporary file the name `shared` too, with `link(2)`, and
     /// drop its own name: `Ok(false)` if something is at `shared` already
     /// (then nothing changed). Whatever locks the file holds, it holds from
@@ -204,6 +213,41 @@ fn names_file(path: &Path, file: &File) -> bool {
     match (fs::symlink_metadata(path), file.metadata()) {
         (Ok(at), Ok(ours)) => at.dev() == ours.dev() && at.ino() == ours.ino(),
         _ => false,
+    }
+}
+
+/// A file by its name and what it is (device and inode).
+#[derive(Clone, Debug)]
+pub struct Identity {
+    pub path: PathBuf,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// Remove `identity`'s name if it still names that very file: opened
+/// (never through a symlink, never blocking on a planted FIFO) and held
+/// open while it is compared and removed, so its inode cannot be freed and
+/// its number given to a new file meanwhile. For the guard, on the
+/// temporary file of a pgrun that was killed (its name holds that pgrun's
+/// pid, so only a pgrun with the same pid, reused in the instant between
+/// the check and the removal, could put another file there). `Ok(false)`
+/// if the name is gone or names another file.
+pub fn remove_if_still(identity: &Identity) -> io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let file =
+        match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&identity.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ELOOP) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+    let meta = file.metadata()?;
+    if meta.dev() != identity.dev || meta.ino() != identity.ino || !names_file(&identity.path, &file) {
+        return Ok(false);
+    }
+    match fs::remove_file(&identity.path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

@@ -29,7 +29,10 @@
 //! on it: a new run may have published a file with the old inode number),
 //! and the marker if it is still what pgrun left there (its own stopping
 //! note, or the request that cancelled the run: a cancel may have made a
-//! request of the note since, for the next run), and exits.
+//! request of the note since, for the next run), and `--report`'s
+//! temporary file if it is still the file pgrun made (same device and
+//! inode, held open while checked; pgrun places it only after releasing
+//! the guard), and exits.
 //!
 //! The guard stops only what is the run's, and never signals a group
 //! number that may have been given to somebody else. A number is free
@@ -74,6 +77,7 @@
 //! it ends there too (its own panic hook, installed first thing, exits).
 
 use crate::backoff::Backoff;
+use crate::contain::OwnGroup;
 use crate::contain::cgroup::Leaf;
 use crate::say;
 use crate::signame::Signal;
@@ -118,6 +122,9 @@ pub struct Plan {
     pub marker: Option<PathBuf>,
     /// The cgroup leaf, in cgroup mode.
     pub leaf: Option<Leaf>,
+    /// `--report`'s temporary file (pgrun places it only after releasing
+    /// the guard): removed if it is still that file.
+    pub report_temp: Option<crate::atomic_file::Identity>,
 }
 
 /// The guard's pid for as long as it is pgrun's child and not yet reaped;
@@ -248,19 +255,22 @@ impl Guard {
         self.shared.slot(PGID).store(0, Ordering::Release);
     }
 
-    /// Hand the guard pidfds of the members of group `pgid` now, while
-    /// pgrun can tell the group is the run's, so that the guard can still
-    /// reach them if the leader's pidfd proves nothing by then (Linux).
-    /// Called when a stop sequence starts (`leader_unreaped`: pgrun has not
-    /// reaped the leader, so the number is the run's), and when pgrun reaps
-    /// the leader and members may be left (the number is still in use if
-    /// they are, unless a newcomer numbered like the group took it after
-    /// the group ended).
-    pub fn hold_members(&self, pgid: Pid, leader_unreaped: bool) {
+    /// Hand the guard pidfds of the members of `group` now, while pgrun
+    /// can tell the group is the run's, so that the guard can still reach
+    /// them if the leader's pidfd proves nothing by then (Linux). Called
+    /// when a stop sequence starts (`leader_unreaped`: pgrun has not reaped
+    /// the leader, so the number is the run's), and when pgrun reaps the
+    /// leader and members may be left (the number is still in use if they
+    /// are, unless a newcomer numbered like the group took it after the
+    /// group ended). Never once pgrun has seen the group empty: the number
+    /// is asked through [`OwnGroup::exists`], which says no for good from
+    /// then on (and has told the guard the group is gone).
+    pub fn hold_members(&self, group: &OwnGroup, leader_unreaped: bool) {
+        let pgid = group.pgid();
         if let Some(tie) = &self.tie
             && guard_channel::HANDS_OVER
             && pgid > 1
-            && process::group_exists(pgid)
+            && group.exists()
         {
             let members = unsupervised::members_of(pgid);
             if members.is_empty() || (!leader_unreaped && sys::proc::stat(pgid).is_some()) {
@@ -392,6 +402,12 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     remove_pidfile_if_ours(plan.pidfile, identity(PIDFILE));
     let note = shared.slot(MARKER + 2).load(Ordering::Acquire) == MARKER_NOTE;
     remove_marker_if_ours(plan.marker, identity(MARKER), note.then_some(pgrun));
+    if let Some(temp) = &plan.report_temp
+        && let Err(e) = crate::atomic_file::remove_if_still(temp)
+    {
+        let what = crate::pidfile::errno_text(&e);
+        say::line(format_args!("guard: warning: cannot remove {}: {what}", temp.path.display()));
+    }
     sys::exit_now(0)
 }
 

@@ -110,6 +110,19 @@ Containment (--contain MODE):
   reached (escaped); status counts the run's processes as its mode defines
   it (read from that pgrun's command line).
 
+  In every mode, COMMAND itself is stopped by its pid should it leave its
+  group (setpgid, setsid): pgrun is its parent, so that pid is its own until
+  pgrun reaps it, and the run is not gone before (it counts as escaped).
+  The group itself is signalled by its number only until pgrun first sees
+  it empty, never after. One window is left: a forwarded signal or a stop
+  step sent after the group emptied but before pgrun looked again can reach
+  a new group that took the number in between. pgrun looks at each
+  SIGCHLD, but members that are not its children (a zombie whose parent is
+  outside the run; off Linux, orphans) end without one, and once COMMAND
+  has exited pgrun looks for that on a backoff of up to 100 ms (so while
+  --wait-group drains, too). A number comes back only once the kernel's pid
+  counter has gone round pid_max.
+
   A zombie member whose parent is outside pgrun's reach (group mode, or no
   subreaper off Linux) cannot be reaped by pgrun. After the final KILL and
   one more second pgrun exits as usual with one warning line, and the
@@ -134,7 +147,9 @@ Guard (--no-guard to turn it off):
   harness's timeout, the OOM killer, kill -9, a kill of its whole group),
   the guard runs the same stop sequence on the group (in cgroup mode on the
   leaf, which it then removes), removes the pid file and the marker if they
-  are still the ones pgrun published, and exits. It is not the group's parent:
+  are still the ones pgrun published, and the --report's temporary file
+  (.NAME.pgrun-PID.tmp beside it) if it is still the one pgrun made, and
+  exits. It is not the group's parent:
   it checks for the group's end with a backoff, and gives up with a warning
   1s after the final KILL. It acts only once pgrun is gone (it was
   reparented), and stops only what it can prove is the run's: on Linux the

@@ -60,7 +60,9 @@ impl Lifecycle<'_> {
     /// A stop sequence starts: create the marker (so that a marker next to
     /// a live pid file means "stopping") and tell the guard it is ours to
     /// remove; hand the guard the group's members (`leader_unreaped`: the
-    /// leader still holds the group's number).
+    /// leader still holds the group's number), unless pgrun already saw
+    /// the group empty: its number may be somebody else's by now, and so
+    /// may whatever is found by it (the guard knows the group is gone).
     pub fn stopping(&self, leader_unreaped: bool) {
         let pgid = self.scope.pgid();
         if let Some(marker) = self.marker {
@@ -74,16 +76,18 @@ impl Lifecycle<'_> {
             }
         }
         if let Some(guard) = self.guard.as_ref() {
-            guard.hold_members(pgid, leader_unreaped);
+            guard.hold_members(self.scope.group(), leader_unreaped);
         }
     }
 
     /// pgrun reaped the leader `pid`: its pid may name another process from
     /// now on, and the guard is handed the members it left behind.
     pub fn leader_reaped(&self, pid: Pid) {
-        self.scope.group().leader_reaped();
+        let group = self.scope.group();
+        debug_assert_eq!(group.pgid(), pid, "the leader's pid is its group's id");
+        group.leader_reaped();
         if let Some(guard) = self.guard.as_ref() {
-            guard.hold_members(pid, false);
+            guard.hold_members(group, false);
         }
     }
 
@@ -101,7 +105,8 @@ impl Lifecycle<'_> {
     }
 
     /// The run is gone: a later panic must not signal its group's number,
-    /// which may be reused.
+    /// which may be reused (already so since the group was first seen
+    /// empty: [`crate::contain::OwnGroup`] unwatches it then).
     pub fn gone(&self) {
         crate::panic_stop::unwatch();
     }

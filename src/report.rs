@@ -196,6 +196,12 @@ impl ReportTarget {
         Ok(ReportTarget { path: path.to_path_buf(), temp })
     }
 
+    /// The temporary file the report will be renamed from (for the guard,
+    /// which removes it if pgrun is killed first).
+    pub fn temp_identity(&self) -> Option<crate::atomic_file::Identity> {
+        self.temp.identity()
+    }
+
     /// Write the report into the temporary file, then rename it into place.
     pub fn write(self, contents: &Contents<'_>) -> Result<()> {
         let outcome = contents.outcome;

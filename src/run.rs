@@ -80,6 +80,8 @@ pub fn run(args: &RunArgs, started: Instant, publication: Option<Publication>) -
             return RunExit::Failed.code();
         }
     };
+    // Its temporary file, for the guard to remove should pgrun be killed.
+    let report_temp = report.as_ref().and_then(ReportTarget::temp_identity);
     // Held where the panic hook can write it too.
     if let Some(target) = report {
         let contain = args.contain_mode();
@@ -95,7 +97,7 @@ pub fn run(args: &RunArgs, started: Instant, publication: Option<Publication>) -
     }
     // The guard, released once the run is withdrawn, is reaped when it is
     // dropped, after the report is written.
-    let (outcome, _released_guard) = execute(args, started, parent, publication);
+    let (outcome, _released_guard) = execute(args, started, parent, publication, report_temp);
     let exit = exit_of(args, &outcome);
     if let Some(err) = &outcome.error {
         say::line(format_args!("{err:#}"));
@@ -203,8 +205,9 @@ fn execute(
     started: Instant,
     parent: Pid,
     publication: Option<Publication>,
+    report_temp: Option<crate::atomic_file::Identity>,
 ) -> (Outcome, Option<Guard>) {
-    let mut run = match prepare(args, parent) {
+    let mut run = match prepare(args, parent, report_temp) {
         Ok(prepared) => prepared,
         Err(early) => return (early.into(), None),
     };
@@ -226,7 +229,7 @@ fn execute(
 }
 
 /// Everything before the spawn, in the contract's order.
-fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
+fn prepare(args: &RunArgs, parent: Pid, report_temp: Option<crate::atomic_file::Identity>) -> Step<Prepared> {
     let argv = command_line(args)?;
     let rlimits = crate::rlimit::resolve(&args.rlimit).map_err(|e| failure(anyhow!("{e}")))?;
     cgroup_limits_need_a_leaf(args)?;
@@ -245,7 +248,7 @@ fn prepare(args: &RunArgs, parent: Pid) -> Step<Prepared> {
     // Given back when dropped, on every way out, a failed spawn included.
     let terminal = Terminal::new(args.setsid);
     let (relay, child_ends) = start_relay(args, marker.as_deref())?.unzip();
-    let guard = start_guard(args, &scope, marker.as_deref()).map_err(failure)?;
+    let guard = start_guard(args, &scope, marker.as_deref(), report_temp).map_err(failure)?;
     test_hook::pause("guard-started");
     if let Some(guard) = &guard {
         scope.set_guard(guard.child());
@@ -643,7 +646,12 @@ fn kill_unsupervised(life: &mut Lifecycle<'_>) -> bool {
 
 /// Fork the guard (unless `--no-guard`), with what it needs to stop the
 /// run if pgrun is killed.
-fn start_guard(args: &RunArgs, scope: &Scope, marker: Option<&std::path::Path>) -> anyhow::Result<Option<Guard>> {
+fn start_guard(
+    args: &RunArgs,
+    scope: &Scope,
+    marker: Option<&std::path::Path>,
+    report_temp: Option<crate::atomic_file::Identity>,
+) -> anyhow::Result<Option<Guard>> {
     if args.no_guard {
         return Ok(None);
     }
@@ -652,6 +660,7 @@ fn start_guard(args: &RunArgs, scope: &Scope, marker: Option<&std::path::Path>) 
         pidfile: args.pidfile.clone(),
         marker: marker.map(std::path::Path::to_path_buf),
         leaf: scope.leaf().map(|leaf| leaf.handed()),
+        report_temp,
     };
     let guard = Guard::start(plan).map_err(|e| anyhow!("cannot start the guard: {e}"))?;
     verbose!("guard {} started", guard.pid().unwrap_or(0));

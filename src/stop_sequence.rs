@@ -95,8 +95,16 @@ impl StopSequence {
                 grace_given = true;
                 continue;
             }
-            let StepSignal { signal, leader } =
-                parse_step_signal(token).map_err(|e| format!("in --escalate '{text}': {e}"))?;
+            let StepSignal { signal, leader } = parse_step_signal(token).map_err(|e| {
+                // Where a grace may stand, a token that starts like a number
+                // was meant as one: say what is wrong with it as a duration.
+                let number_like = token.starts_with(|c: char| c.is_ascii_digit() || c == '.');
+                let why = match parse_duration(token) {
+                    Err(bad) if number_like && !steps.is_empty() && !grace_given => bad,
+                    _ => e,
+                };
+                format!("in --escalate '{text}': {why}")
+            })?;
             steps.push(Step { signal, grace: DEFAULT_GRACE, leader });
             grace_given = false;
         }

@@ -73,7 +73,8 @@ pub struct GroupEnd {
     /// Zombies left in the group that pgrun could not reap and stopped
     /// waiting for (0 when the group is really gone).
     pub unreaped: usize,
-    /// Processes outside the group the stop reached (tree, cgroup).
+    /// Processes outside the group the stop reached (tree, cgroup; the
+    /// leader, in every mode, if it left its group).
     pub escaped: usize,
     /// Set when pgrun gave up on a run that refused every KILL.
     pub unstopped: Option<Unstopped>,
@@ -565,7 +566,7 @@ impl Supervisor<'_> {
     /// not wait for it forever. What is left is reported (see
     /// [`Unstopped`]).
     fn give_up_refused(&mut self) {
-        let left = process::count_group_members_at_least(self.pgid);
+        let left = self.w.life.scope.group().left();
         verbose!("process group {} refuses KILL; giving up with {left} process(es) left", self.pgid);
         let error = self.send_error.take().unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EPERM));
         self.unstopped = Some(Unstopped { left, error });

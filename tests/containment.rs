@@ -400,3 +400,61 @@ fn forwarded_signals_reach_the_group_not_what_left_it() {
         assert_eq!(seen, "TERM\n", "{mode}: the escapee must get the stop's TERM only, not the forwarded USR1");
     }
 }
+
+#[test]
+fn a_leader_that_leaves_its_group_is_still_stopped_in_every_mode() {
+    // The command itself moves into its parent's group (pgrun's, here one
+    // of the test's own making): the group it leads is empty, but pgrun is
+    // its parent and stops it by its pid until it reaps it. It ignores
+    // TERM (inherited as ignored, so from its first instruction), so the
+    // final KILL must reach it too; the report says how it ended and that
+    // the stop reached a process outside the group.
+    let mut modes = vec!["group"];
+    modes.extend(containing_modes());
+    for mode in modes {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let dir = scratch.sh();
+        let report = scratch.path("report.json");
+        let payload = format!(
+            "import os, signal\n\
+             os.setpgid(0, os.getpgid(os.getppid()))\n\
+             open('{dir}/cmd.tmp', 'w').write(str(os.getpid()) + '\\n')\n\
+             os.rename('{dir}/cmd.tmp', '{dir}/cmd.pid')\n\
+             while True: signal.pause()\n"
+        );
+        let mut cmd = pgrun([
+            "-v",
+            "--contain",
+            mode,
+            "-k",
+            "1",
+            "--report",
+            report.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            &payload,
+        ]);
+        {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
+        with_ignored(&mut cmd, libc::SIGTERM).stderr(fs::File::create(scratch.path("run.log")).unwrap());
+        let index = guard.spawn(&mut cmd);
+        let pgrun_pid = guard.child(index).id() as i32;
+        let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
+        assert_eq!(pgrp(command), Some(pgrun_pid), "{mode}: the command left its group for pgrun's");
+        send(pgrun_pid, libc::SIGTERM);
+        let code = guard.wait(index);
+        let log = fs::read_to_string(scratch.path("run.log")).unwrap_or_default();
+        assert_eq!(code, 137, "{mode}: cancelled, the command ended by KILL: {log}");
+        assert!(is_dead(command), "{mode}: the command outlived pgrun: {log}");
+        let report = json(&report);
+        assert_eq!(report["status"]["signal"], "KILL", "{mode}: {report}\n{log}");
+        assert_eq!(report["escaped"], 1, "{mode}: {report}\n{log}");
+        assert_eq!(report["unstopped"], 0, "{mode}: {report}\n{log}");
+        let signals: Vec<_> = report["signals"].as_array().unwrap().iter().map(|s| s["signal"].clone()).collect();
+        assert_eq!(signals, ["TERM", "KILL"], "{mode}: {report}\n{log}");
+    }
+}

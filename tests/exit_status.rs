@@ -85,6 +85,23 @@ fn bad_input_is_125_and_runs_nothing() {
 }
 
 #[test]
+fn a_bad_grace_in_escalate_is_named_as_a_duration() {
+    // After a signal a token that starts like a number is a grace: the
+    // usage error names it as an invalid duration, not an invalid signal.
+    for (escalate, bad) in [("TERM/1e3", "1e3"), ("TERM/5S/KILL", "5S"), ("leader:TERM/.5x/KILL", ".5x")] {
+        let out = run(&mut pgrun(["--escalate", escalate, "--", "true"]));
+        assert_status(&out, 125, escalate);
+        let err = stderr_of(&out);
+        assert!(err.contains(&format!("invalid duration '{bad}'")), "{escalate}: {err}");
+        assert!(!err.contains("signal"), "{escalate}: {err}");
+    }
+    // A number where a signal must stand is still a bad signal.
+    let out = run(&mut pgrun(["--escalate", "TERM/2s/3s", "--", "true"]));
+    assert_status(&out, 125, "two graces in a row");
+    assert!(stderr_of(&out).contains("signal"), "{}", stderr_of(&out));
+}
+
+#[test]
 fn help_and_version_go_to_stdout_with_status_0() {
     let out = run(&mut pgrun(["--help"]));
     assert_status(&out, 0, "--help");

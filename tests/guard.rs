@@ -666,3 +666,57 @@ fn pgrun_killed_before_the_command_hands_itself_to_the_guard_leaves_nothing_runn
 fn pgrun_killed_before_a_session_leader_hands_itself_to_the_guard_leaves_nothing_running() {
     kill_pgrun_before_the_child_hands_itself_over(&["--setsid"]);
 }
+
+/// A run with `--report report.json` whose command waits; returns pgrun's
+/// index, its guard, and the report's temporary file (named after pgrun's
+/// pid), once the command is ready.
+fn start_reporting(guard: &mut Guard, scratch: &Scratch) -> (usize, i32, std::path::PathBuf) {
+    let dir = scratch.sh();
+    let report = scratch.path("report.json");
+    let mut cmd = pgrun([
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &format!("echo x > {dir}/ready; exec sleep 300"),
+    ]);
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    wait_line(&scratch.path("ready"));
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    let temp = scratch.path(&format!(".report.json.pgrun-{pgrun_pid}.tmp"));
+    assert!(temp.exists(), "pgrun prepared its report in {}", temp.display());
+    (index, keeper, temp)
+}
+
+#[test]
+fn pgrun_killed_leaves_no_temporary_report_file() {
+    // The report is never written (SIGKILL), and its temporary file, made
+    // at the start, would pile up beside it: the guard removes it.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let (index, keeper, temp) = start_reporting(&mut guard, &scratch);
+    send(guard.child(index).id() as i32, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(keeper);
+    assert!(!temp.exists(), "the guard left the report's temporary file");
+    assert!(!scratch.path("report.json").exists(), "no report can be written after a SIGKILL");
+}
+
+#[test]
+fn the_guard_leaves_a_file_that_replaced_the_temporary_report() {
+    // Someone else's file now stands at the temporary name (another
+    // inode): the guard removes only the file pgrun made.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let (index, keeper, temp) = start_reporting(&mut guard, &scratch);
+    let planted = scratch.path("planted");
+    fs::write(&planted, "not pgrun's\n").unwrap();
+    fs::rename(&planted, &temp).unwrap();
+    send(guard.child(index).id() as i32, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(keeper);
+    assert_eq!(fs::read_to_string(&temp).unwrap(), "not pgrun's\n", "the guard removed a file that was not pgrun's");
+}

@@ -18,6 +18,7 @@ mod idle;
 mod inheritance;
 mod leader;
 mod limits;
+mod number_reuse;
 mod output;
 mod output_file;
 mod output_splice;

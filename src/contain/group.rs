@@ -7,7 +7,10 @@
 //! number is first seen empty, and never again after: [`GroupNumber`]
 //! holds that rule, for the group pgrun supervises ([`OwnGroup`]) and for
 //! the guard's view of it ([`crate::contain::foreign::ForeignGroup`]),
-//! which takes over where pgrun left off.
+//! which takes over where pgrun left off. One exception, pgrun's own: a
+//! leader that left its group (setpgid, setsid) and that pgrun, its parent,
+//! has not reaped still holds the number (its pid), so an empty group is
+//! not given up then; the leader itself is reached by its pid.
 
 use crate::signame::Signal;
 use crate::sys::{Pid, process};
@@ -88,48 +91,106 @@ impl OwnGroup {
         !self.number.in_use()
     }
 
-    /// `kill(-pgid, 0)`, until it first reports the group empty; from then
-    /// on the group is gone for good, and nothing is sent to its number.
+    /// `kill(-pgid, 0)`, until it reports the group empty while nothing
+    /// holds its number for the run (see [`OwnGroup::number_held`]); from
+    /// then on the group is gone for good, and nothing is sent to its
+    /// number.
     pub fn exists(&self) -> bool {
-        let was = self.number.in_use();
-        let exists = self.number.exists();
-        if was && !exists {
-            verbose!("process group {} is empty: gone for good", self.pgid());
-            self.ended_now();
+        if !self.number.in_use() {
+            return false;
         }
-        exists
+        if process::group_exists(self.pgid()) {
+            return true;
+        }
+        self.empty_now();
+        false
     }
 
     /// `kill(-pgid, signal)` while the group exists (see
-    /// [`OwnGroup::exists`]); `Ok(false)` once it is gone. An ESRCH while
-    /// the leader is still pgrun's unreaped child cannot be true (the
-    /// leader, even as a zombie, holds the group): it is an error, and the
-    /// group is not taken for gone.
+    /// [`OwnGroup::exists`]); `Ok(false)` if it is empty. An ESRCH while the
+    /// leader is still pgrun's unreaped child is true too: the leader left
+    /// the group (setpgid, setsid), which it may; it is reached by its pid
+    /// ([`OwnGroup::signal_leader_outside`]).
     pub fn signal(&self, signal: Signal) -> io::Result<bool> {
         if !self.number.in_use() {
             return Ok(false);
         }
-        let pgid = self.pgid();
-        let delivered = process::signal_group(pgid, signal)?;
-        if !delivered && process::is_child(pgid) {
-            return Err(io::Error::from_raw_os_error(libc::ESRCH));
-        }
+        let delivered = process::signal_group(self.pgid(), signal)?;
         if !delivered {
-            self.number.give_up();
-            self.ended_now();
+            self.empty_now();
         }
         Ok(delivered)
     }
 
-    /// The group was seen empty: gone for good, for pgrun and (told through
-    /// their shared page) for its guard.
+    /// The group was just seen empty: its number is given up for good,
+    /// unless the leader still holds it (see [`OwnGroup::number_held`]).
+    fn empty_now(&self) {
+        if self.number_held() {
+            return;
+        }
+        self.number.give_up();
+        verbose!("process group {} is empty: gone for good", self.pgid());
+        self.ended_now();
+    }
+
+    /// Whether the group's number is the run's even though the group is
+    /// empty: the leader is pgrun's unreaped child, so no other process can
+    /// have its pid, and only a process with that pid can make a group of
+    /// that number again (setpgid(0, 0) after leaving it).
+    fn number_held(&self) -> bool {
+        !self.leader_reaped.get() && process::is_child(self.pgid())
+    }
+
+    /// The group was seen empty: gone for good, for pgrun, for its panic
+    /// hook (which would otherwise SIGKILL the number, perhaps somebody
+    /// else's by then, in tree mode long before the run is gone) and (told
+    /// through their shared page) for its guard.
     fn ended_now(&self) {
+        crate::panic_stop::unwatch();
         self.guard.group_gone();
     }
 
     /// pgrun reaped the leader, or learnt that someone else did.
     pub fn leader_reaped(&self) {
         self.leader_reaped.set(true);
+    }
+
+    /// Whether the leader is reaped (by pgrun, or lost to someone else):
+    /// the run's command is over only then, wherever it moved.
+    pub fn leader_gone(&self) -> bool {
+        self.leader_reaped.get()
+    }
+
+    /// How many processes of the run this group accounts for are left (for
+    /// a report: at least one where they cannot be counted): its members
+    /// while its number is the run's, and the leader if it left the group
+    /// and is not reaped.
+    pub fn left(&self) -> usize {
+        let members = if self.exists() { process::count_group_members_at_least(self.pgid()) } else { 0 };
+        let leader_outside = !self.leader_reaped.get() && crate::sys::getpgid(self.pgid()) != Some(self.pgid());
+        members + usize::from(leader_outside)
+    }
+
+    /// A stop step for a leader that left its group (the group's signal
+    /// missed it): `signal` (then SIGCONT if `cont`) to its pid, which is
+    /// the command's while pgrun, its parent, has not reaped it. Not sent
+    /// (`Ok(false)`) if the leader is still in the group, has exited, or is
+    /// reaped; an error says it could not be sent.
+    pub fn signal_leader_outside(&self, signal: Signal, cont: bool) -> io::Result<bool> {
+        let pid = self.pgid();
+        if !self.leader_reachable() || crate::sys::getpgid(pid) == Some(pid) {
+            return Ok(false);
+        }
+        let sent = process::signal_process(pid, signal);
+        match &sent {
+            Ok(true) => verbose!("sending {signal} to process {pid} (the command: it left its group)"),
+            Ok(false) => {}
+            Err(err) => verbose!("cannot send {signal} to process {pid} (the command: it left its group): {err}"),
+        }
+        if cont && matches!(sent, Ok(true)) {
+            let _ = process::signal_process(pid, Signal::CONT);
+        }
+        sent
     }
 
     /// A `leader:` step: `signal` to the command's own process alone, then

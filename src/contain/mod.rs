@@ -166,12 +166,13 @@ impl Scope {
         self.group().pgid()
     }
 
-    /// Whether the run is over: the group is gone (`kill(-pgid, 0)` is
-    /// ESRCH, which counts zombies as members) and, in tree mode, pgrun has
+    /// Whether the run is over: the leader is reaped (it may have left the
+    /// group), the group is gone (`kill(-pgid, 0)` is ESRCH, which counts
+    /// zombies as members) and, in tree mode, pgrun has
     /// no child left but its guard, in cgroup mode the leaf is empty. The
     /// caller has reaped every child that has ended.
     pub fn is_gone(&self) -> bool {
-        !self.group_exists() && self.is_gone_except_group()
+        self.group().leader_gone() && !self.group_exists() && self.is_gone_except_group()
     }
 
     /// Whether the command's group exists: [`OwnGroup::exists`], which
@@ -239,9 +240,11 @@ impl Target for Scope {
     }
 
     /// One step of the stop sequence: `signal` to the group, then to what
-    /// the mode adds (SIGCONT after each if `cont`); `last` is the final
+    /// the mode adds (SIGCONT after each if `cont`), and, in every mode, to
+    /// the leader by its pid if it left the group and nothing else reached
+    /// it (pgrun, its parent, may until it reaps it); `last` is the final
     /// KILL, which in cgroup mode is `cgroup.kill`. An error says the
-    /// signal could not be sent to the group.
+    /// signal could not be sent to the group, or to the leader outside it.
     fn signal(&mut self, signal: Signal, cont: bool, last: bool) -> std::io::Result<()> {
         let group = self.group.as_ref().expect("the run is signalled before the command started");
         let pgid = group.pgid();
@@ -252,30 +255,33 @@ impl Target for Scope {
         if cont {
             let _ = group.signal(Signal::CONT);
         }
+        // What this step reached outside the group.
+        let mut reached = BTreeSet::new();
         match &self.beyond {
             Beyond::Nothing => {}
             // Once the group's number is taken for gone (it may be someone
             // else's), whatever of the run is still in the group is reached
             // as a descendant, by pidfd: a false ESRCH spares nothing.
-            Beyond::Tree => {
-                tree::signal_escapees(pgid, self.guard.pid(), signal, cont, group.ended(), &mut self.escaped)
-            }
+            Beyond::Tree => tree::signal_escapees(pgid, self.guard.pid(), signal, cont, group.ended(), &mut reached),
             Beyond::Cgroup(leaf) => {
                 // Count the members outside the group before the kill, then
                 // kill them all at once.
-                leaf.signal_members(
-                    Some(pgid),
-                    if last { Signal::PROBE } else { signal },
-                    cont && !last,
-                    &mut self.escaped,
-                );
+                leaf.signal_members(Some(pgid), if last { Signal::PROBE } else { signal }, cont && !last, &mut reached);
                 if last && let Err(e) = leaf.kill() {
                     verbose!("cannot write cgroup.kill of {}: {e}", leaf.dir().display());
-                    leaf.signal_members(None, signal, false, &mut self.escaped);
+                    leaf.signal_members(None, signal, false, &mut reached);
                 }
             }
         }
-        sent.map(|_| ())
+        let leader = match reached.contains(&pgid) {
+            true => Ok(false),
+            false => group.signal_leader_outside(signal, cont),
+        };
+        if let Ok(true) = leader {
+            reached.insert(pgid);
+        }
+        self.escaped.extend(reached);
+        sent.and(leader).map(|_| ())
     }
 
     /// Through `kill(pid)`: pgrun is the leader's parent, so its pid is the
