@@ -406,6 +406,51 @@ fn a_stalled_stdout_holds_up_neither_the_file_nor_stderr_nor_sigterm() {
     assert_eq!(r["output"]["stdout"]["bytes"], zeros as u64, "{r}");
 }
 
+// Found by the second attack round: when the reader of pgrun's stdout left
+// (EPIPE on a write), the stream was closed without reading what the inner
+// pipe still held: bytes the command had written (its writes succeeded) were
+// missing from the output file and from the report's count.
+#[test]
+fn a_reader_that_leaves_loses_nothing_the_command_wrote_from_the_file() {
+    let scratch = Scratch::new();
+    let dir = scratch.sh();
+    let file = scratch.path("out.log");
+    let report = scratch.path("report.json");
+    let mut guard = Guard::new();
+    let (reader, writer) = std::io::pipe().unwrap();
+    // Writes 900 000 bytes (they fit in the pipes: pgrun's stdout pipe,
+    // pgrun's buffer and the 1 MiB inner pipe), then waits for `go` and
+    // exits without writing more: the reader leaves while the bytes wait.
+    let payload = format!(
+        "import os, time\n\
+         n = 0\n\
+         while n < 900000:\n    \
+             n += os.write(1, b'x' * min(10000, 900000 - n))\n\
+         open('{dir}/count.tmp', 'w').write(str(n) + '\\n'); os.rename('{dir}/count.tmp', '{dir}/count')\n\
+         while not os.path.exists('{dir}/go'):\n    \
+             time.sleep(0.01)\n"
+    );
+    let a = [
+        "--output-file",
+        file.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "python3",
+        "-c",
+        &payload,
+    ];
+    let index = guard.spawn(pgrun(a).stdout(writer));
+    let wrote: u64 = wait_line(&scratch.path("count")).parse().unwrap();
+    drop(reader);
+    fs::write(scratch.path("go"), b"").unwrap();
+    assert_eq!(guard.wait(index), 0);
+    let in_file = fs::read(&file).unwrap().len() as u64;
+    assert_eq!(in_file, wrote, "the output file lacks bytes the command wrote");
+    let r = json(&report);
+    assert_eq!(r["output"]["stdout"]["bytes"], wrote, "{r}");
+}
+
 #[test]
 fn the_file_cannot_be_the_pid_file_the_marker_or_the_report() {
     let scratch = Scratch::new();

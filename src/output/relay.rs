@@ -171,6 +171,10 @@ struct Stream {
     /// `dest` is a pipe: while there is nothing to write to it, it is
     /// still polled for its reader leaving (POLLERR/POLLHUP, nothing else).
     watch_reader: bool,
+    /// A write to `dest` failed (EPIPE, or an error said once): nothing
+    /// more goes there; what the pipe holds is still read for the output
+    /// file and the counts before the stream is closed.
+    dest_gone: bool,
     /// `None` once the stream has ended and its stats are known.
     shape: Option<Shape>,
     /// Bytes to write to `dest`, in order; the front one from `written` on.
@@ -304,6 +308,9 @@ impl Relay {
                 } else if !entry.write && s.source.as_ref().is_some_and(|fd| fd.as_raw_fd() == entry.fd) {
                     read |= s.on_readable(&mut self.scratch, &mut self.file);
                 }
+                if s.dest_gone && s.source.is_some() {
+                    s.finish_without_dest(&mut self.scratch, &mut self.file);
+                }
             }
         }
         read
@@ -404,6 +411,7 @@ impl Stream {
             splice,
             tee,
             wants_room: false,
+            dest_gone: false,
             watch_reader,
             shape: Some(shape),
             outbox: VecDeque::new(),
@@ -637,6 +645,11 @@ impl Stream {
     /// [`WRITES_PER_TURN`] writes, so the loop stays responsive; what is
     /// left waits for POLLOUT.
     fn flush(&mut self) {
+        if self.dest_gone {
+            self.outbox.clear();
+            self.written = 0;
+            return;
+        }
         for _ in 0..WRITES_PER_TURN {
             let Some(front) = self.outbox.front() else { return };
             let rest = &front[self.written..];
@@ -680,6 +693,26 @@ impl Stream {
             ));
             self.error.get_or_insert(error);
         }
+        // Nothing more goes to `dest`; the bytes the pipe holds are still
+        // read (the output file and the counts get them: the command wrote
+        // them) by [`Stream::finish_without_dest`], then the pipe is closed.
+        self.dest_gone = true;
+        self.splice = false;
+        self.tee = false;
+        self.outbox.clear();
+        self.written = 0;
+        if self.source.is_none() {
+            self.abandon();
+        }
+    }
+
+    /// The destination went away ([`Stream::reader_gone`]): read what the
+    /// pipe holds now, for the output file and the counts, then close it,
+    /// so the command gets EPIPE or SIGPIPE on its next write. (A write the
+    /// command makes between this read and the close still succeeds and is
+    /// lost: no pipe can be closed for writers only.)
+    fn finish_without_dest(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) {
+        self.drain(scratch, file);
         self.abandon();
     }
 
