@@ -224,7 +224,7 @@ impl Canceller<'_> {
         // the lock still names the same pgrun: so both describe that pgrun,
         // and a recycled pid is never signalled.
         let handle = Pidfd::open(holder);
-        let own_namespace = process::in_own_pid_namespace(holder);
+        let own_namespace = crate::sys::proc::in_own_pid_namespace(holder);
         if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
             verbose!("the run ended while cancel looked at it");
             return Ok(self.after_holder_exit(record, holder, own_namespace));

@@ -41,7 +41,7 @@ const PUBLISHED: u8 = b'P';
 /// Start the run detached; returns the caller's exit status in the
 /// caller's process, and the run's own in the supervising pgrun.
 pub fn run(args: &RunArgs, started: Instant) -> u8 {
-    let (ready, announce) = match process::cloexec_pipe() {
+    let (ready, announce) = match crate::sys::spawn::cloexec_pipe() {
         Ok(pipe) => pipe,
         Err(e) => return failed(format_args!("cannot create the pipe a detached run reports on: {e}")),
     };

@@ -79,6 +79,7 @@
 use crate::backoff::Backoff;
 use crate::contain::OwnGroup;
 use crate::contain::cgroup::Leaf;
+use crate::contain::foreign::{ForeignGroup, members_of};
 use crate::say;
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
@@ -272,7 +273,7 @@ impl Guard {
             && pgid > 1
             && group.exists()
         {
-            let members = unsupervised::members_of(pgid);
+            let members = members_of(pgid);
             if members.is_empty() || (!leader_unreaped && sys::proc::stat(pgid).is_some()) {
                 return;
             }
@@ -381,7 +382,7 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
         }
         None => (None, group),
     };
-    let target: Option<&mut dyn unsupervised::Target> = match (&mut leaf, &mut group) {
+    let target: Option<&mut dyn crate::contain::Target> = match (&mut leaf, &mut group) {
         (Some(leaf), _) => Some(leaf),
         (None, Some(group)) => Some(group),
         (None, None) => None,
@@ -417,11 +418,11 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
 /// guard sees it empty itself; where there are no pidfds, the group by its
 /// number, under the same condition. `None` if nothing is left that is the
 /// run's.
-fn run_group(pgid: Pid, held: Vec<(Pid, Pidfd)>, number_is_the_runs: bool) -> Option<unsupervised::Group> {
+fn run_group(pgid: Pid, held: Vec<(Pid, Pidfd)>, number_is_the_runs: bool) -> Option<ForeignGroup> {
     if !Pidfd::SUPPORTED {
-        return number_is_the_runs.then(|| unsupervised::Group::new(pgid));
+        return number_is_the_runs.then(|| ForeignGroup::new(pgid));
     }
-    let mut group = unsupervised::Group::held(pgid, held, number_is_the_runs);
+    let mut group = ForeignGroup::held(pgid, held, number_is_the_runs);
     group.look_for_members();
     Some(group)
 }

@@ -31,8 +31,9 @@ use crate::signal_policy;
 use crate::signame::Signal;
 use crate::supervisor::{self, GroupEnd, StopReason, Supervised};
 use crate::sys::Pid;
-use crate::sys::process::{self, ChildStatus, ChildUsage, Detach, Reaped, SpawnError, SpawnOptions};
+use crate::sys::process::{self, ChildStatus, ChildUsage, Reaped};
 use crate::sys::sigmask::{self, SigSet};
+use crate::sys::spawn::{Detach, SpawnError, SpawnOptions};
 use crate::sys::wakeup::SignalSource;
 use crate::terminal::Terminal;
 use crate::test_hook;
@@ -416,7 +417,7 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
     };
     let program = args.command[0].to_string_lossy();
     assert!(!test_hook::active(test_hook::PANIC_BEFORE_SPAWN), "test hook: panic before the spawn");
-    let spawned = process::spawn(&run.argv, &options);
+    let spawned = crate::sys::spawn::spawn(&run.argv, &options);
     // Only the command holds the write ends now: its exit is the pipes' end.
     run.child_ends = None;
     if spawned.is_err()
@@ -444,7 +445,7 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         // of no signal, SIGCHLD included: it cannot supervise the command,
         // which has only just started. Stop it and fail.
         crate::panic_stop::unwatch();
-        let stopped = match process::abandon_child(pgid) {
+        let stopped = match crate::sys::spawn::abandon_child(pgid) {
             Ok(()) => "stopped it".to_string(),
             Err(stop) => format!("and cannot stop process group {pgid}: {stop}"),
         };

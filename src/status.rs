@@ -7,7 +7,7 @@ use crate::contain::Mode;
 use crate::exit::StatusExit;
 use crate::pidfile::{self, Liveness, Marker, RecordError};
 use crate::say;
-use crate::sys::{self, Pid, process};
+use crate::sys::{self, Pid};
 use anyhow::anyhow;
 use serde::Serialize;
 use std::io::Write;
@@ -112,7 +112,7 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
                 Liveness::Live(holder) => {
                     // 0: the holder is in a PID namespace we cannot see.
                     report.pid = (holder > 0).then_some(holder);
-                    report.other_pid_namespace = holder <= 0 || !process::in_own_pid_namespace(holder);
+                    report.other_pid_namespace = holder <= 0 || !crate::sys::proc::in_own_pid_namespace(holder);
                     // A request, or the note of this run's pgrun: it is
                     // stopping (a note another pgrun left says nothing). A
                     // note's pid is one of the run's PID namespace: from
@@ -126,14 +126,15 @@ fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> 
                     if !report.other_pid_namespace {
                         // The run as its --contain mode defines it.
                         report.processes = match holder {
-                            0 => process::count_group_members(record.pgid),
+                            0 => crate::sys::proc::count_group_members(record.pgid),
                             holder if pidfile::group_holds_run_of(holder, record.pgid) => {
                                 count_run(holder, record.pgid)
                             }
                             // The group ended while its pgrun finishes: what
                             // has its number now is not the run's.
-                            holder => count_run(holder, record.pgid)
-                                .map(|run| run.saturating_sub(process::count_group_members(record.pgid).unwrap_or(0))),
+                            holder => count_run(holder, record.pgid).map(|run| {
+                                run.saturating_sub(crate::sys::proc::count_group_members(record.pgid).unwrap_or(0))
+                            }),
                         };
                         report.resources = (holder > 0)
                             .then(|| live_accounting(holder, record.pgid))
@@ -201,7 +202,7 @@ fn print(json: bool, r: &Answer, marker: &std::path::Path) -> std::io::Result<()
 /// read from that pgrun's own command line. `None` where `/proc` cannot
 /// tell.
 fn count_run(holder: Pid, pgid: Pid) -> Option<usize> {
-    let group = process::count_group_members(pgid)?;
+    let group = crate::sys::proc::count_group_members(pgid)?;
     let mode = mode_of(holder);
     if mode == Mode::Group {
         return Some(group);

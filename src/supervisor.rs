@@ -373,7 +373,7 @@ impl Supervisor<'_> {
     /// --wait-group wait for them.
     fn on_stragglers(&mut self) {
         if self.w.count_stragglers {
-            self.stragglers = process::count_group_members_at_least(self.pgid);
+            self.stragglers = crate::sys::proc::count_group_members_at_least(self.pgid);
         }
         if let Phase::Running = self.phase {
             let left = match self.stragglers {
@@ -448,7 +448,7 @@ impl Supervisor<'_> {
         }
         // A zombie whose parent is pgrun (one just handed over, say) is
         // reaped on the next turn, not given up on.
-        process::group_census(self.pgid)?.only_foreign_zombies()
+        crate::sys::proc::group_census(self.pgid)?.only_foreign_zombies()
     }
 
     fn give_up_on(&mut self, zombies: usize) {
@@ -582,9 +582,9 @@ impl Supervisor<'_> {
         if matches!(self.leader, Leader::Running) || !self.w.life.scope.is_gone_except_group() {
             return None;
         }
-        match process::group_census(self.pgid) {
+        match crate::sys::proc::group_census(self.pgid) {
             Some(census) => census.only_foreign_zombies(),
-            None => Some(process::count_group_members_at_least(self.pgid)),
+            None => Some(crate::sys::proc::count_group_members_at_least(self.pgid)),
         }
     }
 

@@ -23,12 +23,7 @@ use crate::sys;
 use crate::verbose;
 use std::time::{Duration, Instant};
 
-pub use crate::contain::Target;
-
-// The names the guard still uses for these, from before they moved to
-// `contain` (to go once guard.rs names them there).
-pub use crate::contain::foreign::ForeignGroup as Group;
-pub use crate::contain::foreign::members_of;
+use crate::contain::Target;
 
 /// Longest wait on a target's event fd before it is checked anyway.
 const EVENTS_CHECK: Duration = Duration::from_millis(100);

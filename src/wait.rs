@@ -115,8 +115,8 @@ impl Waiter<'_> {
         // Handles first, then make sure the lock still names the same
         // pgrun: so they name that pgrun (and its guard), never a process
         // that reused a pid.
-        let holder_fd = (holder > 0).then(|| process::pidfd_open(holder)).flatten();
-        let own_namespace = holder > 0 && process::in_own_pid_namespace(holder);
+        let holder_fd = (holder > 0).then(|| crate::sys::pidfd::pidfd_open(holder)).flatten();
+        let own_namespace = holder > 0 && crate::sys::proc::in_own_pid_namespace(holder);
         let guard_fd = holder_fd.as_ref().and_then(|fd| find_guard(holder, fd.as_fd()));
         let still_live = record.liveness().map_err(|e| lock_error(path, e))? == Liveness::Live(holder);
         let holder_fd = holder_fd.filter(|_| still_live);
@@ -265,7 +265,7 @@ fn find_guard(holder: Pid, holder_fd: BorrowedFd<'_>) -> Option<OwnedFd> {
     let children = sys::proc::children(holder).ok()?;
     let named = |pid: Pid| sys::proc::comm(pid).is_some_and(|name| name == crate::guard::NAME);
     children.into_iter().filter(|&pid| named(pid)).find_map(|pid| {
-        let fd = process::pidfd_open(pid)?;
+        let fd = crate::sys::pidfd::pidfd_open(pid)?;
         let alive = !sys::wait_readable(holder_fd, Some(Duration::ZERO)).unwrap_or(true);
         let still_child = sys::proc::stat(pid).is_some_and(|s| s.ppid == holder);
         (alive && still_child && named(pid)).then_some(fd)

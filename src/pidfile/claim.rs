@@ -36,7 +36,7 @@ use super::{check_target, names};
 use crate::atomic_file::{self, TempFile};
 use crate::backoff::Backoff;
 use crate::sys::lock::{self, CLAIM_BYTE, Kind, Range};
-use crate::sys::{Pid, geteuid, process};
+use crate::sys::{Pid, geteuid};
 use crate::test_hook;
 use anyhow::{Context, Result, bail};
 use std::fs::{self, File, OpenOptions};
@@ -273,7 +273,7 @@ fn shown_pid(pid: Pid) -> String {
 /// lock (starters and cancellers take write locks), or one held by a
 /// process of another user.
 fn is_foreign(holder: lock::Holder, me: u32) -> bool {
-    holder.kind == Kind::Read || process::effective_uid(holder.pid).is_some_and(|uid| uid != me)
+    holder.kind == Kind::Read || crate::sys::proc::effective_uid(holder.pid).is_some_and(|uid| uid != me)
 }
 
 /// Open an existing pid file read-write without following a symlink.

@@ -23,7 +23,7 @@ pub(super) fn live_holder(file: &File, meta: &fs::Metadata) -> io::Result<Option
     Ok(match lock::holder(file, Range::FirstByte)? {
         Some(lock::Holder { kind: Kind::Write, pid: 0 }) => Some(0),
         Some(lock::Holder { kind: Kind::Write, pid }) => {
-            process::effective_uid(pid).is_none_or(|uid| uid == meta.uid()).then_some(pid)
+            crate::sys::proc::effective_uid(pid).is_none_or(|uid| uid == meta.uid()).then_some(pid)
         }
         _ => None,
     })

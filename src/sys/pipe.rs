@@ -16,7 +16,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 /// read end non-blocking. On Linux the buffer is widened to `capacity`
 /// (`F_SETPIPE_SZ`, best effort), so a fast writer wakes pgrun less often.
 pub fn output_pipe(capacity: usize) -> io::Result<(OwnedFd, OwnedFd)> {
-    let (read_end, write_end) = super::process::cloexec_pipe()?;
+    let (read_end, write_end) = super::spawn::cloexec_pipe()?;
     set_nonblocking(read_end.as_fd())?;
     // Failure (a limit below `capacity`) leaves the default size, which is
     // fine.

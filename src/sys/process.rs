@@ -10,14 +10,6 @@
 use super::{Pid, Signal};
 use std::io;
 
-// Moved to the modules named above; named here too, so that callers keep
-// their paths until they move.
-pub use super::pidfd::pidfd_open;
-pub use super::proc::{
-    Census, count_group_members, count_group_members_at_least, effective_uid, group_census, in_own_pid_namespace,
-};
-pub use super::spawn::{Detach, SpawnError, SpawnOptions, Spawned, abandon_child, cloexec_pipe, spawn};
-
 /// `kill(-pgid, signal)`. Returns `Ok(false)` if the group no longer exists
 /// (ESRCH): "already gone" is not an error.
 pub fn signal_group(pgid: Pid, signal: Signal) -> io::Result<bool> {

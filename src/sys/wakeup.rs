@@ -91,7 +91,7 @@ impl SignalSource {
     /// A self-pipe; the handlers are installed by [`SignalSource::activate`].
     pub fn new(_set: &SigSet) -> io::Result<Self> {
         use std::os::fd::AsRawFd;
-        let pipe = super::process::cloexec_pipe()?;
+        let pipe = super::spawn::cloexec_pipe()?;
         // O_NONBLOCK keeps the handler from blocking.
         for fd in [&pipe.0, &pipe.1] {
             super::pipe::set_nonblocking(fd.as_fd())?;
