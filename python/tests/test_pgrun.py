@@ -412,3 +412,36 @@ def test_in_group_mode_an_escapee_holds_the_pipe_unless_pgrun_relays(tmp_path: P
             (tmp_path / f"{name}.go").touch()
         for pid in escapees:
             poll(f"the escapee {pid} to end", lambda: dead(pid))
+
+
+INSTALL = Path(__file__).resolve().parents[2] / "scripts" / "install"
+
+
+@pytest.mark.skipif(not INSTALL.exists(), reason="not a checkout: no scripts/install next to the tests")
+def test_install_script_takes_relative_paths_from_the_caller_and_checks_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "DESTDIR": "stage", "PREFIX": "prefix"}
+    # A binary that is not there, or is not pgrun: nothing is created.
+    for wrong in ("missing/pgrun", "/bin/true"):
+        failed = subprocess.run(["sh", str(INSTALL)], env={**env, "PGRUN_BIN": wrong}, capture_output=True)
+        assert failed.returncode != 0 and failed.stderr.startswith(b"scripts/install: "), failed
+        assert not list(here.iterdir()) and not (tmp_path / "home").exists()
+    # A relative PGRUN_BIN, PREFIX and DESTDIR, all from the caller's folder.
+    (here / "from").mkdir()
+    os.symlink(pgrun.binary(), here / "from" / "pgrun")
+    done = subprocess.run(["sh", str(INSTALL)], env={**env, "PGRUN_BIN": "from/pgrun"}, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    root = Path(f"{here}/stage{os.getcwd()}/prefix")
+    installed = root / "bin" / "pgrun"
+    assert installed.read_bytes() == Path(pgrun.binary()).read_bytes()
+    assert os.access(installed, os.X_OK)
+    for page in ("pgrun", "pgrun-cancel", "pgrun-status", "pgrun-wait"):
+        assert (root / "share/man/man1" / f"{page}.1").read_bytes().startswith(b".")
+    for completion in ("bash-completion/completions/pgrun", "zsh/site-functions/_pgrun",
+                       "fish/vendor_completions.d/pgrun.fish"):
+        assert (root / "share" / completion).stat().st_size > 0
+    assert sorted(p.name for p in here.iterdir()) == ["from", "stage"]
