@@ -15,7 +15,8 @@ what it does.
 (b'hi\\n', 'exited', 1)
 
 pgrun's own failures (exit status 125: a usage error, a pid file held by a
-live run, ...) raise :class:`PgrunError` carrying pgrun's one-line message.
+live run, ...) raise :class:`PgrunError` carrying pgrun's one-line message
+(see :func:`run` for ``report=False``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import tempfile
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
 __all__ = [
     "FAILURE",
@@ -67,13 +68,18 @@ StrPath = Union[str, "os.PathLike[str]"]
 Duration = Union[int, float, Decimal, datetime.timedelta, str]
 #: A size in bytes: a number, or a string pgrun parses (``"64K"``, ``"1MB"``).
 Size = Union[int, str]
-Argv = Sequence[Union[str, bytes, "os.PathLike[str]"]]
+#: One argument of a command, passed to pgrun as it is.
+Arg = Union[str, bytes, "os.PathLike[str]"]
+Argv = Sequence[Arg]
 
 
 class PgrunError(Exception):
     """pgrun itself failed (exit status 125, or 4 from ``pgrun status``).
 
-    ``message`` is pgrun's one error line (``pgrun: ...``), ``returncode``
+    ``message`` is pgrun's one error line (``pgrun: ...``); where pgrun
+    said none that this module saw (a run cancelled before it started, a
+    report :func:`wait` cannot read, a 125 without a report or a captured
+    stderr), it is the module's own account, not prefixed. ``returncode``
     the status pgrun exited with, ``stderr`` all that it wrote there (empty
     when stderr was not captured) and ``report`` the run's report if one
     was written.
@@ -266,7 +272,9 @@ class Result:
     none: a usage error, or a report it could not write, which it said on
     stderr)."""
 
-    args: List[str]
+    #: What was run: the pgrun binary, its options, ``--`` and ``argv``'s
+    #: items as given (str, bytes or path-like).
+    args: List[Arg]
     returncode: int
     #: bytes, or str with ``text=True``; ``None`` when not captured (as
     #: :class:`subprocess.CompletedProcess` types it: ``Any``).
@@ -318,14 +326,31 @@ def run(
     more options placed before ``--``. ``report=True`` (the default) has
     pgrun write its report to a temporary file, parsed into
     ``Result.report`` and removed; a path keeps it there; ``False`` asks
-    for none. The rest is :func:`subprocess.run`'s: by default stdout and
-    stderr are captured (as bytes, ``text=True`` for str), and come back
-    as soon as the run is over, even if a process outside the run still
-    holds the pipe.
+    for none. Relative paths (``report``, ``pidfile``, ``cancel_file``,
+    ``output_file``) are taken in ``cwd`` when it is given, as the run
+    takes them. The rest is :func:`subprocess.run`'s: by default stdout and
+    stderr are captured (as bytes, ``text=True`` for str), and this call
+    returns once the run is over and every process holding the pipes has
+    closed them (as :func:`subprocess.run` does, it reads them to the end).
+    On Linux pgrun's default ``contain`` mode (``tree``; ``cgroup`` too)
+    stops every descendant of the command, wherever it moved, so none is
+    left to hold them; in ``group`` mode (the only one off Linux) a
+    process that left the group (``setsid``) is not part of the run, and
+    this call waits until it closes them or exits, unless ``max_output``,
+    ``output_file`` or ``idle_timeout`` is given: the command's output then
+    goes through pipes of pgrun's own, and only pgrun holds the caller's.
 
-    Raises :class:`PgrunError` when pgrun itself fails (exit 125 that the
-    report, if any, attributes to pgrun rather than to the command).
+    Raises :class:`PgrunError` when pgrun itself fails: exit 125 that the
+    report attributes to pgrun rather than to the command. With
+    ``report=False`` there is no report: a captured stderr that ends with
+    pgrun's own ``pgrun: `` line tells pgrun's failure from the command's
+    own exit 125 (returned as a result). Without a captured stderr, or with
+    ``verbose`` (whose lines start with ``pgrun: `` too), the two cannot
+    be told apart, and every 125 raises, with a message that says so.
     """
+    pidfile, cancel_file, output_file = (_at(cwd, p) for p in (pidfile, cancel_file, output_file))
+    if not isinstance(report, bool):
+        report = _at(cwd, report)
     options = _run_options(
         timeout=timeout,
         idle_timeout=idle_timeout,
@@ -351,7 +376,7 @@ def run(
     with _ReportPath(report) as report_path:
         if report_path is not None:
             options += ["--report", report_path]
-        args = [binary(), *options, *extra_args, "--", *_command(argv)]
+        args: List[Arg] = [binary(), *options, *extra_args, "--", *_command(argv)]
         if capture_output:
             if stdout is not None or stderr is not None:
                 raise ValueError("stdout and stderr may not be given with capture_output=True")
@@ -363,8 +388,22 @@ def run(
         parsed = None
         if report_path is not None and _file_identity(report_path) != before:
             parsed = Report.load(report_path)
-    if done.returncode == FAILURE and (parsed is None or parsed.reason == "error"):
-        raise _error(done.returncode, done.stderr, parsed)
+    if done.returncode == FAILURE:
+        if report_path is not None:
+            if parsed is None or parsed.reason == "error":
+                raise _error(done.returncode, done.stderr, parsed)
+        elif done.stderr is None or verbose:
+            why = "--verbose lines start with 'pgrun: ' too" if verbose else "stderr was not captured"
+            raise PgrunError(
+                "pgrun exited with status 125: its own failure and the command's own exit 125 cannot be "
+                f"told apart without a report ({why}; pgrun's line, if any, is on stderr)",
+                done.returncode,
+                b"" if done.stderr is None else _bytes(done.stderr),
+            )
+        else:
+            said = _pgrun_line(done.stderr)
+            if said is not None:
+                raise PgrunError(said, done.returncode, _bytes(done.stderr))
     return Result(
         args=args, returncode=done.returncode, stdout=done.stdout, stderr=done.stderr, report=parsed
     )
@@ -427,10 +466,17 @@ def start(
 
     The run lives on in a session of its own, with stdin on ``/dev/null``
     and stdout and stderr in ``output_file`` (else ``/dev/null``); the
-    keywords are pgrun's options as for :func:`run`. Raises
-    :class:`PgrunError` if the run did not start (pgrun's 125, 126, 127, or
-    143 when a pending cancel kept it from starting), with pgrun's message.
+    keywords are pgrun's options as for :func:`run`, relative paths taken
+    in ``cwd`` when it is given (the returned run holds them joined to it,
+    so that its methods find them from anywhere). Raises
+    :class:`PgrunError` if the run did not start: pgrun's 125, 126 or 127,
+    with pgrun's message; or 143 (128+N for another termination signal N)
+    when it was cancelled before it started (a pending cancel marker,
+    consumed, or SIGTERM to pgrun), which pgrun does not comment on: the
+    message says so.
     """
+    pidfile = _at(cwd, pidfile)
+    cancel_file, output_file, report = (_at(cwd, p) for p in (cancel_file, output_file, report))
     options = _run_options(
         timeout=timeout,
         idle_timeout=idle_timeout,
@@ -454,17 +500,24 @@ def start(
         verbose=False,
     )
     if report is not None:
-        options += ["--report", os.fspath(report)]
+        options += ["--report", report]
     args = [binary(), "--detach", *options, *extra_args, "--", *_command(argv)]
     done = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, cwd=cwd, env=env)
+    if done.returncode > 128 and _pgrun_line(done.stderr) is None:
+        # pgrun says nothing when a cancel kept the run from starting.
+        marker = cancel_file if cancel_file is not None else pidfile + ".cancel"
+        if done.returncode == 143:
+            how = f"a pending cancel marker ({marker}) was consumed, or pgrun got SIGTERM"
+        else:
+            how = f"pgrun got signal {done.returncode - 128}"
+        raise PgrunError(
+            f"cancelled before it started: {how} before the command ran (exit status {done.returncode})",
+            done.returncode,
+            done.stderr,
+        )
     if done.returncode != 0:
         raise _error(done.returncode, done.stderr, None)
-    return DetachedRun(
-        pidfile=os.fspath(pidfile),
-        report=None if report is None else os.fspath(report),
-        output_file=None if output_file is None else os.fspath(output_file),
-        cancel_file=None if cancel_file is None else os.fspath(cancel_file),
-    )
+    return DetachedRun(pidfile=pidfile, report=report, output_file=output_file, cancel_file=cancel_file)
 
 
 # ---------------------------------------------------------------- status
@@ -619,27 +672,68 @@ def wait(
     report: Optional[StrPath] = None,
 ) -> WaitResult:
     """Wait from any process until the run published in ``pidfile`` is over
-    (``pgrun wait``). With ``report`` (the path the run was given), the
-    run's report is read once it is over. Raises :class:`PgrunError` on
-    pgrun's 125, and when the run is over but its report cannot be read."""
+    (``pgrun wait``). With ``report`` (the path the run was given), it is
+    ``pgrun wait --report``: once the run is over, pgrun checks that the
+    report there is this run's (it names the run's process group; it gives
+    pgrun a moment to write it) and the report is then parsed. Raises
+    :class:`PgrunError` on pgrun's 125, and when the run is over but its
+    report is missing, unreadable or another run's."""
     args = [binary(), "wait"]
     args += _duration_option("--timeout", timeout) + _duration_option("--wait-start", wait_start)
+    if report is not None:
+        args += ["--report", os.fspath(report)]
     done = subprocess.run(
         [*args, "--", os.fspath(pidfile)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    if done.returncode not in (0, 1, 124):
-        raise _error(done.returncode, done.stderr, None)
-    outcome = WaitOutcome(done.returncode)
-    parsed = None
-    if outcome is WaitOutcome.OVER and report is not None:
-        try:
-            parsed = Report.load(report)
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise PgrunError(f"pgrun: cannot read report {os.fspath(report)}: {e}", FAILURE) from e
-    return WaitResult(outcome=outcome, report=parsed)
+    said = _pgrun_line(done.stderr)
+    if report is None or said is not None:
+        # Without --report, or wait's own outcome (it says each in a line):
+        # 0 over, 1 no run, 124 timed out, 125 an error.
+        if done.returncode not in (0, 1, 124):
+            raise _error(done.returncode, done.stderr, None)
+        return WaitResult(outcome=WaitOutcome(done.returncode), report=None)
+    # Over, and the exit status is the run's own, from its report (which
+    # pgrun wait said nothing about: it found it and it was this run's).
+    try:
+        parsed = Report.load(report)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PgrunError(f"cannot read report {os.fspath(report)}: {e}", FAILURE) from e
+    if parsed.exit_code != done.returncode:
+        raise PgrunError(
+            f"report {os.fspath(report)} was replaced: it gives exit status {parsed.exit_code}, "
+            f"pgrun wait read {done.returncode} there",
+            FAILURE,
+            report=parsed,
+        )
+    return WaitResult(outcome=WaitOutcome.OVER, report=parsed)
 
 
 # ---------------------------------------------------------------- helpers
+
+
+@overload
+def _at(cwd: Optional[StrPath], path: StrPath) -> str: ...
+
+
+@overload
+def _at(cwd: Optional[StrPath], path: None) -> None: ...
+
+
+@overload
+def _at(cwd: Optional[StrPath], path: Optional[StrPath]) -> Optional[str]: ...
+
+
+def _at(cwd: Optional[StrPath], path: Optional[StrPath]) -> Optional[str]:
+    """``path`` as the run (started in ``cwd``) and this process both find
+    it: a relative path joined to ``cwd`` made absolute (not normalised, so
+    ``..`` after a symlink means what it means to pgrun)."""
+    if path is None:
+        return None
+    path = os.fspath(path)
+    if cwd is None or os.path.isabs(path):
+        return path
+    folder = os.fspath(cwd)
+    return os.path.join(os.getcwd(), folder, path)
 
 
 def _duration(value: Duration) -> str:
@@ -715,7 +809,7 @@ def _run_options(
     return options
 
 
-def _command(argv: Argv) -> List[Any]:
+def _command(argv: Argv) -> List[Arg]:
     if isinstance(argv, (str, bytes)):
         raise TypeError("argv is a sequence of arguments, not one string (pgrun runs no shell)")
     command = list(argv)
@@ -755,6 +849,19 @@ def _file_identity(path: Optional[str]) -> Optional[Tuple[int, int, int, int]]:
     except FileNotFoundError:
         return None
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _bytes(data: Union[bytes, str]) -> bytes:
+    return data.encode() if isinstance(data, str) else data
+
+
+def _pgrun_line(stderr: Optional[Union[bytes, str]]) -> Optional[str]:
+    """pgrun's own line, if stderr ends with one: pgrun says its failure (and
+    wait its outcome) last, after the run is gone, prefixed ``pgrun: ``."""
+    lines = _bytes(stderr or b"").decode(errors="replace").splitlines()
+    if lines and lines[-1].startswith("pgrun: "):
+        return lines[-1]
+    return None
 
 
 def _error(returncode: int, stderr: Optional[Union[bytes, str]], report: Optional[Report]) -> PgrunError:

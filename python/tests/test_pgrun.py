@@ -10,12 +10,14 @@ cancels whatever is still published when the test ends.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
+import typing
 from pathlib import Path
-from typing import Callable, Iterator, List
+from typing import Callable, Iterator, List, Union
 
 import pytest
 
@@ -242,3 +244,204 @@ def test_arguments_are_checked_before_pgrun_runs() -> None:
         pgrun.run(["true"], timeout=-1)
     r = pgrun.run(["true"], timeout=1e-7, kill_after=0.5, report=False)
     assert r.returncode in (0, 124) and r.report is None  # a tiny timeout is still a timeout, not "none"
+
+
+def traced_by(pid: int) -> List[int]:
+    """The tracer pids of every thread of ``pid`` (0 for an untraced one)."""
+    tracers = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        for line in Path(f"/proc/{pid}/task/{task}/status").read_text().splitlines():
+            if line.startswith("TracerPid:"):
+                tracers.append(int(line.split()[1]))
+    return tracers
+
+
+@pytest.mark.parametrize("earlier", ["a stale report", "no report"])
+def test_wait_gives_this_runs_report_while_its_rename_is_held(
+    tmp_path: Path, runs: List[Path], earlier: str
+) -> None:
+    """``pgrun wait`` is over once the run's guard is released, before pgrun
+    renames the report into place: the module must not read the file then
+    (it would find the earlier run's report, or none). strace holds pgrun's
+    rename for 2 s to force that window open."""
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed: this test needs it to hold pgrun's rename of the report")
+    pidfile, report, go = tmp_path / "w.pid", tmp_path / "w.json", tmp_path / "go"
+    runs.append(pidfile)
+    if earlier == "a stale report":
+        assert pgrun.run(["sh", "-c", "exit 3"], report=report).returncode == 3
+    script = f"while [ ! -e {go} ]; do sleep 0.01; done; exit 7"
+    run = pgrun.start(["sh", "-c", script], pidfile=pidfile, report=report)
+    holder = run.status().pid
+    assert holder is not None
+    tracer = subprocess.Popen(
+        [strace, "-qq", "-f", "-o", "/dev/null", "-p", str(holder), "-e", "trace=rename,renameat,renameat2",
+         "-e", "inject=rename,renameat,renameat2:delay_enter=2000000"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    waiter: List[pgrun.WaitResult] = []
+    errors: List[BaseException] = []
+
+    def wait() -> None:
+        try:
+            waiter.append(run.wait(timeout=DEADLINE))
+        except BaseException as e:  # handed to the test's thread
+            errors.append(e)
+
+    t = threading.Thread(target=wait)
+    try:
+        poll("strace to attach to pgrun", lambda: tracer.poll() is not None or all(
+            p == tracer.pid for p in traced_by(holder)))
+        assert tracer.poll() is None, tracer.communicate()[1]
+        t.start()
+        poll("pgrun wait to find the run", lambda: any(waits_on_a_run(pid) for pid in own_children()))
+        go.touch()
+        t.join(DEADLINE + 10)
+    finally:
+        if tracer.poll() is None:
+            poll("strace to end with pgrun", lambda: tracer.poll() is not None)
+        tracer.communicate()
+    assert not errors, errors
+    assert waiter[0].outcome is pgrun.WaitOutcome.OVER
+    assert waiter[0].report is not None
+    assert (waiter[0].report.exit_code, waiter[0].report.status.code) == (7, 7)
+
+
+def test_relative_paths_are_the_runs_cwd(tmp_path: Path, runs: List[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    there, here = tmp_path / "there", tmp_path / "here"
+    there.mkdir()
+    here.mkdir()
+    monkeypatch.chdir(here)
+    r = pgrun.run(["sh", "-c", "exit 125"], report="r.json", cwd=there)
+    assert r.returncode == 125 and r.report is not None and r.report.reason == "exited"
+    assert (there / "r.json").exists() and not (here / "r.json").exists()
+    runs.append(there / "d.pid")
+    run = pgrun.start(["sleep", "30"], pidfile="d.pid", report="d.json", output_file="d.out",
+                      cancel_file="d.stop", cwd="../there")
+    assert (run.pidfile, run.report, run.output_file, run.cancel_file) == tuple(
+        os.path.join(os.getcwd(), "../there", name) for name in ("d.pid", "d.json", "d.out", "d.stop"))
+    st = run.status()
+    assert st.state == "running" and st.alive
+    assert run.cancel(timeout=20) is pgrun.CancelOutcome.GONE
+    rep = pgrun.Report.load(there / "d.json")
+    assert rep.reason == "cancelled" and rep.output is not None and rep.output.file is not None
+    assert os.path.samefile(rep.output.file, there / "d.out")
+    assert st.pgid is not None and dead(st.pgid)
+    assert not list(here.iterdir())
+
+
+def test_without_a_report_the_commands_own_125_is_a_result() -> None:
+    own = pgrun.run(["sh", "-c", "echo pgrun: not really >&2; echo done >&2; exit 125"], report=False)
+    assert own.returncode == 125 and own.report is None and own.stderr.endswith(b"done\n")
+    with pytest.raises(pgrun.PgrunError) as failed:
+        pgrun.run(["sh", "-c", "exit 125"], report=False, pidfile="/nonexistent/x.pid")
+    assert failed.value.message == "pgrun: pid file folder /nonexistent: No such file or directory"
+    # Not captured: pgrun's line went to the caller's stderr, unseen.
+    with pytest.raises(pgrun.PgrunError) as unseen:
+        pgrun.run(["sh", "-c", "exit 125"], report=False, capture_output=False, stdout=subprocess.DEVNULL,
+                  stderr=subprocess.DEVNULL)
+    assert unseen.value.returncode == 125 and "cannot be told apart" in unseen.value.message
+    assert not unseen.value.message.startswith("pgrun: ")
+    # --verbose: pgrun's last lines are its own, whoever exited 125.
+    with pytest.raises(pgrun.PgrunError) as verbose:
+        pgrun.run(["sh", "-c", "exit 125"], report=False, verbose=True)
+    assert "cannot be told apart" in verbose.value.message and b"pgrun: " in verbose.value.stderr
+
+
+def test_start_cancelled_before_it_started_says_so(tmp_path: Path) -> None:
+    pidfile = tmp_path / "c.pid"
+    marker = tmp_path / "c.pid.cancel"
+    marker.touch()
+    with pytest.raises(pgrun.PgrunError) as cancelled:
+        pgrun.start(["true"], pidfile=pidfile)
+    assert cancelled.value.returncode == 143
+    assert "cancelled before it started" in cancelled.value.message
+    assert str(marker) in cancelled.value.message
+    assert not marker.exists() and not pidfile.exists()
+
+
+def test_result_args_keeps_bytes_and_paths_as_given(tmp_path: Path) -> None:
+    r = pgrun.run(["printf", b"%s", tmp_path])
+    assert r.stdout == os.fsencode(tmp_path)
+    assert r.args[-2:] == [b"%s", tmp_path]
+    hint = typing.get_type_hints(pgrun.Result)["args"]
+    assert hint == List[Union[str, bytes, os.PathLike[str]]], hint
+
+
+def test_in_group_mode_an_escapee_holds_the_pipe_unless_pgrun_relays(tmp_path: Path) -> None:
+    """What run()'s docstring says: a process that left the group (group
+    mode) can hold captured pipes open; with max_output only pgrun holds
+    the caller's, so the call returns once the run is over."""
+    setsid = shutil.which("setsid")
+    if setsid is None:
+        pytest.skip("no setsid binary to make a process leave the group")
+    escapees: List[int] = []
+
+    def escapee_script(name: str) -> str:
+        # The escapee holds stdout and stderr until its go file appears.
+        return (f"{setsid} sh -c 'echo $$ > {tmp_path / name}.pid.tmp; mv {tmp_path / name}.pid.tmp "
+                f"{tmp_path / name}.pid; while [ ! -e {tmp_path / name}.go ]; do sleep 0.01; done' & echo hi")
+
+    def escapee(name: str) -> int:
+        pid = int((tmp_path / f"{name}.pid").read_text())
+        escapees.append(pid)
+        return pid
+
+    try:
+        # Relayed: the call returns while the escapee still holds the inner pipe.
+        r = pgrun.run(["sh", "-c", escapee_script("a")], contain="group", max_output="1M", timeout=60)
+        assert r.returncode == 0 and r.stdout == b"hi\n"
+        poll("the escapee's pid", lambda: (tmp_path / "a.pid").exists())
+        assert not dead(escapee("a"))
+        # Not relayed: the run is over (its report written) but the call
+        # waits for the escapee to let go of the pipe.
+        report = tmp_path / "b.json"
+        result: List[pgrun.Result] = []
+        t = threading.Thread(target=lambda: result.append(
+            pgrun.run(["sh", "-c", escapee_script("b")], contain="group", timeout=60, report=report)))
+        t.start()
+        poll("the run to be over", lambda: report.exists() and (tmp_path / "b.pid").exists())
+        assert not dead(escapee("b"))
+        assert t.is_alive() and not result
+        (tmp_path / "b.go").touch()
+        t.join(DEADLINE)
+        assert not t.is_alive() and result[0].returncode == 0 and result[0].stdout == b"hi\n"
+    finally:
+        for name in ("a", "b"):
+            (tmp_path / f"{name}.go").touch()
+        for pid in escapees:
+            poll(f"the escapee {pid} to end", lambda: dead(pid))
+
+
+INSTALL = Path(__file__).resolve().parents[2] / "scripts" / "install"
+
+
+@pytest.mark.skipif(not INSTALL.exists(), reason="not a checkout: no scripts/install next to the tests")
+def test_install_script_takes_relative_paths_from_the_caller_and_checks_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "DESTDIR": "stage", "PREFIX": "prefix"}
+    # A binary that is not there, or is not pgrun: nothing is created.
+    for wrong in ("missing/pgrun", "/bin/true"):
+        failed = subprocess.run(["sh", str(INSTALL)], env={**env, "PGRUN_BIN": wrong}, capture_output=True)
+        assert failed.returncode != 0 and failed.stderr.startswith(b"scripts/install: "), failed
+        assert not list(here.iterdir()) and not (tmp_path / "home").exists()
+    # A relative PGRUN_BIN, PREFIX and DESTDIR, all from the caller's folder.
+    (here / "from").mkdir()
+    os.symlink(pgrun.binary(), here / "from" / "pgrun")
+    done = subprocess.run(["sh", str(INSTALL)], env={**env, "PGRUN_BIN": "from/pgrun"}, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    root = Path(f"{here}/stage{os.getcwd()}/prefix")
+    installed = root / "bin" / "pgrun"
+    assert installed.read_bytes() == Path(pgrun.binary()).read_bytes()
+    assert os.access(installed, os.X_OK)
+    for page in ("pgrun", "pgrun-cancel", "pgrun-status", "pgrun-wait"):
+        assert (root / "share/man/man1" / f"{page}.1").read_bytes().startswith(b".")
+    for completion in ("bash-completion/completions/pgrun", "zsh/site-functions/_pgrun",
+                       "fish/vendor_completions.d/pgrun.fish"):
+        assert (root / "share" / completion).stat().st_size > 0
+    assert sorted(p.name for p in here.iterdir()) == ["from", "stage"]
