@@ -632,8 +632,13 @@ fn kill_unsupervised(life: &mut Lifecycle<'_>) -> bool {
     loop {
         let _ = life.scope.signal(Signal::KILL, false, true);
         while let Ok(reaped @ (Reaped::Child(..) | Reaped::Stopped(..))) = process::reap_one() {
-            if let Reaped::Child(pid, _, _) = reaped {
-                life.guard_reaped(pid);
+            if let Reaped::Child(pid, _, _) = reaped
+                && !life.guard_reaped(pid)
+                && pid == life.scope.group().pgid()
+            {
+                // The group is over only with its leader reaped: say so,
+                // or the run is never seen gone.
+                life.leader_reaped(pid);
             }
         }
         if life.scope.gone() {

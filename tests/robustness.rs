@@ -334,6 +334,9 @@ fn a_failed_supervise_loop_still_stops_the_whole_run() {
         assert_eq!(status, 125, "{mode}: {stderr}");
         assert_eq!(stderr.lines().filter(|l| l.starts_with("pgrun: ")).count(), 1, "{mode}: {stderr}");
         assert!(stderr.contains("cannot supervise"), "{mode}: {stderr}");
+        // Said only once the run is seen gone (its reaped leader included):
+        // not "SIGKILL did not end it" after waiting out the bound.
+        assert!(stderr.contains("stopped it with SIGKILL"), "{mode}: {stderr}");
         assert!(is_dead(escapee), "{mode}: the escapee outlived pgrun");
         if mode == "cgroup" {
             let (_, own) = cgroup2_folders().unwrap();
