@@ -99,11 +99,11 @@ fn is_regular_file_not_appending(fd: BorrowedFd<'_>) -> bool {
 /// Retried on EINTR. Off Linux: `Unsupported`.
 pub fn splice_nowait(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
     #[cfg(linux_strengths)]
-    loop {
+    {
         // SAFETY: two valid fds, no offsets (null: the pipe has none, the
         // file's own is used and moved), plain flags; splice touches no
         // memory of ours.
-        let n = unsafe {
+        retried_on_eintr(|| unsafe {
             libc::splice(
                 from.as_raw_fd(),
                 std::ptr::null_mut(),
@@ -112,14 +112,7 @@ pub fn splice_nowait(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io
                 len,
                 libc::SPLICE_F_NONBLOCK | libc::SPLICE_F_MOVE,
             )
-        };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
+        })
     }
     #[cfg(not(linux_strengths))]
     {
@@ -135,16 +128,9 @@ pub fn splice_nowait(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io
 /// Off Linux: `Unsupported`.
 pub fn tee_nowait(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
     #[cfg(linux_strengths)]
-    loop {
+    {
         // SAFETY: two valid fds, plain flags; tee touches no memory of ours.
-        let n = unsafe { libc::tee(from.as_raw_fd(), to.as_raw_fd(), len, libc::SPLICE_F_NONBLOCK) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
+        retried_on_eintr(|| unsafe { libc::tee(from.as_raw_fd(), to.as_raw_fd(), len, libc::SPLICE_F_NONBLOCK) })
     }
     #[cfg(not(linux_strengths))]
     {
@@ -243,9 +229,15 @@ pub fn reopen_pipe_nonblocking(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
 /// pgrun shares with its caller. A full socket gives
 /// `ErrorKind::WouldBlock`.
 pub fn send_nowait(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for `buf.len()` bytes for the call.
+    retried_on_eintr(|| unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) })
+}
+
+/// Make a raw call that returns a byte count or -1 with errno, again while
+/// it fails with EINTR.
+fn retried_on_eintr(mut call: impl FnMut() -> isize) -> io::Result<usize> {
     loop {
-        // SAFETY: `buf` is valid for `buf.len()` bytes for the call.
-        let n = unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+        let n = call();
         if n >= 0 {
             return Ok(n as usize);
         }
