@@ -682,10 +682,10 @@ kill -KILL "$G"; wait "$G" 2>/dev/null
 /// The shell fragment that starts a published run (`$R`: its pgrun; `$G`:
 /// its group) and holds its pgrun at the step `run-gone`: the group has
 /// ended, the record is not withdrawn yet (in life, a long final flush of
-/// --max-output). `touch gate` lets it go on.
-fn run_held_once_gone() -> String {
+/// --max-output). `touch gate` lets it go on. `options`: pgrun's own.
+fn run_held_once_gone(options: &str) -> String {
     format!(
-        r#"PGRUN_TEST_PAUSE=run-gone=gate {pg} -p job.pid -- sh -c 'echo $$ > g.pid; until [ -e go ]; do sleep 0.01; done' &
+        r#"PGRUN_TEST_PAUSE=run-gone=gate {pg} {options} -p job.pid -- sh -c 'echo $$ > g.pid; until [ -e go ]; do sleep 0.01; done' &
 R=$!
 while [ ! -s g.pid ] || [ ! -s job.pid ]; do sleep 0.01; done
 G=$(cat g.pid)
@@ -708,7 +708,7 @@ fn cancel_never_signals_a_group_that_took_over_the_number_after_the_run_ended() 
         return;
     }
     let scratch = Scratch::new();
-    let before = run_held_once_gone();
+    let before = run_held_once_gone("");
     let after = format!(
         r#"{pg} cancel -v job.pid 2> cancel.log &
 C=$!
@@ -737,16 +737,7 @@ fn cancel_never_adopts_a_group_that_took_over_the_number_before_pgrun_died() {
         return;
     }
     let scratch = Scratch::new();
-    let before = format!(
-        r#"PGRUN_TEST_PAUSE=run-gone=gate {pg} --no-guard -p job.pid -- sh -c 'echo $$ > g.pid; until [ -e go ]; do sleep 0.01; done' &
-R=$!
-while [ ! -s g.pid ] || [ ! -s job.pid ]; do sleep 0.01; done
-G=$(cat g.pid)
-touch go
-until [ -e gate.reached ]; do sleep 0.01; done
-"#,
-        pg = pgrun_path()
-    );
+    let before = run_held_once_gone("--no-guard");
     let after = format!(
         r#"{pg} cancel -v job.pid 2> cancel.log &
 C=$!
@@ -772,7 +763,7 @@ fn cancel_timeout_never_kills_a_group_that_took_over_the_number_while_pgrun_fini
         return;
     }
     let scratch = Scratch::new();
-    let before = run_held_once_gone();
+    let before = run_held_once_gone("");
     let after = format!(
         r#"{pg} cancel -v --timeout 0.3 job.pid 2> cancel.log
 echo "cancel=$?"
@@ -798,7 +789,7 @@ fn status_never_counts_a_group_that_took_over_the_number_while_pgrun_finishes() 
         return;
     }
     let scratch = Scratch::new();
-    let before = run_held_once_gone();
+    let before = run_held_once_gone("");
     let after = format!(
         r#"{pg} status --json job.pid > status.json 2> status.log
 grep -o '"processes":[^,}}]*' status.json
