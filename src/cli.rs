@@ -39,6 +39,20 @@ impl clap::builder::TypedValueParser for SignalParser {
     }
 }
 
+/// pgrun's whole command line as `--help`, the man pages and the
+/// completions show it: [`Cli`]'s, with the long help's prose rendered
+/// (the exit-status and signal tables filled in). Only these need it:
+/// rendering it costs more than the rest of a run's parsing, so a run
+/// parses with [`Cli`] alone (see `entry`).
+pub fn with_long_help() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command()
+        .after_long_help(render(AFTER_LONG_HELP))
+        .mut_subcommand("cancel", |c| c.after_long_help(render(CANCEL_AFTER_LONG_HELP)))
+        .mut_subcommand("status", |c| c.after_long_help(render(STATUS_AFTER_LONG_HELP)))
+        .mut_subcommand("wait", |c| c.after_long_help(render(WAIT_AFTER_LONG_HELP)))
+}
+
 /// pgrun's command line.
 #[derive(Parser, Debug)]
 #[command(
@@ -46,7 +60,6 @@ impl clap::builder::TypedValueParser for SignalParser {
     version,
     about = ABOUT,
     long_about = LONG_ABOUT,
-    after_long_help = render(AFTER_LONG_HELP),
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true,
     subcommand_negates_reqs = true,
@@ -140,11 +153,11 @@ impl Contain {
 
 #[derive(Subcommand, Debug)]
 pub enum Action {
-    #[command(about = CANCEL_ABOUT, long_about = CANCEL_LONG_ABOUT, after_long_help = render(CANCEL_AFTER_LONG_HELP))]
+    #[command(about = CANCEL_ABOUT, long_about = CANCEL_LONG_ABOUT)]
     Cancel(CancelArgs),
-    #[command(about = STATUS_ABOUT, long_about = STATUS_LONG_ABOUT, after_long_help = render(STATUS_AFTER_LONG_HELP))]
+    #[command(about = STATUS_ABOUT, long_about = STATUS_LONG_ABOUT)]
     Status(StatusArgs),
-    #[command(about = WAIT_ABOUT, long_about = WAIT_LONG_ABOUT, after_long_help = render(WAIT_AFTER_LONG_HELP))]
+    #[command(about = WAIT_ABOUT, long_about = WAIT_LONG_ABOUT)]
     Wait(WaitArgs),
 }
 
@@ -428,6 +441,7 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+        with_long_help().debug_assert();
     }
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {

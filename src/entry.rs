@@ -22,8 +22,12 @@ pub fn main(args: Vec<OsString>) -> u8 {
     // status. The caller's own settings are kept for the command.
     let taken_over = sys::sigmask::take_over_at_start();
     sys::reserve_standard_fds();
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
+        // The help with its long prose, which only --help shows.
+        Err(err) if err.kind() == ErrorKind::DisplayHelp => {
+            return usage_error(crate::cli::with_long_help().try_get_matches_from(args).err().unwrap_or(err));
+        }
         Err(err) => return usage_error(err),
     };
     if let Err(e) = taken_over {

@@ -7,8 +7,7 @@
 //! clap_mangen and converts the `--help` prose (see `help`) into the
 //! remaining sections.
 
-use crate::cli::{Artifact, Cli};
-use clap::CommandFactory;
+use crate::cli::{Artifact, with_long_help};
 use clap_complete::Shell;
 use std::io::Write;
 
@@ -18,7 +17,7 @@ const MAN_DATE: &str = "2026-11-30";
 
 /// Render `what` as bytes.
 pub fn render(what: Artifact) -> Vec<u8> {
-    let mut cmd = Cli::command();
+    let mut cmd = with_long_help();
     cmd.build();
     let mut out = Vec::new();
     let shell = match what {
