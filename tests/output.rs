@@ -30,10 +30,10 @@ fn with_marker(head: &[u8], omitted: usize, tail: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A payload that writes FILE to stdout one byte per write(2).
+/// A payload that writes FILE to stdout one byte per write(2) (dd's block
+/// of one byte: a read and a write each; a tenth of python3's start-up).
 fn byte_by_byte(file: &std::path::Path) -> Vec<String> {
-    let script = "import os,sys\nfor b in open(sys.argv[1],'rb').read(): os.write(1, bytes([b]))";
-    vec!["python3".into(), "-c".into(), script.into(), file.to_str().unwrap().into()]
+    vec!["dd".into(), format!("if={}", file.display()), "bs=1".into(), "status=none".into()]
 }
 
 fn pgrun_output(args: &[String]) -> (Vec<u8>, Vec<u8>) {
