@@ -252,38 +252,50 @@ fn last_logged(dir: &std::path::Path) -> Option<u64> {
 #[test]
 fn timeout_cancel_and_sigterm_mid_stream_lose_nothing() {
     for how in ["timeout", "cancel", "sigterm"] {
-        let scratch = Scratch::new();
-        let dir = scratch.sh();
-        let mut guard = Guard::new();
-        let report = scratch.path("report.json");
-        let pidfile = scratch.path("run.pid");
-        let mut a = vec!["--max-output", "4K", "--report", report.to_str().unwrap()];
-        if how == "timeout" {
-            a.extend(["-t", "1"]);
-        }
-        a.extend(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c"]);
-        let payload = endless_writer(&dir);
-        a.push(&payload);
-        let index = guard.spawn(pgrun(&a).stdout(Stdio::piped()));
-        let mut stdout = guard.child(index).stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut all = Vec::new();
-            stdout.read_to_end(&mut all).unwrap();
-            all
-        });
-        wait_pid(&scratch.path("pid"), &mut guard);
-        eventually("a long stream", || last_logged(scratch.dir()) > Some(2000));
-        match how {
-            "cancel" => {
-                let out = run(&mut pgrun(["cancel", pidfile.to_str().unwrap()]));
-                assert_status(&out, 0, "cancel");
+        // The timeout must come after 2000 lines, mid-stream: retried with a
+        // longer one if it came before (only "timeout" can loop).
+        for (attempt, timeout) in SHORT_TIMEOUTS.iter().enumerate() {
+            let scratch = Scratch::new();
+            let dir = scratch.sh();
+            let mut guard = Guard::new();
+            let report = scratch.path("report.json");
+            let pidfile = scratch.path("run.pid");
+            let mut a = vec!["--max-output", "4K", "--report", report.to_str().unwrap()];
+            if how == "timeout" {
+                a.extend(["-t", timeout]);
             }
-            "sigterm" => send(guard.child(index).id() as i32, libc::SIGTERM),
-            _ => {}
+            a.extend(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c"]);
+            let payload = endless_writer(&dir);
+            a.push(&payload);
+            let index = guard.spawn(pgrun(&a).stdout(Stdio::piped()));
+            let mut stdout = guard.child(index).stdout.take().unwrap();
+            let reader = std::thread::spawn(move || {
+                let mut all = Vec::new();
+                stdout.read_to_end(&mut all).unwrap();
+                all
+            });
+            wait_pid(&scratch.path("pid"), &mut guard);
+            if how != "timeout" {
+                eventually("a long stream", || last_logged(scratch.dir()) > Some(2000));
+            }
+            match how {
+                "cancel" => {
+                    let out = run(&mut pgrun(["cancel", pidfile.to_str().unwrap()]));
+                    assert_status(&out, 0, "cancel");
+                }
+                "sigterm" => send(guard.child(index).id() as i32, libc::SIGTERM),
+                _ => {}
+            }
+            let code = guard.wait(index);
+            assert_eq!(code, if how == "timeout" { 124 } else { 143 }, "{how}");
+            let stdout = reader.join().unwrap();
+            if last_logged(scratch.dir()) <= Some(2000) {
+                assert!(attempt + 1 < SHORT_TIMEOUTS.len(), "{how}: not 2000 lines in {timeout} s");
+                continue;
+            }
+            check_nothing_lost(&stdout, scratch.dir(), &report);
+            break;
         }
-        let code = guard.wait(index);
-        assert_eq!(code, if how == "timeout" { 124 } else { 143 }, "{how}");
-        check_nothing_lost(&reader.join().unwrap(), scratch.dir(), &report);
     }
 }
 

@@ -13,6 +13,12 @@ use std::time::{Duration, Instant};
 /// Generous: the suite runs in parallel on a busy 2-core machine.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
+/// `--timeout` values for a test whose run must time out while its command
+/// is still busy (say, mid-stream): the first is short, and each next one is
+/// for a retry when the command had not got far enough by then (a busy host
+/// is slower, so the test takes longer instead of failing).
+pub const SHORT_TIMEOUTS: [&str; 6] = ["0.25", "0.5", "1", "2", "4", "8"];
+
 /// Whether this is the long target (tests/long.rs, `cargo test --features
 /// long-tests --test long`), which compiles the loops, the fuzz test and
 /// the properties at full size; every other target runs them quick.
