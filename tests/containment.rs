@@ -41,12 +41,13 @@ fn escapes(dir: &str) -> Vec<(&'static str, String)> {
         (
             "double-fork daemon",
             format!(
-                "python3 -c 'import os, time\n\
+                "{py} -c 'import os, time\n\
                  if os.fork(): os._exit(0)\n\
                  os.setsid()\n\
                  if os.fork(): os._exit(0)\n\
                  open(\"{dir}/esc.pid\", \"w\").write(\"%d\\n\" % os.getpid())\n\
-                 time.sleep(300)' & {wait}"
+                 time.sleep(300)' & {wait}",
+                py = python3()
             ),
         ),
         ("set -m job", format!("exec bash -c 'set -m; sleep 300 & echo $! > {dir}/esc.pid'")),
@@ -128,7 +129,7 @@ fn holder_script(dir: &str) -> String {
          time.sleep(300)\n"
     );
     fs::write(format!("{dir}/holder.py"), py).unwrap();
-    format!("python3 {dir}/holder.py & while [ ! -s {dir}/holder.pid ]; do sleep 0.01; done")
+    format!("{} {dir}/holder.py & while [ ! -s {dir}/holder.pid ]; do sleep 0.01; done", python3())
 }
 
 #[test]
@@ -228,7 +229,7 @@ fn a_zombie_handed_to_pgrun_during_the_census_is_reaped_not_given_up_on() {
          time.sleep(300)\n"
     );
     fs::write(format!("{dir}/holder.py"), py).unwrap();
-    let payload = format!("python3 {dir}/holder.py & while [ ! -s {dir}/holder.pid ]; do sleep 0.01; done");
+    let payload = format!("{} {dir}/holder.py & while [ ! -s {dir}/holder.pid ]; do sleep 0.01; done", python3());
     let pause = Pause::new(&scratch, "draining-census");
     let mut cmd = pgrun(["--contain", "cgroup", "--wait-group", "--report", report.to_str().unwrap()]);
     pause.arm(&mut cmd).args(["--", "sh", "-c", &payload]);
@@ -381,7 +382,7 @@ fn forwarded_signals_reach_the_group_not_what_left_it() {
         };
         fs::write(scratch.path("esc.py"), logger("esc", true)).unwrap();
         fs::write(scratch.path("member.py"), logger("member", false)).unwrap();
-        let payload = format!("python3 {dir}/esc.py & exec python3 {dir}/member.py");
+        let payload = format!("{py} {dir}/esc.py & exec {py} {dir}/member.py", py = python3());
         let mut cmd = pgrun(["--contain", mode, "--", "sh", "-c", &payload]);
         cmd.stdin(Stdio::null());
         let index = guard.spawn(&mut cmd);
@@ -432,7 +433,7 @@ fn a_leader_that_leaves_its_group_is_still_stopped_in_every_mode() {
             "--report",
             report.to_str().unwrap(),
             "--",
-            "python3",
+            python3(),
             "-c",
             &payload,
         ]);

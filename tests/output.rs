@@ -341,7 +341,7 @@ fn an_escaped_holder_of_the_pipe_does_not_hold_up_a_capturing_caller() {
              capture_output=True, timeout=60)\n\
          sys.stdout.write(r.stdout.decode())"
     );
-    let out = run(Command::new("python3").args(["-c", &harness, pgrun_path()]).stdin(Stdio::null()));
+    let out = run(Command::new(python3()).args(["-c", &harness, pgrun_path()]).stdin(Stdio::null()));
     let escaped = wait_pid(&scratch.path("escaped.pid"), &mut guard);
     assert_status(&out, 0, "harness");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "start\nend\n");
@@ -697,7 +697,7 @@ fn a_failed_read_of_the_commands_output_is_said_and_reported() {
                    p.register(1, 0)\n\
                    held = array.array('i', [1])\n\
                    while held[0] > 0 and not p.poll(10):\n    fcntl.ioctl(1, termios.FIONREAD, held)\n";
-    let pgrun_args = ["--max-output", "32", "--report", report.to_str().unwrap(), "--", "python3", "-c", command];
+    let pgrun_args = ["--max-output", "32", "--report", report.to_str().unwrap(), "--", python3(), "-c", command];
     // Which of pgrun's reads (its own, not its children's) is the relay's
     // first: count them in a traced run.
     let dry = run(Command::new("strace")

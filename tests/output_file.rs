@@ -65,7 +65,7 @@ fn ordered_streams() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
 fn ordered_args<'a>(file: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut a = vec!["--output-file", file];
     a.extend_from_slice(extra);
-    a.extend(["--", "python3", "-c", ORDERED, file]);
+    a.extend(["--", python3(), "-c", ORDERED, file]);
     a
 }
 
@@ -451,7 +451,7 @@ fn a_reader_that_leaves_loses_nothing_the_command_wrote_from_the_file() {
         "--report",
         report.to_str().unwrap(),
         "--",
-        "python3",
+        python3(),
         "-c",
         &payload,
     ];

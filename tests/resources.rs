@@ -50,7 +50,7 @@ fn a_grandchild_reaped_by_its_parent_is_counted() {
         let scratch = Scratch::new();
         let report = scratch.path("report.json");
         // python is sh's child, reaped by sh; sh is reaped by pgrun.
-        let payload = format!("python3 -c '{BURN_BRIEFLY}'; true");
+        let payload = format!("{} -c '{BURN_BRIEFLY}'; true", python3());
         let out =
             run(&mut pgrun(["--contain", mode, "--report", report.to_str().unwrap(), "--", "sh", "-c", &payload]));
         assert_status(&out, 0, mode);
@@ -80,7 +80,7 @@ fn an_escapee_reaped_by_pgrun_is_counted() {
          {BURN_BRIEFLY}",
         parent = parent.to_str().unwrap()
     );
-    let payload = format!("python3 -c '{escapee}' $$ &");
+    let payload = format!("{} -c '{escapee}' $$ &", python3());
     let mut guard = Guard::new();
     let index = guard.spawn(&mut pgrun([
         "--contain",
@@ -117,7 +117,7 @@ fn the_peak_resident_set_of_a_child_shows() {
             "--report",
             report.to_str().unwrap(),
             "--",
-            "python3",
+            python3(),
             "-c",
             "b = b'x' * (40 << 20)",
         ]));
@@ -178,7 +178,7 @@ fn cgroup_mode_takes_the_cpu_times_of_the_leaf() {
          while os.path.exists('/proc/%d' % pid): time.sleep(0.01)\n"
     );
     let out =
-        run(&mut pgrun(["--contain", "cgroup", "--report", report.to_str().unwrap(), "--", "python3", "-c", &burner]));
+        run(&mut pgrun(["--contain", "cgroup", "--report", report.to_str().unwrap(), "--", python3(), "-c", &burner]));
     assert_status(&out, 0, "cgroup");
     let v = resources(&report);
     assert!(ms(&v, "user_ms") >= 150, "cpu.stat's CPU time is not the report's: {v}");
@@ -213,7 +213,7 @@ fn status_json_of_a_live_cgroup_run_shows_what_the_leaf_says() {
     }
     let pidfile = scratch.path("job.pid");
     let ready = scratch.path("ready");
-    let payload = format!("python3 -c '{BURN}'; echo > {}; sleep 300", ready.display());
+    let payload = format!("{} -c '{BURN}'; echo > {}; sleep 300", python3(), ready.display());
     let (index, _) = start_published(&mut guard, &pidfile, &["--contain", "cgroup"], &payload);
     wait_line(&ready);
     let v = status(&pidfile);

@@ -96,7 +96,7 @@ fn captured_output_returns_at_once_despite_a_straggler_holding_the_pipe() {
          sys.stdout.write(repr((r.returncode, r.stdout)))\n",
         pgrun = pgrun_path()
     );
-    let out = run(std::process::Command::new("python3").args(["-c", &harness]));
+    let out = run(std::process::Command::new(python3()).args(["-c", &harness]));
     let pid = wait_pid(&scratch.path("bg.pid"), &mut guard);
     assert_status(&out, 0, "python harness");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "(0, b'hi\\n')");
@@ -149,7 +149,7 @@ fn escalate_sends_each_step_in_order() {
          signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])\n\
          while True: signal.pause()\n"
     );
-    let mut cmd = pgrun(["--escalate", "INT/2s/TERM/2s/KILL", "-t", "0.2", "--", "python3", "-c", &payload]);
+    let mut cmd = pgrun(["--escalate", "INT/2s/TERM/2s/KILL", "-t", "0.2", "--", python3(), "-c", &payload]);
     let out = run(with_blocked(&mut cmd, &[libc::SIGINT, libc::SIGTERM]));
     let pid = wait_pid(&scratch.path("pid"), &mut guard);
     assert_status(&out, 124, "escalate");
@@ -197,7 +197,7 @@ fn forwarded_signals_arrive_once_each_and_pgrun_carries_on() {
          open('{dir}/pid', 'w').write(str(os.getpid()) + '\\n')\n\
          while True: signal.pause()\n"
     );
-    let mut cmd = pgrun(["--", "python3", "-c", &payload]);
+    let mut cmd = pgrun(["--", python3(), "-c", &payload]);
     let index = guard.spawn(&mut cmd);
     let pgrun_pid = guard.child(index).id() as i32;
     let pid = wait_pid(&scratch.path("pid"), &mut guard);

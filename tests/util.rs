@@ -38,6 +38,29 @@ pub fn pgrun_path() -> &'static str {
     env!("CARGO_BIN_EXE_pgrun")
 }
 
+/// The python3 the tests run: the interpreter behind `python3` on PATH
+/// (its `sys.executable`), found once. A launcher in front of it (a pyenv
+/// shim is a bash script that runs `pyenv exec`, about twice python's own
+/// start-up) then runs once per suite, not for each of the ~80 python3
+/// processes it starts. The path is shell-safe (else `python3` itself), so
+/// payloads written for `sh -c` use it as it is.
+pub fn python3() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output();
+        let found = match out {
+            Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            _ => String::new(),
+        };
+        let safe = |b: u8| b.is_ascii_alphanumeric() || b"/._-+".contains(&b);
+        if found.starts_with('/') && found.bytes().all(safe) { found } else { "python3".to_string() }
+    })
+}
+
 /// `pgrun ARGS...` as a std Command, stdio inherited from nothing, and
 /// SIGINT and SIGQUIT at their defaults: a suite started in the background
 /// of a script or under nohup inherits them ignored, and ignored signals
@@ -625,7 +648,7 @@ pub fn spawn_canary(guard: &mut Guard, scratch: &Scratch) -> i32 {
     use std::os::unix::process::CommandExt;
     let script = canary_script(scratch);
     let ready = scratch.path("canary.ready");
-    let mut cmd = Command::new("python3");
+    let mut cmd = Command::new(python3());
     cmd.args(["-c", &script]).stdin(Stdio::null()).process_group(0);
     let (pid, _) = guard.spawn_reaped(&mut cmd);
     guard.record_group(pid);
