@@ -141,7 +141,9 @@ fn a_zombie_held_by_an_escaped_parent_does_not_hold_pgrun_in_any_mode() {
         let mut guard = Guard::new();
         let dir = scratch.sh();
         let report = scratch.path("r.json");
-        let mut cmd = pgrun(["--contain", mode, "--timeout", "60", "-k", "1", "--report", report.to_str().unwrap()]);
+        // The stop's grace (-k) is waited for in full: a zombie holds the
+        // group whatever is sent; it says nothing here.
+        let mut cmd = pgrun(["--contain", mode, "--timeout", "60", "-k", "0.1", "--report", report.to_str().unwrap()]);
         cmd.args(["--", "sh", "-c", &holder_script(&dir)]);
         let (status, stderr) = run_detached(&mut guard, &scratch, &mut cmd);
         let holder = wait_pid(&scratch.path("holder.pid"), &mut guard);
@@ -428,8 +430,10 @@ fn a_leader_that_leaves_its_group_is_still_stopped_in_every_mode() {
             "-v",
             "--contain",
             mode,
+            // TERM is ignored from the first instruction on: the grace
+            // cannot change what happens, only how long it takes.
             "-k",
-            "1",
+            "0.1",
             "--report",
             report.to_str().unwrap(),
             "--",
