@@ -739,35 +739,45 @@ fn a_terminal_that_stops_taking_output_does_not_deafen_the_timeout() {
     // master and reads nothing). Lines expand on the way (ONLCR), so the
     // terminal can have less room left than one PIPE_BUF write, and still
     // poll writable: a write must then take what fits, not wait for the rest.
-    let scratch = Scratch::new();
-    let dir = scratch.sh();
-    let mut guard = Guard::new();
-    let pty = openpty_cloexec(None);
-    let payload = format!("echo $$ > {dir}/pid; yes | head -c 1000000; exec sleep 300");
-    let index = guard.spawn(
-        pgrun(["--max-output", "4M", "-t", "2", "--", "sh", "-c", &payload])
-            .stdout(pty.slave)
-            .stderr(Stdio::null())
-            .stdin(Stdio::null()),
-    );
-    let pid = wait_pid(&scratch.path("pid"), &mut guard);
-    eventually("the command stopped while the terminal takes nothing", || is_dead(pid));
-    let mut master = fs::File::from(pty.master);
-    let reader = std::thread::spawn(move || {
-        let mut all = Vec::new();
-        // Ends with EIO once every slave fd is closed.
-        let mut buf = [0u8; 65536];
-        while let Ok(n) = master.read(&mut buf) {
-            if n == 0 {
-                break;
+    // The timeout must come once the command has written its megabyte
+    // (`done`), far more than the terminal holds: if it came first (a busy
+    // host), the run is made again with a longer one.
+    for (attempt, timeout) in SHORT_TIMEOUTS.iter().enumerate() {
+        let scratch = Scratch::new();
+        let dir = scratch.sh();
+        let mut guard = Guard::new();
+        let pty = openpty_cloexec(None);
+        let payload = format!("echo $$ > {dir}/pid; yes | head -c 1000000; echo > {dir}/done; exec sleep 300");
+        let index = guard.spawn(
+            pgrun(["--max-output", "4M", "-t", timeout, "--", "sh", "-c", &payload])
+                .stdout(pty.slave)
+                .stderr(Stdio::null())
+                .stdin(Stdio::null()),
+        );
+        let pid = wait_pid(&scratch.path("pid"), &mut guard);
+        eventually("the command stopped while the terminal takes nothing", || is_dead(pid));
+        let mut master = fs::File::from(pty.master);
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            // Ends with EIO once every slave fd is closed.
+            let mut buf = [0u8; 65536];
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                all.extend_from_slice(&buf[..n]);
             }
-            all.extend_from_slice(&buf[..n]);
+            all
+        });
+        assert_eq!(guard.wait(index), 124);
+        let all = reader.join().unwrap();
+        if !scratch.path("done").exists() {
+            assert!(attempt + 1 < SHORT_TIMEOUTS.len(), "the command never wrote its megabyte");
+            continue;
         }
-        all
-    });
-    assert_eq!(guard.wait(index), 124);
-    let all = reader.join().unwrap();
-    assert_eq!(all.len(), 1_500_000, "every line, with its newline made CR LF");
+        assert_eq!(all.len(), 1_500_000, "every line, with its newline made CR LF");
+        return;
+    }
 }
 
 #[test]
