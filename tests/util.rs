@@ -76,18 +76,23 @@ where
     cmd
 }
 
-/// Give `cmd` SIGINT and SIGQUIT at their defaults (see [`pgrun`]); a
-/// test's own `pre_exec` added later still runs after this one.
+/// Give `cmd` SIGINT and SIGQUIT at their defaults (see [`pgrun`]): the
+/// suite's own process takes them at their defaults once, so that every
+/// command inherits them so. Not a `pre_exec` of each command: that would
+/// make std fork the whole (large, many-threaded) test process for each
+/// spawn instead of using posix_spawn, which cost the suite seconds of
+/// CPU. A test's own `pre_exec` still runs in the child as before.
 pub fn default_signals(cmd: &mut Command) -> &mut Command {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: signal(2) is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
+    static DEFAULTS: std::sync::Once = std::sync::Once::new();
+    DEFAULTS.call_once(|| {
+        // SAFETY: signal(2) with SIG_DFL installs no handler; the suite
+        // itself relies on neither signal.
+        unsafe {
             libc::signal(libc::SIGINT, libc::SIG_DFL);
             libc::signal(libc::SIGQUIT, libc::SIG_DFL);
-            Ok(())
-        })
-    }
+        }
+    });
+    cmd
 }
 
 /// Start `cmd` with `signals` blocked, as its caller. pgrun hands its
