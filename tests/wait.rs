@@ -262,8 +262,12 @@ fn wait_does_not_wait_for_pgrun_to_flush_output_to_a_stalled_reader() {
     }
 }
 
+/// `wait --report`: a report that never comes, or another run's, is 125.
+/// (The longest of wait's tests, for its 5 s report settle: named to come
+/// first of them in libtest's order, which is by name, so that it starts
+/// before the rest rather than finish the suite alone.)
 #[test]
-fn wait_with_a_missing_report_is_125() {
+fn a_missing_report_or_another_runs_report_is_125() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
