@@ -41,12 +41,13 @@ fn escapes(dir: &str) -> Vec<(&'static str, String)> {
         (
             "double-fork daemon",
             format!(
-                "python3 -c 'import os, time\n\
+                "{py} -c 'import os, time\n\
                  if os.fork(): os._exit(0)\n\
                  os.setsid()\n\
                  if os.fork(): os._exit(0)\n\
                  open(\"{dir}/esc.pid\", \"w\").write(\"%d\\n\" % os.getpid())\n\
-                 time.sleep(300)' & {wait}"
+                 time.sleep(300)' & {wait}",
+                py = python3()
             ),
         ),
         ("set -m job", format!("exec bash -c 'set -m; sleep 300 & echo $! > {dir}/esc.pid'")),
@@ -128,7 +129,7 @@ fn holder_script(dir: &str) -> String {
          time.sleep(300)\n"
     );
     fs::write(format!("{dir}/holder.py"), py).unwrap();
-    format!("python3 {dir}/holder.py & while [ ! -s {dir}/holder.pid ]; do sleep 0.01; done")
+    format!("{} {dir}/holder.py & while [ ! -s {dir}/holder.pid ]; do sleep 0.01; done", python3())
 }
 
 #[test]
@@ -140,7 +141,9 @@ fn a_zombie_held_by_an_escaped_parent_does_not_hold_pgrun_in_any_mode() {
         let mut guard = Guard::new();
         let dir = scratch.sh();
         let report = scratch.path("r.json");
-        let mut cmd = pgrun(["--contain", mode, "--timeout", "60", "-k", "1", "--report", report.to_str().unwrap()]);
+        // The stop's grace (-k) is waited for in full: a zombie holds the
+        // group whatever is sent; it says nothing here.
+        let mut cmd = pgrun(["--contain", mode, "--timeout", "60", "-k", "0.1", "--report", report.to_str().unwrap()]);
         cmd.args(["--", "sh", "-c", &holder_script(&dir)]);
         let (status, stderr) = run_detached(&mut guard, &scratch, &mut cmd);
         let holder = wait_pid(&scratch.path("holder.pid"), &mut guard);
@@ -228,7 +231,7 @@ fn a_zombie_handed_to_pgrun_during_the_census_is_reaped_not_given_up_on() {
          time.sleep(300)\n"
     );
     fs::write(format!("{dir}/holder.py"), py).unwrap();
-    let payload = format!("python3 {dir}/holder.py & while [ ! -s {dir}/holder.pid ]; do sleep 0.01; done");
+    let payload = format!("{} {dir}/holder.py & while [ ! -s {dir}/holder.pid ]; do sleep 0.01; done", python3());
     let pause = Pause::new(&scratch, "draining-census");
     let mut cmd = pgrun(["--contain", "cgroup", "--wait-group", "--report", report.to_str().unwrap()]);
     pause.arm(&mut cmd).args(["--", "sh", "-c", &payload]);
@@ -381,7 +384,7 @@ fn forwarded_signals_reach_the_group_not_what_left_it() {
         };
         fs::write(scratch.path("esc.py"), logger("esc", true)).unwrap();
         fs::write(scratch.path("member.py"), logger("member", false)).unwrap();
-        let payload = format!("python3 {dir}/esc.py & exec python3 {dir}/member.py");
+        let payload = format!("{py} {dir}/esc.py & exec {py} {dir}/member.py", py = python3());
         let mut cmd = pgrun(["--contain", mode, "--", "sh", "-c", &payload]);
         cmd.stdin(Stdio::null());
         let index = guard.spawn(&mut cmd);
@@ -427,12 +430,14 @@ fn a_leader_that_leaves_its_group_is_still_stopped_in_every_mode() {
             "-v",
             "--contain",
             mode,
+            // TERM is ignored from the first instruction on: the grace
+            // cannot change what happens, only how long it takes.
             "-k",
-            "1",
+            "0.1",
             "--report",
             report.to_str().unwrap(),
             "--",
-            "python3",
+            python3(),
             "-c",
             &payload,
         ]);

@@ -161,7 +161,7 @@ fn capture_output_returns_at_once() {
         pid = pidfile.to_str().unwrap()
     );
     let tag = Tag::new("python");
-    let out = run(tag.on(Command::new("python3").args(["-c", &script]).stdin(Stdio::null())));
+    let out = run(tag.on(Command::new(python3()).args(["-c", &script]).stdin(Stdio::null())));
     if pidfile.exists() {
         published(&mut guard, &pidfile);
     }

@@ -39,7 +39,7 @@ fn timeout_is_124_and_preserve_status_keeps_the_commands() {
                    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])\n\
                    child = subprocess.Popen(['sleep', '30'])\n\
                    child.wait()\n";
-    let mut cmd = pgrun(["--timeout", "0.2", "--preserve-status", "--", "python3", "-c", handler]);
+    let mut cmd = pgrun(["--timeout", "0.2", "--preserve-status", "--", python3(), "-c", handler]);
     let out = run(with_blocked(&mut cmd, &[libc::SIGTERM]));
     assert_status(&out, 7, "preserve-status, handled TERM");
     let out = run(&mut pgrun(["--timeout", "0", "--", "true"]));

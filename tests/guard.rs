@@ -324,6 +324,10 @@ fn a_failed_wait_of_the_guard_is_not_taken_for_pgruns_death() {
     let pgrun_pid = guard.child(index).id() as i32;
     let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
     guard.record_group(command);
+    // The command runs before pgrun publishes it: once published, the pid
+    // file must stay (a busy host showed the check below racing the
+    // publication).
+    wait_line(&pidfile);
     // The guard has seen the failure once it says so, or (wrongly) acts.
     eventually("the guard to act on its failed wait", || fs::read_to_string(&log).is_ok_and(|l| l.contains("guard: ")));
     let said = fs::read_to_string(&log).unwrap();

@@ -49,12 +49,12 @@ fn nofile_is_the_commands_soft_and_hard_limit() {
 fn core_and_byte_sizes() {
     let read = "import resource; print(*resource.getrlimit(resource.RLIMIT_CORE))";
     for (limit, want) in [("core=0", "0 0"), ("core=1M:2M", "1048576 2097152"), ("core=1KB", "1000 1000")] {
-        let out = run(&mut pgrun(["--rlimit", limit, "--", "python3", "-c", read]));
+        let out = run(&mut pgrun(["--rlimit", limit, "--", python3(), "-c", read]));
         assert_status(&out, 0, limit);
         assert_eq!(stdout_of(&out).trim(), want, "{limit}");
     }
     // A later setting of the same limit replaces an earlier one.
-    let out = run(&mut pgrun(["--rlimit", "core=0", "--rlimit", "core=4K", "--", "python3", "-c", read]));
+    let out = run(&mut pgrun(["--rlimit", "core=0", "--rlimit", "core=4K", "--", python3(), "-c", read]));
     assert_eq!(stdout_of(&out).trim(), "4096 4096");
 }
 
@@ -68,7 +68,7 @@ fn a_burner_under_cpu_1_is_ended_by_the_kernel() {
         "--report",
         report.to_str().unwrap(),
         "--",
-        "python3",
+        python3(),
         "-c",
         "while True: pass",
     ]));

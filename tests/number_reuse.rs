@@ -33,7 +33,7 @@ for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = pgrun-guard ] && GP=$
 /// leader starts the canary (`$C`, in group `$G`) and exits at once; the
 /// shell reaps that leader, so no process is numbered `$G` any more.
 const HAND_OVER_LEADERLESS: &str = r#"echo $((G - 1)) > /proc/sys/kernel/ns_last_pid
-setsid sh -c 'python3 canary.py </dev/null >/dev/null 2>&1 & echo $! > canary.pid'
+setsid sh -c '"$PYTHON3" canary.py </dev/null >/dev/null 2>&1 & echo $! > canary.pid'
 until [ -e canary.ready ]; do sleep 0.01; done
 C=$(cat canary.pid)
 [ "$(cut -d' ' -f5 /proc/$C/stat)" = "$G" ] || echo "number-not-reused"
@@ -56,6 +56,7 @@ fn assert_leaderless_newcomer_untouched(scratch: &Scratch, script: &str, want: &
     let mut ns = Command::new("timeout");
     ns.args(["-s", "KILL", "40", "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c"])
         .arg(&script)
+        .env("PYTHON3", python3())
         .stdin(Stdio::null());
     let out = run(&mut ns);
     let said = String::from_utf8_lossy(&out.stdout);

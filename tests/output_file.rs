@@ -65,7 +65,7 @@ fn ordered_streams() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
 fn ordered_args<'a>(file: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut a = vec!["--output-file", file];
     a.extend_from_slice(extra);
-    a.extend(["--", "python3", "-c", ORDERED, file]);
+    a.extend(["--", python3(), "-c", ORDERED, file]);
     a
 }
 
@@ -151,64 +151,75 @@ fn last_logged(dir: &std::path::Path) -> Option<u64> {
 #[test]
 fn timeout_cancel_and_sigterm_lose_nothing_from_the_file() {
     for how in ["timeout", "cancel", "sigterm"] {
-        let scratch = Scratch::new();
-        let dir = scratch.sh();
-        let mut guard = Guard::new();
-        let file = scratch.path("out.log");
-        let report = scratch.path("report.json");
-        let pidfile = scratch.path("run.pid");
-        let mut a = vec!["--output-file", file.to_str().unwrap(), "--report", report.to_str().unwrap()];
-        if how == "timeout" {
-            a.extend(["-t", "1"]);
+        // The timeout must come after 2000 lines, mid-stream: retried with a
+        // longer one if it came before (only "timeout" can loop).
+        for (attempt, timeout) in SHORT_TIMEOUTS.iter().enumerate() {
+            let scratch = Scratch::new();
+            let dir = scratch.sh();
+            let mut guard = Guard::new();
+            let file = scratch.path("out.log");
+            let report = scratch.path("report.json");
+            let pidfile = scratch.path("run.pid");
+            let mut a = vec!["--output-file", file.to_str().unwrap(), "--report", report.to_str().unwrap()];
+            if how == "timeout" {
+                a.extend(["-t", timeout]);
+            }
+            a.extend(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c"]);
+            let payload = endless_writer(&dir);
+            a.push(&payload);
+            let index = guard.spawn(pgrun(&a).stdout(Stdio::piped()).stderr(Stdio::piped()));
+            let mut readers = Vec::new();
+            let stdout: Box<dyn Read + Send> = Box::new(guard.child(index).stdout.take().unwrap());
+            let stderr: Box<dyn Read + Send> = Box::new(guard.child(index).stderr.take().unwrap());
+            for mut stream in [stdout, stderr] {
+                readers.push(std::thread::spawn(move || {
+                    let mut all = Vec::new();
+                    stream.read_to_end(&mut all).unwrap();
+                    all
+                }));
+            }
+            wait_pid(&scratch.path("pid"), &mut guard);
+            if how != "timeout" {
+                eventually("a long stream", || last_logged(scratch.dir()) > Some(2000));
+            }
+            match how {
+                "cancel" => assert_status(&run(&mut pgrun(["cancel", pidfile.to_str().unwrap()])), 0, "cancel"),
+                "sigterm" => send(guard.child(index).id() as i32, libc::SIGTERM),
+                _ => {}
+            }
+            let code = guard.wait(index);
+            assert_eq!(code, if how == "timeout" { 124 } else { 143 }, "{how}");
+            let err = readers.pop().unwrap().join().unwrap();
+            let out = readers.pop().unwrap().join().unwrap();
+            let logged = last_logged(scratch.dir()).unwrap_or(0);
+            if logged <= 2000 {
+                assert!(attempt + 1 < SHORT_TIMEOUTS.len(), "{how}: not 2000 lines in {timeout} s");
+                continue;
+            }
+            // The file interleaves the streams as pgrun read them (two pipes:
+            // no order between them), each stream's lines complete and in
+            // order: lines 1..=n in all, n the last logged or the next.
+            let text = String::from_utf8(fs::read(&file).unwrap()).unwrap();
+            let n = text.lines().count() as u64;
+            assert!(n == logged || n == logged + 1, "{how}: the file has {n} lines, the log says {logged}");
+            let of = |odd: u64| (1..=n).filter(|i| i % 2 == odd).map(|i| format!("line {i}\n")).collect::<String>();
+            let in_file = |odd: u64| {
+                text.lines()
+                    .filter(|l| l[5..].parse::<u64>().unwrap() % 2 == odd)
+                    .map(|l| format!("{l}\n"))
+                    .collect::<String>()
+            };
+            assert!(in_file(1) == of(1) && in_file(0) == of(0), "{how}: the file lacks lines or has them out of order");
+            assert!(out == of(1).into_bytes(), "{how}: stdout is not the odd lines");
+            assert!(err == of(0).into_bytes(), "{how}: stderr is not the even lines");
+            let r = json(&report);
+            assert_eq!(
+                r["output"]["stdout"]["bytes"].as_u64().unwrap() + r["output"]["stderr"]["bytes"].as_u64().unwrap(),
+                text.len() as u64,
+                "{r}"
+            );
+            break;
         }
-        a.extend(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c"]);
-        let payload = endless_writer(&dir);
-        a.push(&payload);
-        let index = guard.spawn(pgrun(&a).stdout(Stdio::piped()).stderr(Stdio::piped()));
-        let mut readers = Vec::new();
-        let stdout: Box<dyn Read + Send> = Box::new(guard.child(index).stdout.take().unwrap());
-        let stderr: Box<dyn Read + Send> = Box::new(guard.child(index).stderr.take().unwrap());
-        for mut stream in [stdout, stderr] {
-            readers.push(std::thread::spawn(move || {
-                let mut all = Vec::new();
-                stream.read_to_end(&mut all).unwrap();
-                all
-            }));
-        }
-        wait_pid(&scratch.path("pid"), &mut guard);
-        eventually("a long stream", || last_logged(scratch.dir()) > Some(2000));
-        match how {
-            "cancel" => assert_status(&run(&mut pgrun(["cancel", pidfile.to_str().unwrap()])), 0, "cancel"),
-            "sigterm" => send(guard.child(index).id() as i32, libc::SIGTERM),
-            _ => {}
-        }
-        let code = guard.wait(index);
-        assert_eq!(code, if how == "timeout" { 124 } else { 143 }, "{how}");
-        let err = readers.pop().unwrap().join().unwrap();
-        let out = readers.pop().unwrap().join().unwrap();
-        let logged = last_logged(scratch.dir()).unwrap();
-        // The file interleaves the streams as pgrun read them (two pipes:
-        // no order between them), each stream's lines complete and in
-        // order: lines 1..=n in all, n the last logged or the next.
-        let text = String::from_utf8(fs::read(&file).unwrap()).unwrap();
-        let n = text.lines().count() as u64;
-        assert!(n == logged || n == logged + 1, "{how}: the file has {n} lines, the log says {logged}");
-        let of = |odd: u64| (1..=n).filter(|i| i % 2 == odd).map(|i| format!("line {i}\n")).collect::<String>();
-        let in_file = |odd: u64| {
-            text.lines()
-                .filter(|l| l[5..].parse::<u64>().unwrap() % 2 == odd)
-                .map(|l| format!("{l}\n"))
-                .collect::<String>()
-        };
-        assert!(in_file(1) == of(1) && in_file(0) == of(0), "{how}: the file lacks lines or has them out of order");
-        assert!(out == of(1).into_bytes(), "{how}: stdout is not the odd lines");
-        assert!(err == of(0).into_bytes(), "{how}: stderr is not the even lines");
-        let r = json(&report);
-        assert_eq!(
-            r["output"]["stdout"]["bytes"].as_u64().unwrap() + r["output"]["stderr"]["bytes"].as_u64().unwrap(),
-            text.len() as u64,
-            "{r}"
-        );
     }
 }
 
@@ -440,7 +451,7 @@ fn a_reader_that_leaves_loses_nothing_the_command_wrote_from_the_file() {
         "--report",
         report.to_str().unwrap(),
         "--",
-        "python3",
+        python3(),
         "-c",
         &payload,
     ];

@@ -106,12 +106,12 @@ fn the_head_is_spliced_up_to_the_margin_before_its_cut_and_read_from_there() {
     require_strace();
     let data = "a".repeat(3000);
     let (spliced, calls, stdout) =
-        traced("splice", &["--max-output", "1000", "--", "python3", "-c", &format!("print('{data}', end='')")]);
+        traced("splice", &["--max-output", "1000", "--", python3(), "-c", &format!("print('{data}', end='')")]);
     assert_eq!(spliced, 500 - MARGIN as u64, "{calls} splices");
     assert_eq!(stdout, expected(&data, 1000));
     // A whole stream, and a head it fits in: spliced throughout.
     let (spliced, _, stdout) =
-        traced("splice", &["--max-output", "1M", "--", "python3", "-c", &format!("print('{data}', end='')")]);
+        traced("splice", &["--max-output", "1M", "--", python3(), "-c", &format!("print('{data}', end='')")]);
     assert_eq!((spliced, stdout.len()), (3000, 3000));
 }
 
@@ -124,12 +124,12 @@ fn with_an_output_file_the_bytes_are_teed_on_and_spliced_into_the_file() {
     let f = file.to_str().unwrap();
     let data = "b".repeat(5000);
     let print = format!("print('{data}', end='')");
-    let (teed, calls, stdout) = traced("tee", &["--output-file", f, "--", "python3", "-c", &print]);
+    let (teed, calls, stdout) = traced("tee", &["--output-file", f, "--", python3(), "-c", &print]);
     assert_eq!(teed, 5000, "{calls} tees");
     assert_eq!(stdout, data.as_bytes());
     assert_eq!(fs::read(&file).unwrap(), data.as_bytes());
     // Under a SIZE: tee'd up to the margin before the cut only.
-    let (teed, _, stdout) = traced("tee", &["--output-file", f, "--max-output", "1000", "--", "python3", "-c", &print]);
+    let (teed, _, stdout) = traced("tee", &["--output-file", f, "--max-output", "1000", "--", python3(), "-c", &print]);
     assert_eq!(teed, 500 - MARGIN as u64);
     assert_eq!(stdout, expected(&data, 1000));
     assert_eq!(fs::read(&file).unwrap(), data.as_bytes());
@@ -200,7 +200,7 @@ fn a_splice_or_tee_the_kernel_refuses_falls_back_to_reads_and_loses_nothing() {
             .args(["-qq", "-o", "/dev/null", "-e", &format!("trace={syscall}")])
             .args(["-e", &format!("inject={syscall}:error=EINVAL:when=1"), pgrun_path()])
             .args(args)
-            .args(["--", "python3", "-c", &print])
+            .args(["--", python3(), "-c", &print])
             .stdin(Stdio::null()));
         assert_status(&out, 0, &format!("{syscall} {args:?}: {}", stderr_of(&out)));
         assert!(out.stdout == expected(&data, size), "{syscall} {args:?}: {}", String::from_utf8_lossy(&out.stdout));

@@ -33,7 +33,7 @@ fn parent_script(scratch: &Scratch, from_thread: bool) -> String {
 fn the_parent_process_exiting_cancels_the_run() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
-    let (parent, done) = guard.spawn_reaped(Command::new("python3").args(["-c", &parent_script(&scratch, false)]));
+    let (parent, done) = guard.spawn_reaped(Command::new(python3()).args(["-c", &parent_script(&scratch, false)]));
     let pgrun_pid = wait_pid(&scratch.path("pgrun.pid"), &mut guard);
     let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
     fs::write(scratch.path("exit"), "").unwrap();
@@ -48,7 +48,7 @@ fn the_parent_process_exiting_cancels_the_run() {
 fn a_parent_thread_exiting_does_not_cancel_the_run() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
-    let (_, done) = guard.spawn_reaped(Command::new("python3").args(["-c", &parent_script(&scratch, true)]));
+    let (_, done) = guard.spawn_reaped(Command::new(python3()).args(["-c", &parent_script(&scratch, true)]));
     let pgrun_pid = wait_pid(&scratch.path("pgrun.pid"), &mut guard);
     let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
     wait_line(&scratch.path("thread.done"));

@@ -659,7 +659,7 @@ fn cancel_never_signals_a_group_that_took_over_the_number() {
     }
     let scratch = Scratch::new();
     let before = format!(
-        r#"setsid python3 -c 'import os, signal
+        r#"setsid {py} -c 'import os, signal
 signal.signal(signal.SIGTERM, lambda n, f: open("term.log", "a").write("TERM\n"))
 open("g.pid", "w").write(str(os.getpid()) + "\n")
 while True: signal.pause()' &
@@ -672,7 +672,8 @@ until [ -s term.log ]; do sleep 0.01; done
 kill -STOP "$C"
 kill -KILL "$G"; wait "$G" 2>/dev/null
 "#,
-        pg = pgrun_path()
+        pg = pgrun_path(),
+        py = python3()
     );
     let after = "kill -CONT \"$C\"\nwait \"$C\"; echo \"cancel=$?\"\n";
     let script = format!("{before}{HAND_OVER}{after}");
@@ -864,9 +865,9 @@ done
 /// to the canary: the next pid in the namespace is `$G`, and the canary
 /// takes it with a new session, so a new group with that number appears.
 pub(crate) const HAND_OVER: &str = r#"echo $((G - 1)) > /proc/sys/kernel/ns_last_pid
-setsid python3 canary.py &
+setsid "$PYTHON3" canary.py &
 until [ -e canary.ready ]; do sleep 0.01; done
-[ "$(cat /proc/$G/comm)" = python3 ] || echo "number-not-reused"
+[ "$(cat /proc/$G/comm)" = "${PYTHON3##*/}" ] || echo "number-not-reused"
 "#;
 
 /// Run `script` as PID 1 of a PID namespace of our own (everything in it
@@ -895,6 +896,7 @@ pub(crate) fn assert_number_handed_over_untouched(scratch: &Scratch, script: &st
         "-c",
         script,
     ])
+    .env("PYTHON3", python3())
     .stdin(Stdio::null());
     let out = run_cmd(&mut ns);
     let said = String::from_utf8_lossy(&out.stdout);

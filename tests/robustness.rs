@@ -263,7 +263,8 @@ fn a_zombie_nobody_reaps_is_reported_not_waited_for_forever() {
          os.rename('{dir}/parent.tmp', '{dir}/parent')\n\
          time.sleep(300)\n"
     );
-    let payload = format!("python3 -c \"$0\" 2>/dev/null & until [ -e {dir}/parent ]; do sleep 0.01; done; exit 6");
+    let payload =
+        format!("{} -c \"$0\" 2>/dev/null & until [ -e {dir}/parent ]; do sleep 0.01; done; exit 6", python3());
     // --contain group: in tree mode (the default) the parent, a descendant
     // that left the group, is stopped too and its zombie reaped.
     let mut cmd = pgrun([

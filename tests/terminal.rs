@@ -301,8 +301,9 @@ fn less_at_the_end_of_a_pipeline_gets_the_terminal() {
 fn start_dev_tty_reader(guard: &mut Guard) -> Session {
     let mut s = Session::interactive(guard);
     s.type_line(&format!(
-        "{} -v -- python3 -c 'print(\"got:\" + open(\"/dev/tty\").readline().strip())' </dev/null",
-        pgrun_path()
+        "{} -v -- {} -c 'print(\"got:\" + open(\"/dev/tty\").readline().strip())' </dev/null",
+        pgrun_path(),
+        python3()
     ));
     // Typed-ahead input could be flushed by the shell's own terminal
     // handling; type once pgrun says the command has the terminal.

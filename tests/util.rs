@@ -13,6 +13,12 @@ use std::time::{Duration, Instant};
 /// Generous: the suite runs in parallel on a busy 2-core machine.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
+/// `--timeout` values for a test whose run must time out while its command
+/// is still busy (say, mid-stream): the first is short, and each next one is
+/// for a retry when the command had not got far enough by then (a busy host
+/// is slower, so the test takes longer instead of failing).
+pub const SHORT_TIMEOUTS: [&str; 6] = ["0.25", "0.5", "1", "2", "4", "8"];
+
 /// Whether this is the long target (tests/long.rs, `cargo test --features
 /// long-tests --test long`), which compiles the loops, the fuzz test and
 /// the properties at full size; every other target runs them quick.
@@ -32,6 +38,29 @@ pub fn pgrun_path() -> &'static str {
     env!("CARGO_BIN_EXE_pgrun")
 }
 
+/// The python3 the tests run: the interpreter behind `python3` on PATH
+/// (its `sys.executable`), found once. A launcher in front of it (a pyenv
+/// shim is a bash script that runs `pyenv exec`, about twice python's own
+/// start-up) then runs once per suite, not for each of the ~80 python3
+/// processes it starts. The path is shell-safe (else `python3` itself), so
+/// payloads written for `sh -c` use it as it is.
+pub fn python3() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output();
+        let found = match out {
+            Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            _ => String::new(),
+        };
+        let safe = |b: u8| b.is_ascii_alphanumeric() || b"/._-+".contains(&b);
+        if found.starts_with('/') && found.bytes().all(safe) { found } else { "python3".to_string() }
+    })
+}
+
 /// `pgrun ARGS...` as a std Command, stdio inherited from nothing, and
 /// SIGINT and SIGQUIT at their defaults: a suite started in the background
 /// of a script or under nohup inherits them ignored, and ignored signals
@@ -47,18 +76,23 @@ where
     cmd
 }
 
-/// Give `cmd` SIGINT and SIGQUIT at their defaults (see [`pgrun`]); a
-/// test's own `pre_exec` added later still runs after this one.
+/// Give `cmd` SIGINT and SIGQUIT at their defaults (see [`pgrun`]): the
+/// suite's own process takes them at their defaults once, so that every
+/// command inherits them so. Not a `pre_exec` of each command: that would
+/// make std fork the whole (large, many-threaded) test process for each
+/// spawn instead of using posix_spawn, which cost the suite seconds of
+/// CPU. A test's own `pre_exec` still runs in the child as before.
 pub fn default_signals(cmd: &mut Command) -> &mut Command {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: signal(2) is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
+    static DEFAULTS: std::sync::Once = std::sync::Once::new();
+    DEFAULTS.call_once(|| {
+        // SAFETY: signal(2) with SIG_DFL installs no handler; the suite
+        // itself relies on neither signal.
+        unsafe {
             libc::signal(libc::SIGINT, libc::SIG_DFL);
             libc::signal(libc::SIGQUIT, libc::SIG_DFL);
-            Ok(())
-        })
-    }
+        }
+    });
+    cmd
 }
 
 /// Start `cmd` with `signals` blocked, as its caller. pgrun hands its
@@ -619,7 +653,7 @@ pub fn spawn_canary(guard: &mut Guard, scratch: &Scratch) -> i32 {
     use std::os::unix::process::CommandExt;
     let script = canary_script(scratch);
     let ready = scratch.path("canary.ready");
-    let mut cmd = Command::new("python3");
+    let mut cmd = Command::new(python3());
     cmd.args(["-c", &script]).stdin(Stdio::null()).process_group(0);
     let (pid, _) = guard.spawn_reaped(&mut cmd);
     guard.record_group(pid);

@@ -262,13 +262,26 @@ fn wait_does_not_wait_for_pgrun_to_flush_output_to_a_stalled_reader() {
     }
 }
 
+/// `wait --report`: a report that never comes, or another run's, is 125.
+/// (The longest of wait's tests, for its 5 s report settle: named to come
+/// first of them in libtest's order, which is by name, so that it starts
+/// before the rest rather than finish the suite alone.)
 #[test]
-fn wait_with_a_missing_report_is_125() {
+fn a_missing_report_or_another_runs_report_is_125() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
     let dir = scratch.sh();
-    let (index, _) = start_published(&mut guard, &pidfile, &[], &gated_payload(&dir, 0));
+    // pgrun is held at its last step (`exit`: the run withdrawn, the guard
+    // released and gone, pgrun not exited), so wait takes the path on which
+    // the report may still be on its way: it gives it its settle time (5 s),
+    // then says it is missing.
+    let held = Pause::new(&scratch, "exit");
+    let payload = gated_payload(&dir, 0);
+    let index = guard.spawn(held.arm(&mut pgrun(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &payload])));
+    let pgid: i32 = wait_line(&pidfile).parse().expect("pid file holds a number");
+    guard.record(pgid);
+    guard.record_group(pgid);
     wait_line(&scratch.path("ready"));
     let report = scratch.path("none.json");
     let waiter = spawn_waiting(&mut guard, &["--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
@@ -278,9 +291,14 @@ fn wait_with_a_missing_report_is_125() {
     let last = err.lines().last().unwrap_or_default();
     assert!(last.starts_with("pgrun: cannot read report") && last.contains("none.json"), "{err}");
     assert!(scratch.path("end").exists(), "the report was looked for before the run was over");
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun was not held: wait saw it exit");
+    held.release();
     assert_eq!(guard.wait(index), 0);
-    // A report left by another run (another group) is not this run's.
-    let (index, pgid) = start_published(&mut guard, &pidfile, &[], &format!("echo again > {dir}/again; sleep 300"));
+    // A report left by another run (another group) is not this run's. With
+    // --no-guard wait sees pgrun itself exit (the other path: the report,
+    // if any, is written by then) and reads the report at once.
+    let (index, pgid) =
+        start_published(&mut guard, &pidfile, &["--no-guard"], &format!("echo again > {dir}/again; sleep 300"));
     wait_line(&scratch.path("again"));
     fs::write(&report, format!("{{\"exit_code\": 0, \"pgid\": {}}}\n", pgid + 1)).unwrap();
     let waiter = spawn_waiting(&mut guard, &["--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
@@ -313,11 +331,14 @@ fn wait_outlasts_a_sigkilled_pgrun_until_its_guard_has_stopped_the_run() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
     let dir = scratch.sh();
-    // The payload ignores TERM (and logs it): the guard's stop sequence
-    // needs its KILL, 5 s later.
-    let payload =
-        format!("trap 'echo TERM >> {dir}/term.log' TERM; echo $$ > {dir}/leader; while :; do sleep 0.05; done");
-    let (index, pgid) = start_published(&mut guard, &pidfile, &["-k", "5"], &payload);
+    // The payload ignores TERM (and logs it) and lives on until the test
+    // lets it go, as a slow clean-up would: the guard's stop sequence, its
+    // KILL 300 s away, waits for it, and so must wait.
+    let payload = format!(
+        "trap 'echo TERM >> {dir}/term.log' TERM; echo $$ > {dir}/leader; \
+         while [ ! -e {dir}/go ]; do sleep 0.05; done; echo end > {dir}/end"
+    );
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["-k", "300"], &payload);
     let leader = wait_pid(&scratch.path("leader"), &mut guard);
     let waiter = spawn_waiting(&mut guard, &[pidfile.to_str().unwrap()]);
     let pgrun_pid = guard.child(index).id() as i32;
@@ -325,10 +346,11 @@ fn wait_outlasts_a_sigkilled_pgrun_until_its_guard_has_stopped_the_run() {
     assert_eq!(guard.wait(index), 137);
     // The guard sent TERM; the payload lives on, and so does the wait.
     wait_line(&scratch.path("term.log"));
-    assert!(!is_dead(leader), "the payload did not survive TERM");
     assert!(guard.child(waiter).try_wait().unwrap().is_none(), "wait returned while the guard was stopping the run");
+    assert!(!is_dead(leader), "the payload did not survive TERM");
+    fs::write(scratch.path("go"), "").unwrap();
     assert_eq!(guard.wait(waiter), 0, "wait");
-    assert!(is_dead(leader), "wait returned while the run lived");
+    assert!(scratch.path("end").exists() && is_dead(leader), "wait returned while the run lived");
     // SAFETY: kill(-pgid, 0) only probes.
     let probe = unsafe { libc::kill(-pgid, 0) };
     assert_eq!(probe, -1, "wait returned while group {pgid} still existed");
