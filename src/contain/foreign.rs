@@ -167,14 +167,22 @@ fn only_zombies_in(pgid: Pid) -> bool {
 /// then checked to name a member (so the pidfd names that member, whatever
 /// happens to the number). None where there are no pidfds.
 pub fn members_of(pgid: Pid) -> Vec<(Pid, Pidfd)> {
+    if !Pidfd::SUPPORTED {
+        return Vec::new();
+    }
+    let candidates = crate::sys::proc::scan().into_iter().filter(|(_, stat)| stat.pgrp == pgid).map(|(pid, _)| pid);
+    held_members(pgid, candidates)
+}
+
+/// Pidfds of those of `candidates` that are members of group `pgid`: each
+/// opened first, then checked to be in the group (so the pidfd names a
+/// member, not a process that took a freed pid).
+pub fn held_members(pgid: Pid, candidates: impl IntoIterator<Item = Pid>) -> Vec<(Pid, Pidfd)> {
     let mut found = Vec::new();
     if !Pidfd::SUPPORTED {
         return found;
     }
-    for (pid, stat) in crate::sys::proc::scan() {
-        if stat.pgrp != pgid {
-            continue;
-        }
+    for pid in candidates {
         if let Some(fd) = Pidfd::open(pid)
             && crate::sys::proc::stat(pid).is_some_and(|s| s.pgrp == pgid)
         {

@@ -176,6 +176,18 @@ pub fn group_holds_run_of(holder: Pid, pgid: Pid) -> bool {
     if !process::RUN_PGRUN_IS_SUBREAPER {
         return process::group_exists(pgid);
     }
+    // The common case, in one read: the leader, still pgrun's child.
+    if crate::sys::proc::stat(pgid).is_some_and(|s| s.pgrp == pgid && s.ppid == holder) {
+        return true;
+    }
+    // Else walk down from pgrun: what the run has, not what the machine
+    // has (a `/proc` scan per cancel made 200 runs cancelled at once take
+    // 10 s). A process forked or reparented during the walk may be missed,
+    // as by a scan: the answer is then "not the run's", and cancel does
+    // not signal the number.
+    if let Some(below) = crate::sys::proc::descendants(holder, crate::sys::proc::MAX_PIDS) {
+        return below.into_iter().any(|pid| crate::sys::proc::stat(pid).is_some_and(|s| s.pgrp == pgid));
+    }
     let table = crate::sys::proc::scan();
     if table.is_empty() {
         // No /proc to look in: the number is all there is.

@@ -141,6 +141,35 @@ pub fn own_children() -> io::Result<Vec<Pid>> {
     Ok(text.split_ascii_whitespace().filter_map(|p| p.parse::<Pid>().ok()).collect())
 }
 
+/// More processes than a kernel can have at once (`pid_max` is at most
+/// 2^22): a bound for walks over them.
+pub const MAX_PIDS: usize = 1 << 22;
+
+/// Every descendant of `root` (children, their children, ...), found by
+/// walking the children files down from it: as many reads as the tree has
+/// processes, whatever else the machine runs (a `/proc` scan reads every
+/// process's stat). `None` where the kernel has no children files, or
+/// `root` is gone. A process forked or reparented during the walk may be
+/// missed, as it may by a scan made a moment earlier; a child whose own
+/// files cannot be read (it ended meanwhile) is listed without its
+/// children. At most `limit` pids are listed.
+pub fn descendants(root: Pid, limit: usize) -> Option<Vec<Pid>> {
+    let mut found = children(root).ok()?;
+    let mut seen: std::collections::BTreeSet<Pid> = found.iter().copied().collect();
+    let mut next = 0;
+    while next < found.len() && found.len() < limit {
+        let pid = found[next];
+        next += 1;
+        for child in children(pid).unwrap_or_default() {
+            if child != root && seen.insert(child) {
+                found.push(child);
+            }
+        }
+    }
+    found.truncate(limit);
+    Some(found)
+}
+
 /// Whether this kernel has `/proc/PID/task/TID/children`.
 pub fn children_files_exist() -> bool {
     let me = super::getpid();
@@ -194,6 +223,32 @@ mod tests {
         let s = parse_stat(b"42 (a) b (c)) S 7 42 42 0 -1").unwrap();
         assert_eq!(s, Stat { state: b'S', ppid: 7, pgrp: 42 });
         assert_eq!(parse_stat(b"42 (x"), None);
+    }
+
+    #[test]
+    fn descendants_walks_down_to_grandchildren() {
+        use std::io::BufRead;
+        if !children_files_exist() {
+            return;
+        }
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let grandchild: Pid = line.trim().parse().unwrap();
+        let found = descendants(crate::sys::getpid(), MAX_PIDS);
+        let limited = descendants(crate::sys::getpid(), 1);
+        // SAFETY: the grandchild's pid, read from its parent, which has not
+        // reaped it (it waits for it): the number still names it.
+        unsafe { libc::kill(grandchild, libc::SIGKILL) };
+        child.wait().unwrap();
+        let found = found.unwrap();
+        assert!(found.contains(&(child.id() as Pid)), "{found:?} lacks the child");
+        assert!(found.contains(&grandchild), "{found:?} lacks the grandchild");
+        assert_eq!(limited.map(|l| l.len()), Some(1));
     }
 
     #[test]
