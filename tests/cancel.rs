@@ -301,3 +301,82 @@ fn a_pidfd_signal_failing_with_esrch_falls_back_to_the_lock_holders_pid() {
     assert_eq!(guard.wait(index), 143, "the run was cancelled by its own stop sequence: {}", stderr_of(&out));
     assert!(is_dead(pgid));
 }
+
+/// A straggler of the run that stays put must be found by cancel's check
+/// that the group is still the run's, even when siblings listed before it
+/// in pgrun's children file end while cancel reads that file: the file is
+/// read in parts, each resumed by position, and those ends shift the
+/// straggler past the resume point. cancel is stopped (strace injects a
+/// SIGSTOP) right after its first part; the siblings are ended and reaped
+/// meanwhile. Missing the straggler, cancel said the group held nothing of
+/// the run, did not kill it after --timeout, and exited 0 with it alive.
+#[test]
+fn cancel_finds_a_straggler_whose_earlier_siblings_end_during_the_walk() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    assert!(Command::new("mkfifo").arg(scratch.path("fifo")).status().unwrap().success());
+    // The leader forks 12 siblings, then the straggler (fork order is their
+    // order in pgrun's children file once the leader is gone), all ignoring
+    // TERM; the leader itself dies of the TERM pgrun sends.
+    let payload = format!(
+        "trap '' TERM
+         for i in 1 2 3 4 5 6 7 8 9 10 11 12; do cat {dir}/fifo >/dev/null & echo $! >> {dir}/siblings; done
+         sleep 1000 & echo $! > {dir}/straggler
+         echo done >> {dir}/siblings
+         trap - TERM
+         wait"
+    );
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["--contain", "group", "-k", "60"], &payload);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let straggler = wait_pid(&scratch.path("straggler"), &mut guard);
+    eventually("the 12 siblings", || {
+        fs::read_to_string(scratch.path("siblings")).unwrap_or_default().ends_with("done\n")
+    });
+    let siblings: Vec<i32> =
+        fs::read_to_string(scratch.path("siblings")).unwrap().lines().filter_map(|l| l.parse().ok()).collect();
+    assert_eq!(siblings.len(), 12);
+    for &pid in &siblings {
+        guard.record(pid);
+    }
+    let children_file = std::path::PathBuf::from(format!("/proc/{pgrun_pid}/task/{pgrun_pid}/children"));
+    let cancel = guard.spawn(
+        pgrun_injected(
+            "read:signal=SIGSTOP:when=1",
+            Some(&children_file),
+            &["cancel", "-v", "--timeout", "1", pidfile.to_str().unwrap()],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped()),
+    );
+    // strace's child is cancel; it reads the children file only once the
+    // leader is gone (before, the leader answers), after --timeout.
+    let strace_pid = guard.child(cancel).id() as i32;
+    let mut canceller = 0;
+    eventually("cancel stopped after its first read of pgrun's children", || {
+        canceller = descendants(strace_pid).first().copied().unwrap_or(0);
+        let reading = fs::read_dir(format!("/proc/{canceller}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target == children_file));
+        canceller > 0 && reading && state(canceller).is_some_and(|s| s == "t" || s == "T")
+    });
+    // TERM reached the group: the leader died of it, the rest ignore it.
+    assert!(is_dead(pgid), "the leader survived pgrun's TERM");
+    assert!(!is_dead(straggler) && siblings.iter().all(|&pid| !is_dead(pid)), "TERM was not ignored");
+    // End the siblings (EOF on the fifo) and wait until pgrun reaped them.
+    drop(fs::OpenOptions::new().write(true).open(scratch.path("fifo")).unwrap());
+    for &pid in &siblings {
+        eventually("a sibling reaped", || !std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+    send(canceller, libc::SIGCONT);
+    let status = guard.wait(cancel);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(guard.child(cancel).stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(is_dead(straggler), "cancel (exit {status}) left the run's straggler alive: {stderr}");
+    assert_eq!(status, 0, "{stderr}");
+    // The group gone, pgrun ends its stop sequence (the leader died of TERM).
+    assert_eq!(guard.wait(index), 143);
+}

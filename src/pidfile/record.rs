@@ -182,11 +182,16 @@ pub fn group_holds_run_of(holder: Pid, pgid: Pid) -> bool {
     }
     // Else walk down from pgrun: what the run has, not what the machine
     // has (a `/proc` scan per cancel made 200 runs cancelled at once take
-    // 10 s). A process forked or reparented during the walk may be missed,
-    // as by a scan: the answer is then "not the run's", and cancel does
-    // not signal the number.
-    if let Some(below) = crate::sys::proc::descendants(holder, crate::sys::proc::MAX_PIDS) {
-        return below.into_iter().any(|pid| crate::sys::proc::stat(pid).is_some_and(|s| s.pgrp == pgid));
+    // 10 s). A member found proves the group is the run's. None found
+    // proves nothing: a children file is read in parts, each part resumed
+    // by position, so a child that stays put is skipped when siblings
+    // listed before it ended between two parts (and a file that cannot be
+    // read is taken for "no children"). The scan below answers that case:
+    // it lists `/proc` by pid, which no other process's end can shift.
+    if let Some(below) = crate::sys::proc::descendants(holder, crate::sys::proc::MAX_PIDS)
+        && below.into_iter().any(|pid| crate::sys::proc::stat(pid).is_some_and(|s| s.pgrp == pgid))
+    {
+        return true;
     }
     let table = crate::sys::proc::scan();
     if table.is_empty() {

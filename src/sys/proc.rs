@@ -150,9 +150,13 @@ pub const MAX_PIDS: usize = 1 << 22;
 /// processes, whatever else the machine runs (a `/proc` scan reads every
 /// process's stat). `None` where the kernel has no children files, or
 /// `root` is gone. A process forked or reparented during the walk may be
-/// missed, as it may by a scan made a moment earlier; a child whose own
-/// files cannot be read (it ended meanwhile) is listed without its
-/// children. At most `limit` pids are listed.
+/// missed, as it may by a scan made a moment earlier; so may one that
+/// stays put: a children file is read in parts, each resumed by position,
+/// and siblings listed before it that ended between two parts shift it
+/// past the resume point. A child whose own files cannot be read (it
+/// ended meanwhile) is listed without its children. So what the walk
+/// finds is there; what it does not find may be there too. At most
+/// `limit` pids are listed.
 pub fn descendants(root: Pid, limit: usize) -> Option<Vec<Pid>> {
     let mut found = children(root).ok()?;
     let mut seen: std::collections::BTreeSet<Pid> = found.iter().copied().collect();
