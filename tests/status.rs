@@ -69,3 +69,72 @@ fn stale_pending_and_broken_files() {
 
     assert_eq!(status(&[]).0, 125, "usage error");
 }
+
+/// A tree-mode count must find an escaped process that stays put even when
+/// siblings listed before it in its parent's children file end while status
+/// reads that file: each read after the first resumes by position, and those
+/// ends shift the escapee past it. status is stopped (strace injects a
+/// SIGSTOP) right after its first read of the leader's children file; the
+/// siblings end and the leader reaps them meanwhile. Read in 32-byte parts,
+/// the file lost the escapee and the count was one short.
+#[test]
+fn status_counts_an_escapee_whose_earlier_siblings_end_during_the_walk() {
+    use std::process::{Command, Stdio};
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    assert!(Command::new("mkfifo").arg(scratch.path("fifo")).status().unwrap().success());
+    // 12 siblings in the group, then the escapee in a session of its own
+    // (not a group leader when forked, so setsid(1) does not fork again).
+    let payload = format!(
+        "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do cat {dir}/fifo >/dev/null & echo $! >> {dir}/siblings; done
+         setsid sleep 1000 & echo $! > {dir}/escapee
+         echo done >> {dir}/siblings
+         wait"
+    );
+    let (run, pgid) = start_published(&mut guard, &pidfile, &["--contain", "tree"], &payload);
+    let escapee = wait_pid(&scratch.path("escapee"), &mut guard);
+    eventually("the 12 siblings", || {
+        fs::read_to_string(scratch.path("siblings")).unwrap_or_default().ends_with("done\n")
+    });
+    let siblings: Vec<i32> =
+        fs::read_to_string(scratch.path("siblings")).unwrap().lines().filter_map(|l| l.parse().ok()).collect();
+    assert_eq!(siblings.len(), 12);
+    for &pid in &siblings {
+        guard.record(pid);
+    }
+    eventually("the escapee in its own session", || pgrp(escapee) == Some(escapee));
+    let children_file = std::path::PathBuf::from(format!("/proc/{pgid}/task/{pgid}/children"));
+    let status = guard.spawn(
+        pgrun_injected("read:signal=SIGSTOP:when=1", Some(&children_file), &["status", pidfile.to_str().unwrap()])
+            .stdout(Stdio::piped()),
+    );
+    let strace_pid = guard.child(status).id() as i32;
+    let mut reader = 0;
+    eventually("status stopped after its first read of the leader's children", || {
+        reader = descendants(strace_pid).first().copied().unwrap_or(0);
+        let reading = fs::read_dir(format!("/proc/{reader}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target == children_file));
+        reader > 0 && reading && state(reader).is_some_and(|s| s == "t" || s == "T")
+    });
+    // End the siblings (EOF on the fifo) and wait until the leader reaped them.
+    drop(fs::OpenOptions::new().write(true).open(scratch.path("fifo")).unwrap());
+    for &pid in &siblings {
+        eventually("a sibling reaped", || !std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+    send(reader, libc::SIGCONT);
+    assert_eq!(guard.wait(status), 0);
+    let mut out = String::new();
+    std::io::Read::read_to_string(guard.child(status).stdout.as_mut().unwrap(), &mut out).unwrap();
+    // Counted before the stop: the leader and its 12 siblings; then the escapee.
+    assert!(out.contains(", 14 processes,"), "the escapee was not counted: {out}");
+    assert!(!is_dead(escapee));
+    // End the run: tree mode stops the escapee too.
+    send(guard.child(run).id() as i32, libc::SIGTERM);
+    guard.wait(run);
+    wait_dead(escapee);
+}

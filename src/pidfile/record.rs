@@ -183,11 +183,12 @@ pub fn group_holds_run_of(holder: Pid, pgid: Pid) -> bool {
     // Else walk down from pgrun: what the run has, not what the machine
     // has (a `/proc` scan per cancel made 200 runs cancelled at once take
     // 10 s). A member found proves the group is the run's. None found
-    // proves nothing: a children file is read in parts, each part resumed
-    // by position, so a child that stays put is skipped when siblings
-    // listed before it ended between two parts (and a file that cannot be
-    // read is taken for "no children"). The scan below answers that case:
-    // it lists `/proc` by pid, which no other process's end can shift.
+    // proves nothing: a children file longer than a page is read in
+    // parts, each resumed by position, so a child that stays put is
+    // skipped when siblings listed before it ended between two parts (and
+    // a file that cannot be read is taken for "no children"). The scan
+    // below answers that case: it lists `/proc` by pid, which no other
+    // process's end can shift.
     if let Some(below) = crate::sys::proc::descendants(holder, crate::sys::proc::MAX_PIDS)
         && below.into_iter().any(|pid| crate::sys::proc::stat(pid).is_some_and(|s| s.pgrp == pgid))
     {

@@ -122,7 +122,7 @@ pub fn children(pid: Pid) -> io::Result<Vec<Pid>> {
         path.push('/');
         path.push_str(&thread.to_string_lossy());
         path.push_str("/children");
-        let text = match std::fs::read_to_string(&path) {
+        let text = match read_children_file(&path) {
             Ok(text) => text,
             // The thread ended meanwhile.
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -131,6 +131,27 @@ pub fn children(pid: Pid) -> io::Result<Vec<Pid>> {
         out.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<Pid>().ok()));
     }
     Ok(out)
+}
+
+/// One thread's children file, whole. In one read where the list fits the
+/// kernel's page-sized buffer (over 500 children): the kernel fills a read
+/// in one pass down the list, and each further read resumes by position,
+/// so a child is skipped when siblings listed before it ended between two
+/// reads (std's `read_to_string` starts with a 32-byte read: five pids).
+fn read_children_file(path: &str) -> io::Result<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut text = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// The children of the calling process's main thread (all of them, for a
@@ -151,9 +172,7 @@ pub const MAX_PIDS: usize = 1 << 22;
 /// process's stat). `None` where the kernel has no children files, or
 /// `root` is gone. A process forked or reparented during the walk may be
 /// missed, as it may by a scan made a moment earlier; so may one that
-/// stays put: a children file is read in parts, each resumed by position,
-/// and siblings listed before it that ended between two parts shift it
-/// past the resume point. A child whose own files cannot be read (it
+/// stays put in a list longer than a page (see [`children`]'s reader). A child whose own files cannot be read (it
 /// ended meanwhile) is listed without its children. So what the walk
 /// finds is there; what it does not find may be there too. At most
 /// `limit` pids are listed.
