@@ -380,3 +380,53 @@ fn cancel_finds_a_straggler_whose_earlier_siblings_end_during_the_walk() {
     // The group gone, pgrun ends its stop sequence (the leader died of TERM).
     assert_eq!(guard.wait(index), 143);
 }
+
+/// A walk that finds no member proves nothing (here a children file on the
+/// way cannot be read: EIO injected), and cancel must not take it for "the
+/// group holds nothing of the run". The straggler is the child of a process
+/// that left the group (a session of its own), so the walk reaches it only
+/// through that process's children file. Taking the failed read for "no
+/// children", cancel did not kill the group after --timeout and exited 0
+/// with the straggler alive.
+#[test]
+fn cancel_finds_a_straggler_below_an_unreadable_children_file() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    // The middle process forks the straggler (in the group), then leaves the
+    // group (setsid) and reaps it when it dies; both ignore TERM, the leader
+    // dies of it.
+    let middle_script = format!(
+        "import os, signal
+pid = os.fork()
+if pid == 0:
+    os.execvp('sleep', ['sleep', '1000'])
+open('{dir}/straggler', 'w').write('%d\\n' % pid)
+os.setsid()
+open('{dir}/middle', 'w').write('%d\\n' % os.getpid())
+os.waitpid(pid, 0)
+while True:
+    signal.pause()"
+    );
+    fs::write(scratch.path("middle.py"), middle_script).unwrap();
+    let payload = format!("trap '' TERM; {} {dir}/middle.py & trap - TERM; wait", python3());
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["--contain", "group", "-k", "60"], &payload);
+    let straggler = wait_pid(&scratch.path("straggler"), &mut guard);
+    let middle = wait_pid(&scratch.path("middle"), &mut guard);
+    eventually("the middle process in a session of its own", || pgrp(middle) == Some(middle));
+    assert_eq!(pgrp(straggler), Some(pgid));
+    let children_file = std::path::PathBuf::from(format!("/proc/{middle}/task/{middle}/children"));
+    let out = run(&mut pgrun_injected(
+        "read:error=EIO",
+        Some(&children_file),
+        &["cancel", "-v", "--timeout", "1", pidfile.to_str().unwrap()],
+    ));
+    assert!(is_dead(pgid), "the leader survived pgrun's TERM");
+    assert!(is_dead(straggler), "cancel left the run's straggler alive: {}", stderr_of(&out));
+    assert_status(&out, 0, "cancel");
+    assert_eq!(guard.wait(index), 143);
+    assert!(!is_dead(middle), "the middle process ignores TERM and is outside the group");
+    send(middle, libc::SIGKILL);
+    wait_dead(middle);
+}
