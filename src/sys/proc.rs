@@ -138,11 +138,15 @@ pub fn children(pid: Pid) -> io::Result<Vec<Pid>> {
 /// in one pass down the list, and each further read resumes by position,
 /// so a child is skipped when siblings listed before it ended between two
 /// reads (std's `read_to_string` starts with a 32-byte read: five pids).
+/// A 4 KiB buffer takes a 4 KiB pass whole; where pages are larger, what
+/// it leaves of the pass stays in the kernel's buffer for the next read,
+/// which takes it from there without resuming. On the stack: a walk reads
+/// one file per process, and a large zeroed buffer per file would cost.
 fn read_children_file(path: &str) -> io::Result<String> {
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
     let mut text = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = [0u8; 4096];
     loop {
         match file.read(&mut buf) {
             Ok(0) => break,
