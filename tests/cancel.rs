@@ -332,15 +332,7 @@ fn cancel_finds_a_straggler_whose_earlier_siblings_end_during_the_walk() {
     let (index, pgid) = start_published(&mut guard, &pidfile, &["--contain", "group", "-k", "60"], &payload);
     let pgrun_pid = guard.child(index).id() as i32;
     let straggler = wait_pid(&scratch.path("straggler"), &mut guard);
-    eventually("the 12 siblings", || {
-        fs::read_to_string(scratch.path("siblings")).unwrap_or_default().ends_with("done\n")
-    });
-    let siblings: Vec<i32> =
-        fs::read_to_string(scratch.path("siblings")).unwrap().lines().filter_map(|l| l.parse().ok()).collect();
-    assert_eq!(siblings.len(), 12);
-    for &pid in &siblings {
-        guard.record(pid);
-    }
+    let siblings = fifo_siblings(&scratch, &mut guard);
     let children_file = std::path::PathBuf::from(format!("/proc/{pgrun_pid}/task/{pgrun_pid}/children"));
     let cancel = guard.spawn(
         pgrun_injected(
@@ -354,24 +346,12 @@ fn cancel_finds_a_straggler_whose_earlier_siblings_end_during_the_walk() {
     // strace's child is cancel; it reads the children file only once the
     // leader is gone (before, the leader answers), after --timeout.
     let strace_pid = guard.child(cancel).id() as i32;
-    let mut canceller = 0;
-    eventually("cancel stopped after its first read of pgrun's children", || {
-        canceller = descendants(strace_pid).first().copied().unwrap_or(0);
-        let reading = fs::read_dir(format!("/proc/{canceller}/fd"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target == children_file));
-        canceller > 0 && reading && state(canceller).is_some_and(|s| s == "t" || s == "T")
-    });
+    let canceller = stopped_reading(strace_pid, &children_file);
     // TERM reached the group: the leader died of it, the rest ignore it.
     assert!(is_dead(pgid), "the leader survived pgrun's TERM");
     assert!(!is_dead(straggler) && siblings.iter().all(|&pid| !is_dead(pid)), "TERM was not ignored");
     // End the siblings (EOF on the fifo) and wait until pgrun reaped them.
-    drop(fs::OpenOptions::new().write(true).open(scratch.path("fifo")).unwrap());
-    for &pid in &siblings {
-        eventually("a sibling reaped", || !std::path::Path::new(&format!("/proc/{pid}")).exists());
-    }
+    end_fifo_siblings(&scratch, &siblings);
     send(canceller, libc::SIGCONT);
     let status = guard.wait(cancel);
     let mut stderr = String::new();

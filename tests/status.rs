@@ -96,15 +96,7 @@ fn status_counts_an_escapee_whose_earlier_siblings_end_during_the_walk() {
     );
     let (run, pgid) = start_published(&mut guard, &pidfile, &["--contain", "tree"], &payload);
     let escapee = wait_pid(&scratch.path("escapee"), &mut guard);
-    eventually("the 12 siblings", || {
-        fs::read_to_string(scratch.path("siblings")).unwrap_or_default().ends_with("done\n")
-    });
-    let siblings: Vec<i32> =
-        fs::read_to_string(scratch.path("siblings")).unwrap().lines().filter_map(|l| l.parse().ok()).collect();
-    assert_eq!(siblings.len(), 12);
-    for &pid in &siblings {
-        guard.record(pid);
-    }
+    let siblings = fifo_siblings(&scratch, &mut guard);
     eventually("the escapee in its own session", || pgrp(escapee) == Some(escapee));
     let children_file = std::path::PathBuf::from(format!("/proc/{pgid}/task/{pgid}/children"));
     let status = guard.spawn(
@@ -112,21 +104,9 @@ fn status_counts_an_escapee_whose_earlier_siblings_end_during_the_walk() {
             .stdout(Stdio::piped()),
     );
     let strace_pid = guard.child(status).id() as i32;
-    let mut reader = 0;
-    eventually("status stopped after its first read of the leader's children", || {
-        reader = descendants(strace_pid).first().copied().unwrap_or(0);
-        let reading = fs::read_dir(format!("/proc/{reader}/fd"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target == children_file));
-        reader > 0 && reading && state(reader).is_some_and(|s| s == "t" || s == "T")
-    });
+    let reader = stopped_reading(strace_pid, &children_file);
     // End the siblings (EOF on the fifo) and wait until the leader reaped them.
-    drop(fs::OpenOptions::new().write(true).open(scratch.path("fifo")).unwrap());
-    for &pid in &siblings {
-        eventually("a sibling reaped", || !std::path::Path::new(&format!("/proc/{pid}")).exists());
-    }
+    end_fifo_siblings(&scratch, &siblings);
     send(reader, libc::SIGCONT);
     assert_eq!(guard.wait(status), 0);
     let mut out = String::new();

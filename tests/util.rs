@@ -762,3 +762,45 @@ pub fn pgrun_injected(inject: &str, only_path: Option<&Path>, args: &[&str]) -> 
     default_signals(&mut cmd);
     cmd
 }
+
+/// The children-file race tests' siblings: a payload forks 12 processes
+/// that block reading `dir/fifo`, appends each pid to `dir/siblings`, then
+/// `done`. Waits for that line, records the pids with `guard`, and returns
+/// them.
+pub fn fifo_siblings(scratch: &Scratch, guard: &mut Guard) -> Vec<i32> {
+    eventually("the 12 siblings", || {
+        fs::read_to_string(scratch.path("siblings")).unwrap_or_default().ends_with("done\n")
+    });
+    let siblings: Vec<i32> =
+        fs::read_to_string(scratch.path("siblings")).unwrap().lines().filter_map(|l| l.parse().ok()).collect();
+    assert_eq!(siblings.len(), 12);
+    for &pid in &siblings {
+        guard.record(pid);
+    }
+    siblings
+}
+
+/// End [`fifo_siblings`]'s processes (EOF on the fifo) and wait until their
+/// parent has reaped them.
+pub fn end_fifo_siblings(scratch: &Scratch, siblings: &[i32]) {
+    drop(fs::OpenOptions::new().write(true).open(scratch.path("fifo")).unwrap());
+    for &pid in siblings {
+        eventually("a sibling reaped", || !Path::new(&format!("/proc/{pid}")).exists());
+    }
+}
+
+/// The pgrun that `strace_pid` runs, once strace's injected SIGSTOP has
+/// stopped it with `file` open (right after its first read of it).
+pub fn stopped_reading(strace_pid: i32, file: &Path) -> i32 {
+    let mut pgrun = 0;
+    eventually(&format!("pgrun stopped after its first read of {}", file.display()), || {
+        pgrun = descendants(strace_pid).first().copied().unwrap_or(0);
+        let reading = fs::read_dir(format!("/proc/{pgrun}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target == file));
+        pgrun > 0 && reading && state(pgrun).is_some_and(|s| s == "t" || s == "T")
+    });
+    pgrun
+}
