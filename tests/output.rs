@@ -243,12 +243,6 @@ fn check_nothing_lost(stdout: &[u8], dir: &std::path::Path, report: &std::path::
     assert_eq!(json(report)["output"]["stdout"]["bytes"], written as u64);
 }
 
-/// The last whole line of the endless writer's log.
-fn last_logged(dir: &std::path::Path) -> Option<u64> {
-    let log = fs::read_to_string(dir.join("log")).ok()?;
-    log.strip_suffix('\n').unwrap_or("").rsplit('\n').next()?.parse().ok()
-}
-
 #[test]
 fn timeout_cancel_and_sigterm_mid_stream_lose_nothing() {
     for how in ["timeout", "cancel", "sigterm"] {
@@ -275,19 +269,7 @@ fn timeout_cancel_and_sigterm_mid_stream_lose_nothing() {
                 all
             });
             wait_pid(&scratch.path("pid"), &mut guard);
-            if how != "timeout" {
-                eventually("a long stream", || last_logged(scratch.dir()) > Some(2000));
-            }
-            match how {
-                "cancel" => {
-                    let out = run(&mut pgrun(["cancel", pidfile.to_str().unwrap()]));
-                    assert_status(&out, 0, "cancel");
-                }
-                "sigterm" => send(guard.child(index).id() as i32, libc::SIGTERM),
-                _ => {}
-            }
-            let code = guard.wait(index);
-            assert_eq!(code, if how == "timeout" { 124 } else { 143 }, "{how}");
+            stop_mid_stream(how, &mut guard, index, scratch.dir(), &pidfile);
             let stdout = reader.join().unwrap();
             if last_logged(scratch.dir()) <= Some(2000) {
                 assert!(attempt + 1 < SHORT_TIMEOUTS.len(), "{how}: not 2000 lines in {timeout} s");

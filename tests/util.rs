@@ -804,3 +804,27 @@ pub fn stopped_reading(strace_pid: i32, file: &Path) -> i32 {
     });
     pgrun
 }
+
+/// The last whole line of an endless writer's log (`DIR/log`: it appends
+/// each line's number after writing the line).
+pub fn last_logged(dir: &Path) -> Option<u64> {
+    let log = fs::read_to_string(dir.join("log")).ok()?;
+    log.strip_suffix('\n').unwrap_or("").rsplit('\n').next()?.parse().ok()
+}
+
+/// Stop the endless writer run `index` (published at `pidfile`) the way
+/// `how` says, mid-stream: "timeout" (its `-t` ends it), "cancel" or
+/// "sigterm" (once the writer has logged 2000 lines); then wait for pgrun
+/// and check its status (124 for the timeout, else 143).
+pub fn stop_mid_stream(how: &str, guard: &mut Guard, index: usize, dir: &Path, pidfile: &Path) {
+    if how != "timeout" {
+        eventually("a long stream", || last_logged(dir) > Some(2000));
+    }
+    match how {
+        "cancel" => assert_status(&run(&mut pgrun(["cancel", pidfile.to_str().unwrap()])), 0, "cancel"),
+        "sigterm" => send(guard.child(index).id() as i32, libc::SIGTERM),
+        _ => {}
+    }
+    let code = guard.wait(index);
+    assert_eq!(code, if how == "timeout" { 124 } else { 143 }, "{how}");
+}
