@@ -176,10 +176,10 @@ pub const MAX_PIDS: usize = 1 << 22;
 /// process's stat). `None` where the kernel has no children files, or
 /// `root` is gone. A process forked or reparented during the walk may be
 /// missed, as it may by a scan made a moment earlier; so may one that
-/// stays put in a list longer than a page (see [`children`]'s reader). A child whose own files cannot be read (it
-/// ended meanwhile) is listed without its children. So what the walk
-/// finds is there; what it does not find may be there too. At most
-/// `limit` pids are listed.
+/// stays put in a list longer than a page (see [`children`]'s reader). A
+/// child whose own files cannot be read (it ended meanwhile) is listed
+/// without its children. So what the walk finds is there; what it does not
+/// find may be there too. At most `limit` pids are listed.
 pub fn descendants(root: Pid, limit: usize) -> Option<Vec<Pid>> {
     let mut found = children(root).ok()?;
     let mut seen: std::collections::BTreeSet<Pid> = found.iter().copied().collect();
