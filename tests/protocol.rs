@@ -971,6 +971,10 @@ fn of_eight_starters_on_an_absent_pid_file_exactly_one_runs_its_command() {
             refused = starters.iter().filter(|&&i| guard.child(i).try_wait().unwrap().is_some()).count();
             refused >= 7
         });
+        // The losers may refuse on the winner's claim, before its command
+        // has started: wait for its line (no other starter is left to add
+        // one).
+        eventually("the winner's command to start", || fs::read_to_string(&ran).is_ok_and(|l| l.ends_with('\n')));
         let lines = fs::read_to_string(&ran).unwrap_or_default();
         for pid in lines.lines().filter_map(|l| l.parse().ok()) {
             guard.record(pid);
