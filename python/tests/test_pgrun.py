@@ -379,9 +379,14 @@ def test_in_group_mode_an_escapee_holds_the_pipe_unless_pgrun_relays(tmp_path: P
     escapees: List[int] = []
 
     def escapee_script(name: str) -> str:
-        # The escapee holds stdout and stderr until its go file appears.
-        return (f"{setsid} sh -c 'echo $$ > {tmp_path / name}.pid.tmp; mv {tmp_path / name}.pid.tmp "
-                f"{tmp_path / name}.pid; while [ ! -e {tmp_path / name}.go ]; do sleep 0.01; done' & echo hi")
+        # The escapee holds stdout and stderr until its go file appears. The
+        # leader ends only once the escapee has left the group (its pid file
+        # is written after setsid): a leader that ended first would have the
+        # rest of its group, the escapee-to-be among it, stopped with it.
+        pid = tmp_path / f"{name}.pid"
+        return (f"{setsid} sh -c 'echo $$ > {pid}.tmp; mv {pid}.tmp {pid}; "
+                f"while [ ! -e {tmp_path / name}.go ]; do sleep 0.01; done' & "
+                f"while [ ! -e {pid} ]; do sleep 0.01; done; echo hi")
 
     def escapee(name: str) -> int:
         pid = int((tmp_path / f"{name}.pid").read_text())
