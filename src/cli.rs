@@ -162,7 +162,8 @@ pub enum Action {
 }
 
 /// Options of the run mode: `pgrun [OPTIONS] [--] COMMAND [ARG]...`.
-#[derive(Args, Debug)]
+/// (Read without clap where it can be: [`crate::quick_args`].)
+#[derive(Args, Debug, Default)]
 pub struct RunArgs {
     /// Stop the run after DUR (30, 1.5, 250ms, 2m, 1h, 1d; 0 = none).
     #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration,

@@ -22,7 +22,9 @@ pub fn main(args: Vec<OsString>) -> u8 {
     // status. The caller's own settings are kept for the command.
     let taken_over = sys::sigmask::take_over_at_start();
     sys::reserve_standard_fds();
-    let cli = match Cli::try_parse_from(&args) {
+    // A run's usual line without clap's cost; anything else through clap.
+    let quick = crate::quick_args::run_args(&args).map(|run| Cli { action: None, run, generate: None });
+    let cli = match quick.map_or_else(|| Cli::try_parse_from(&args), Ok) {
         Ok(cli) => cli,
         // The help with its long prose, which only --help shows.
         Err(err) if err.kind() == ErrorKind::DisplayHelp => {

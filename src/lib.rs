@@ -1,7 +1,8 @@
 //! pgrun: run a command in its own process group, stop the whole group on
 //! timeout or cancel, and exit only when nothing of it is left.
 //!
-//! Where to start reading: [`entry`] parses the command line ([`cli`]) and
+//! Where to start reading: [`entry`] parses the command line ([`cli`]; a
+//! run's usual line without clap: [`quick_args`]) and
 //! turns how each mode ended into an exit status; [`run`] holds the run
 //! mode as a checklist of named steps, [`lifecycle`] what each party (the
 //! run's scope, the terminal, the panic stop, the guard, the cancel marker)
@@ -65,6 +66,7 @@ pub mod output;
 pub mod panic_stop;
 pub mod parent_death;
 pub mod pidfile;
+pub mod quick_args;
 pub mod report;
 pub mod resources;
 pub mod rlimit;
