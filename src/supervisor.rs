@@ -600,10 +600,9 @@ impl Supervisor<'_> {
             Phase::Running | Phase::Draining => earliest(self.timeout_at, self.idle_at),
             Phase::Stopping(plan) => plan.deadline(),
         };
-        let deadline = match (deadline, self.parent_check_at) {
-            (Some(d), Some(p)) => Some(d.min(p)),
-            (d, p) => d.or(p),
-        };
+        let deadline = earliest(deadline, self.parent_check_at);
+        // A source of the relay that rests after bytes it took.
+        let deadline = earliest(deadline, self.w.relay.as_ref().and_then(|relay| relay.next_wake()));
         // Once the command has exited, members that are not pgrun's
         // children (zombies of parents outside the run, processes that
         // moved away from pgrun) end without a SIGCHLD to pgrun: check the

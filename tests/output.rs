@@ -522,7 +522,7 @@ fn a_stalled_reader_neither_deafens_the_timeout_nor_sigterm() {
             let scratch = Scratch::new();
             let dir = scratch.sh();
             let mut guard = Guard::new();
-            let (mut reader, writer) = std::io::pipe().unwrap();
+            let (mut reader, writer) = widened_pipe();
             let (_, capacity) = pipe_fill(&reader);
             let payload = format!(
                 "echo $$ > {dir}/pid; head -c {capacity} /dev/zero; while [ ! -e {dir}/go ]; do sleep 0.01; done; \
@@ -570,13 +570,15 @@ fn a_non_blocking_stdout_that_is_full_loses_nothing() {
     // writes meet EAGAIN, which means "wait", not "the reader left".
     let scratch = Scratch::new();
     let dir = scratch.sh();
-    let data = lines(50_000); // 600 KB
+    // More than pgrun's stdout pipe holds (1 MiB, widened by pgrun), whole
+    // and cut (1200K).
+    let data = lines(125_000); // 1.5 MB
     let file = scratch.path("data");
     fs::write(&file, &data).unwrap();
-    for size in ["1M", "100K"] {
+    for size in ["4M", "1200K"] {
         let mut guard = Guard::new();
         let report = scratch.path("report.json");
-        let (mut reader, writer) = std::io::pipe().unwrap();
+        let (mut reader, writer) = widened_pipe();
         let probe = writer.try_clone().unwrap();
         {
             use std::os::fd::AsRawFd;
@@ -615,7 +617,7 @@ fn a_non_blocking_stdout_that_is_full_loses_nothing() {
         let mut stderr = String::new();
         guard.child(index).stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
         assert_eq!(guard.wait(index), 0, "{size}: {stderr}");
-        let want = expected_text(&data, if size == "1M" { 1 << 20 } else { 100 << 10 });
+        let want = expected_text(&data, if size == "4M" { 4 << 20 } else { 1200 << 10 });
         assert!(all == want, "{size}: {} bytes out, {} expected; stderr: {stderr}", all.len(), want.len());
         assert_eq!(json(&report)["output"]["stdout"]["bytes"], data.len(), "{size}");
     }
@@ -632,11 +634,16 @@ fn once_the_run_is_gone_a_stalled_reader_holds_only_pgrun() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("run.pid");
     let p = pidfile.to_str().unwrap();
-    let (mut reader, writer) = std::io::pipe().unwrap();
+    let (mut reader, writer) = widened_pipe();
     let probe = writer.try_clone().unwrap();
+    // The head fits in pgrun's stdout pipe, head and tail do not: the
+    // command ends, and pgrun holds the rest for the reader.
+    let (_, capacity) = pipe_fill(&reader);
+    let (size, produced) = (capacity * 3 / 2, capacity * 8);
     let payload =
-        format!("echo $$ > {dir}/pid; while [ ! -e {dir}/go ]; do sleep 0.01; done; head -c 1048576 /dev/zero");
-    let index = guard.spawn(pgrun(["-p", p, "--max-output", "100K", "--", "sh", "-c", &payload]).stdout(writer));
+        format!("echo $$ > {dir}/pid; while [ ! -e {dir}/go ]; do sleep 0.01; done; head -c {produced} /dev/zero");
+    let size_arg = size.to_string();
+    let index = guard.spawn(pgrun(["-p", p, "--max-output", &size_arg, "--", "sh", "-c", &payload]).stdout(writer));
     let pgrun_pid = guard.child(index).id() as i32;
     let pid = wait_pid(&scratch.path("pid"), &mut guard);
     let guard_pid = guard_of(pgrun_pid);
@@ -655,8 +662,8 @@ fn once_the_run_is_gone_a_stalled_reader_holds_only_pgrun() {
     let mut all = Vec::new();
     reader.read_to_end(&mut all).unwrap();
     assert_eq!(guard.wait(index), 0);
-    let data = vec![0u8; 1 << 20];
-    assert!(all == with_marker(&data[..51200], (1 << 20) - 102400, &data[..51200]), "{} bytes", all.len());
+    let half = vec![0u8; size / 2];
+    assert!(all == with_marker(&half, produced - 2 * half.len(), &half), "{} bytes", all.len());
 }
 
 /// strace, for the tests that inject syscall failures; a clear failure if

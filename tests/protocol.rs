@@ -831,7 +831,8 @@ until grep -q "process group $G is empty" run.log; do sleep 0.01; done
 #[cfg_attr(feature = "posix-fallback", ignore = "the guard's ground truth is Linux's (PR_SET_PDEATHSIG)")]
 fn pgrun_killed_while_it_flushes_held_output_leaves_the_guard_nothing_to_stop() {
     // --max-output and a reader that never reads: the run is gone but pgrun
-    // still holds output for the reader. By then the record is withdrawn
+    // still holds output for the reader (the head fits in the FIFO, which
+    // pgrun widens as F_SETPIPE_SZ 1031 does here, head and tail do not). By then the record is withdrawn
     // and the guard released, so when the group's number has gone to an
     // unrelated process and pgrun is SIGKILLed, the guard stops nothing.
     if !require(Capability::PidNamespaces) {
@@ -841,7 +842,12 @@ fn pgrun_killed_while_it_flushes_held_output_leaves_the_guard_nothing_to_stop() 
     let before = format!(
         r#"mkfifo out
 sleep 300 < out &
-{pg} -v -p run.pid --max-output 100K -- sh -c 'echo $$ > g.pid; head -c 1048576 /dev/zero' > out 2> run.log &
+C=$("$PYTHON3" -c 'import fcntl, os
+fd = os.open("out", os.O_RDWR)
+try: fcntl.fcntl(fd, 1031, 1 << 20)
+except OSError: pass
+print(fcntl.fcntl(fd, 1032))')
+{pg} -v -p run.pid --max-output $((C * 3 / 2)) -- sh -c "echo \$\$ > g.pid; head -c $((C * 8)) /dev/zero" > out 2> run.log &
 R=$!
 while [ ! -s g.pid ]; do sleep 0.01; done
 G=$(cat g.pid)

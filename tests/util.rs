@@ -265,6 +265,18 @@ impl Scratch {
     }
 }
 
+/// A pipe for pgrun's stdout, as pgrun leaves it: on Linux pgrun widens a
+/// destination pipe to hold 1 MiB (where it may), so a test that fills the
+/// pipe widens it first and reads the capacity after (`F_GETPIPE_SZ`).
+pub fn widened_pipe() -> (std::io::PipeReader, std::io::PipeWriter) {
+    use std::os::fd::AsRawFd;
+    let (reader, writer) = std::io::pipe().unwrap();
+    // SAFETY: fcntl on a pipe this function made; failure leaves it as it
+    // was (pgrun's widening fails alike).
+    unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    (reader, writer)
+}
+
 /// Poll `cond` with backoff until it holds or the deadline passes.
 pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();

@@ -220,11 +220,17 @@ fn wait_does_not_wait_for_pgrun_to_flush_output_to_a_stalled_reader() {
         let dir = scratch.sh();
         let pidfile = scratch.path("job.pid");
         let report = scratch.path("job.json");
-        let (mut reader, writer) = std::io::pipe().unwrap();
+        let (mut reader, writer) = widened_pipe();
+        // The head fits in pgrun's stdout pipe, head and tail do not: the
+        // command ends, and pgrun holds the rest for the reader.
+        // SAFETY: F_GETPIPE_SZ on the test's own pipe.
+        let capacity = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&reader), libc::F_GETPIPE_SZ) };
+        let capacity = usize::try_from(capacity).expect("F_GETPIPE_SZ");
+        let (size, produced) = ((capacity * 3 / 2).to_string(), capacity * 8);
         let payload = format!(
-            "echo ready > {dir}/ready; while [ ! -e {dir}/gate ]; do sleep 0.05; done; head -c 1048576 /dev/zero; exit 3"
+            "echo ready > {dir}/ready; while [ ! -e {dir}/gate ]; do sleep 0.05; done; head -c {produced} /dev/zero; exit 3"
         );
-        let mut args = vec!["-p", pidfile.to_str().unwrap(), "--max-output", "100K"];
+        let mut args = vec!["-p", pidfile.to_str().unwrap(), "--max-output", &size];
         if with_report {
             args.extend(["--report", report.to_str().unwrap()]);
         }
@@ -249,15 +255,15 @@ fn wait_does_not_wait_for_pgrun_to_flush_output_to_a_stalled_reader() {
         let mut all = Vec::new();
         std::io::Read::read_to_end(&mut reader, &mut all).unwrap();
         assert_eq!(guard.wait(index), 3);
-        let half = 51200;
+        let half = capacity * 3 / 4;
         let mut want = vec![0u8; half];
-        want.extend_from_slice(format!("\n[pgrun: {} bytes omitted]\n", (1 << 20) - 2 * half).as_bytes());
-        want.extend_from_slice(&[0u8; 51200]);
+        want.extend_from_slice(format!("\n[pgrun: {} bytes omitted]\n", produced - 2 * half).as_bytes());
+        want.extend_from_slice(&vec![0u8; half]);
         assert!(all == want, "report {with_report}: {} bytes out, {} expected", all.len(), want.len());
         if with_report {
             let r = json(&report);
             assert_eq!(r["exit_code"], 3, "{r}");
-            assert_eq!(r["output"]["stdout"]["bytes"], 1 << 20, "{r}");
+            assert_eq!(r["output"]["stdout"]["bytes"], produced, "{r}");
         }
     }
 }

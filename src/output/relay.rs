@@ -22,9 +22,17 @@
 //! POLLOUT while the source waits, as for any write. The bytes near the
 //! cut, past the head, and to a terminal, socket or device are read and
 //! written. A splice or tee counts as a read for the idle deadline. It never
-//! blocks and never wakes on its own: the supervisor's event loop polls the
-//! fds the relay names ([`Relay::interest`]) together with the signal fd and
-//! calls [`Relay::on_ready`]. Head bytes are written as they arrive; while
+//! blocks: the supervisor's event loop polls the fds the relay names
+//! ([`Relay::interest`]) together with the signal fd and calls
+//! [`Relay::on_ready`]. Where pgrun keeps up with a writer of small pieces,
+//! a source it has just taken empty rests for a fraction of a millisecond
+//! before it is polled again ([`Stream::rest_if_caught_up`]), so that the
+//! pieces go on together; that rest ([`Relay::next_wake`]) is the relay's
+//! only timed wake-up, and only ever follows bytes taken: a command that
+//! writes nothing wakes nobody. A destination that is a pipe is widened to
+//! hold [`PIPE_CAPACITY`] where it holds less ([`pipe::widen`], Linux, best
+//! effort, never narrower), so those bigger pieces go on in one splice and
+//! its reader is woken less often. Head bytes are written as they arrive; while
 //! pgrun's own stdout cannot take them, they wait in the stream's outbox
 //! (at most one read's worth) and the relay stops reading that stream's
 //! head, so the command waits, as it would on a direct pipe. Past the head,
@@ -72,6 +80,7 @@ use crate::{say, verbose};
 use anyhow::{Context, Result};
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 /// One read's worth: large, so a fast writer costs few wake-ups.
 const READ_SIZE: usize = 256 * 1024;
@@ -81,6 +90,11 @@ const READ_SIZE: usize = 256 * 1024;
 const WRITES_PER_TURN: usize = 256;
 /// The inner pipes' buffer on Linux (best effort).
 const PIPE_CAPACITY: usize = 1024 * 1024;
+/// How long a stream's source rests once pgrun has taken all it held
+/// (see [`Stream::rest_if_caught_up`]): short enough that a writer at the
+/// kernel's pipe speed (a few GB/s) does not fill [`PIPE_CAPACITY`]
+/// meanwhile, long enough that it writes many small pieces.
+const REST: Duration = Duration::from_micros(200);
 
 /// How much of each stream reaches its destination.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,6 +189,11 @@ struct Stream {
     /// more goes there; what the pipe holds is still read for the output
     /// file and the counts before the stream is closed.
     dest_gone: bool,
+    /// How long the source rests once caught up: [`REST`] where it holds
+    /// at least [`PIPE_CAPACITY`] bytes, else it never rests.
+    rest: Option<Duration>,
+    /// Until when the source rests: not polled, however much it gets.
+    rests_until: Option<Instant>,
     /// `None` once the stream has ended and its stats are known.
     shape: Option<Shape>,
     /// Bytes to write to `dest`, in order; the front one from `written` on.
@@ -241,8 +260,10 @@ impl Relay {
     /// ring. `file` (already open) gets every byte read. Everything that
     /// can fail fails here, before the command starts.
     pub fn new(limit: Limit, file: Option<OutputFile>) -> Result<(Relay, ChildEnds)> {
-        let (out_read, out_write) = pipe::output_pipe(PIPE_CAPACITY).context("cannot create the output pipes")?;
-        let (err_read, err_write) = pipe::output_pipe(PIPE_CAPACITY).context("cannot create the output pipes")?;
+        let (out_read, out_write, out_wide) =
+            pipe::output_pipe(PIPE_CAPACITY).context("cannot create the output pipes")?;
+        let (err_read, err_write, err_wide) =
+            pipe::output_pipe(PIPE_CAPACITY).context("cannot create the output pipes")?;
         let mut scratch = Vec::new();
         scratch.try_reserve_exact(READ_SIZE).context("cannot reserve the output buffer")?;
         scratch.resize(READ_SIZE, 0);
@@ -255,8 +276,8 @@ impl Relay {
         let (stdout, stderr) = pipe::own_stdout_stderr();
         let relay = Relay {
             streams: [
-                Stream::new("stdout", out_read, stdout, reserve()?),
-                Stream::new("stderr", err_read, stderr, reserve()?),
+                Stream::new("stdout", out_read, out_wide, stdout, reserve()?),
+                Stream::new("stderr", err_read, err_wide, stderr, reserve()?),
             ],
             scratch,
             file,
@@ -264,9 +285,11 @@ impl Relay {
         Ok((relay, ChildEnds { stdout: out_write, stderr: err_write }))
     }
 
-    /// The fds to poll and what for, into `set`; returns how many.
+    /// The fds to poll and what for, into `set`; returns how many. A
+    /// source that rests (see [`Relay::next_wake`]) is not among them.
     pub fn interest(&self, set: &mut [PollFd]) -> usize {
         let mut n = 0;
+        let now = Instant::now();
         for s in &self.streams {
             if s.wants_room && s.source.is_some() {
                 set[n] = PollFd::write(s.dest.fd());
@@ -275,6 +298,7 @@ impl Relay {
             }
             if let Some(source) = &s.source
                 && (s.outbox.is_empty() || s.shape.as_ref().is_some_and(Shape::past_head))
+                && s.rests_until.is_none_or(|until| now >= until)
             {
                 set[n] = PollFd::read(source.as_fd());
                 n += 1;
@@ -288,6 +312,15 @@ impl Relay {
             }
         }
         n
+    }
+
+    /// When a resting source is to be polled again, if one rests: the loop
+    /// must wake then (this is the only wake-up the relay asks for, and
+    /// only right after it took bytes).
+    pub fn next_wake(&self) -> Option<Instant> {
+        let resting = self.streams.iter().filter(|s| s.source.is_some()).filter_map(|s| s.rests_until);
+        let now = Instant::now();
+        resting.filter(|until| now < *until).min()
     }
 
     /// Act on the fds `poll` found ready; true if bytes of the command's
@@ -306,7 +339,11 @@ impl Relay {
                 } else if entry.write && entry.fd == s.dest.fd().as_raw_fd() && !s.outbox.is_empty() {
                     s.flush();
                 } else if !entry.write && s.source.as_ref().is_some_and(|fd| fd.as_raw_fd() == entry.fd) {
-                    read |= s.on_readable(&mut self.scratch, &mut self.file);
+                    let came = s.on_readable(&mut self.scratch, &mut self.file);
+                    if came {
+                        s.rest_if_caught_up();
+                    }
+                    read |= came;
                 }
                 if s.dest_gone && s.source.is_some() {
                     s.finish_without_dest(&mut self.scratch, &mut self.file);
@@ -391,7 +428,7 @@ impl Relay {
 }
 
 impl Stream {
-    fn new(name: &'static str, source: OwnedFd, dest: BorrowedFd<'static>, shape: Shape) -> Stream {
+    fn new(name: &'static str, source: OwnedFd, wide: bool, dest: BorrowedFd<'static>, shape: Shape) -> Stream {
         let mut kind = pipe::write_kind(dest);
         let mut dest = Dest::Shared(dest);
         if kind == WriteKind::Waits
@@ -403,6 +440,9 @@ impl Stream {
         let splice = pipe::can_splice_to(dest.fd());
         let tee = splice && pipe::can_tee_to(dest.fd());
         let watch_reader = pipe::is_pipe(dest.fd());
+        if watch_reader {
+            pipe::widen(dest.fd(), PIPE_CAPACITY);
+        }
         Stream {
             name,
             source: Some(source),
@@ -413,11 +453,33 @@ impl Stream {
             wants_room: false,
             dest_gone: false,
             watch_reader,
+            rest: wide.then_some(REST),
+            rests_until: None,
             shape: Some(shape),
             outbox: VecDeque::new(),
             written: 0,
             stats: None,
             error: None,
+        }
+    }
+
+    /// Bytes came, and if they were all the source held (pgrun keeps up
+    /// with the writer), let the source rest for [`REST`] before it is
+    /// polled again. A pipe wakes its reader at each write once it has
+    /// emptied, so a relay that keeps up with a writer of small pieces
+    /// (`head` writes 4 KiB at a time) would wake, poll and move each
+    /// piece on its own, a context switch for pgrun and one for the
+    /// reader downstream per piece: one more hop as costly as one more
+    /// `cat`. Resting lets the pieces gather in the pipe (it holds
+    /// [`PIPE_CAPACITY`]; only a pipe that does may rest) and go on
+    /// together. The first bytes after a quiet spell go on at once; only
+    /// those that follow within `REST` wait, for at most that long. A
+    /// command that writes nothing causes no wake-up at all: a rest
+    /// follows only bytes taken. Not if the pipe cannot say what it holds.
+    fn rest_if_caught_up(&mut self) {
+        let (Some(rest), Some(source)) = (self.rest, &self.source) else { return };
+        if pipe::bytes_readable(source.as_fd()).is_ok_and(|held| held == 0) {
+            self.rests_until = Instant::now().checked_add(rest);
         }
     }
 
@@ -738,6 +800,111 @@ impl Stream {
         self.source = None;
         if let Some(shape) = self.shape.take() {
             self.stats = Some(shape.finish(&mut Vec::new()).1);
+        }
+    }
+}
+
+#[cfg(all(test, linux_strengths))]
+mod tests {
+    use super::*;
+    use crate::sys::spawn::cloexec_pipe;
+
+    /// A relay of two whole streams, each from a fresh inner pipe into a
+    /// pipe of the test's own; returns it, the command's ends and the
+    /// destinations' read ends.
+    fn relay_into_pipes() -> (Relay, [OwnedFd; 2], [OwnedFd; 2]) {
+        let mut parts = Vec::new();
+        for name in ["stdout", "stderr"] {
+            let (source, command_end, wide) = pipe::output_pipe(PIPE_CAPACITY).unwrap();
+            let (dest_read, dest_write) = cloexec_pipe().unwrap();
+            // The relay borrows its destinations for good (pgrun's own fds).
+            let dest: &'static OwnedFd = Box::leak(Box::new(dest_write));
+            let dest = dest.as_fd();
+            parts.push((Stream::new(name, source, wide, dest, Shape::Whole(0)), command_end, dest_read));
+        }
+        let [(out, out_cmd, out_dest), (err, err_cmd, err_dest)]: [_; 2] = parts.try_into().ok().unwrap();
+        let relay = Relay { streams: [out, err], scratch: vec![0; READ_SIZE], file: None };
+        (relay, [out_cmd, err_cmd], [out_dest, err_dest])
+    }
+
+    /// Whether `relay` polls stream `i`'s source for reading now.
+    fn polls_for_reading(relay: &Relay, i: usize) -> bool {
+        let fd = relay.streams[i].source.as_ref().unwrap().as_raw_fd();
+        let mut set = [PollFd::read(relay.streams[0].dest.fd()); crate::sys::POLL_MAX];
+        let n = relay.interest(&mut set);
+        set[..n].iter().any(|p| p.fd == fd && !p.write && !p.errors)
+    }
+
+    /// One turn of the relay's part of the loop, waiting at most a second.
+    fn turn(relay: &mut Relay) -> bool {
+        let mut set = [PollFd::read(relay.streams[0].dest.fd()); crate::sys::POLL_MAX];
+        let n = relay.interest(&mut set);
+        crate::sys::poll(&mut set[..n], Some(Duration::from_secs(1))).unwrap();
+        relay.on_ready(&set[..n])
+    }
+
+    fn write_all(fd: &OwnedFd, len: usize) {
+        let bytes = vec![b'x'; len];
+        let mut done = 0;
+        while done < len {
+            done += pipe::write(fd.as_fd(), &bytes[done..]).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_source_taken_empty_rests_then_is_polled_again() {
+        let (mut relay, command, dests) = relay_into_pipes();
+        if relay.streams[0].rest.is_none() {
+            // This machine's pipe budget refused the widening: nothing rests.
+            return;
+        }
+        relay.streams[0].rest = Some(Duration::from_secs(3600));
+        assert!(relay.next_wake().is_none());
+        assert!(polls_for_reading(&relay, 0));
+        write_all(&command[0], 4096);
+        assert!(turn(&mut relay), "the 4 KiB were not taken");
+        assert_eq!(pipe::bytes_readable(dests[0].as_fd()).unwrap(), 4096, "the 4 KiB did not go on");
+        // All the source held was taken: it rests, whatever comes meanwhile.
+        let wake = relay.next_wake().expect("no rest after the source was taken empty");
+        assert!(wake > Instant::now() + Duration::from_secs(3000));
+        write_all(&command[0], 4096);
+        assert!(!polls_for_reading(&relay, 0), "a resting source was polled");
+        // The other stream is not held up by this one's rest.
+        assert!(polls_for_reading(&relay, 1));
+        // The rest over, the source is polled again and nothing is lost.
+        relay.streams[0].rests_until = Some(Instant::now());
+        assert!(relay.next_wake().is_none(), "a rest that is over still wakes the loop");
+        assert!(polls_for_reading(&relay, 0));
+        assert!(turn(&mut relay));
+        assert_eq!(pipe::bytes_readable(dests[0].as_fd()).unwrap(), 8192);
+    }
+
+    #[test]
+    fn a_source_that_still_holds_bytes_does_not_rest() {
+        let (mut relay, command, _dests) = relay_into_pipes();
+        relay.streams[0].rest = Some(Duration::from_secs(3600));
+        // More than one splice takes (at most READ_SIZE): bytes are left.
+        write_all(&command[0], 2 * READ_SIZE);
+        assert!(turn(&mut relay));
+        assert!(pipe::bytes_readable(relay.streams[0].source.as_ref().unwrap().as_fd()).unwrap() > 0);
+        assert!(relay.next_wake().is_none(), "a source still holding bytes rested");
+    }
+
+    #[test]
+    fn a_destination_pipe_is_widened_never_narrowed() {
+        use nix::fcntl::{FcntlArg, fcntl};
+        let (relay, _command, dests) = relay_into_pipes();
+        let size = |fd: &OwnedFd| usize::try_from(fcntl(fd, FcntlArg::F_GETPIPE_SZ).unwrap()).unwrap();
+        if relay.streams[0].rest.is_some() {
+            // The inner pipe could be widened, so can the destination.
+            assert!(size(&dests[0]) >= PIPE_CAPACITY, "{} bytes", size(&dests[0]));
+        }
+        // A pipe already wider stays as wide (where this process may make one).
+        let (wide_read, wide_write) = cloexec_pipe().unwrap();
+        if fcntl(&wide_read, FcntlArg::F_SETPIPE_SZ(4 * PIPE_CAPACITY as libc::c_int)).is_ok() {
+            let before = size(&wide_read);
+            pipe::widen(wide_write.as_fd(), PIPE_CAPACITY);
+            assert_eq!(size(&wide_read), before);
         }
     }
 }

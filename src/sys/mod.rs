@@ -105,17 +105,12 @@ pub const POLL_MAX: usize = 8;
 /// `poll(2)` on up to [`POLL_MAX`] fds, for at most `timeout` (`None`: no
 /// limit). Marks the ready ones; EINTR counts as "none yet". Raw libc:
 /// [`PollFd`] holds plain fds (the relay matches them by number), and nix's
-/// poll wants a `BorrowedFd` for each.
+/// poll wants a `BorrowedFd` for each. On Linux a limited wait is
+/// `ppoll(2)`, to the nanosecond (the relay's rests are fractions of a
+/// millisecond); elsewhere poll's milliseconds, rounded up so that a
+/// deadline is never woken for before it is due.
 pub fn poll(set: &mut [PollFd], timeout: Option<Duration>) -> io::Result<()> {
     assert!(set.len() <= POLL_MAX, "poll: too many fds");
-    let ms: libc::c_int = match timeout {
-        None => -1,
-        // Round up so a deadline is never woken for before it is due.
-        Some(d) => {
-            let ms = d.as_nanos().div_ceil(1_000_000);
-            ms.min(libc::c_int::MAX as u128) as libc::c_int
-        }
-    };
     let mut pfds = [libc::pollfd { fd: -1, events: 0, revents: 0 }; POLL_MAX];
     for (p, s) in pfds.iter_mut().zip(set.iter()) {
         let events = if s.errors {
@@ -129,8 +124,7 @@ pub fn poll(set: &mut [PollFd], timeout: Option<Duration>) -> io::Result<()> {
         };
         *p = libc::pollfd { fd: s.fd, events, revents: 0 };
     }
-    // SAFETY: `pfds` holds `set.len()` initialised pollfds.
-    let n = unsafe { libc::poll(pfds.as_mut_ptr(), set.len() as libc::nfds_t, ms) };
+    let n = poll_raw(&mut pfds[..set.len()], timeout);
     for (p, s) in pfds.iter().zip(set.iter_mut()) {
         s.ready = n > 0 && p.revents != 0;
     }
@@ -139,6 +133,26 @@ pub fn poll(set: &mut [PollFd], timeout: Option<Duration>) -> io::Result<()> {
         return if err.kind() == io::ErrorKind::Interrupted { Ok(()) } else { Err(err) };
     }
     Ok(())
+}
+
+/// `poll(2)`, or on Linux for a limited wait `ppoll(2)`, on `pfds`.
+fn poll_raw(pfds: &mut [libc::pollfd], timeout: Option<Duration>) -> libc::c_int {
+    #[cfg(target_os = "linux")]
+    if let Some(d) = timeout {
+        let limit = libc::timespec {
+            tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
+            tv_nsec: libc::c_long::from(d.subsec_nanos() as i32),
+        };
+        // SAFETY: `pfds` is a slice of initialised pollfds, `limit` a valid
+        // timespec; a null mask leaves the signal mask as it is.
+        return unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &limit, std::ptr::null()) };
+    }
+    let ms: libc::c_int = match timeout {
+        None => -1,
+        Some(d) => d.as_nanos().div_ceil(1_000_000).min(libc::c_int::MAX as u128) as libc::c_int,
+    };
+    // SAFETY: `pfds` is a slice of initialised pollfds.
+    unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) }
 }
 
 /// `poll(2)` on one fd for readability, for at most `timeout` (`None`: no
