@@ -29,10 +29,11 @@
 //! before it is polled again ([`Stream::rest_if_caught_up`]), so that the
 //! pieces go on together; that rest ([`Relay::next_wake`]) is the relay's
 //! only timed wake-up, and only ever follows bytes taken: a command that
-//! writes nothing wakes nobody. A destination that is a pipe is widened to
-//! hold [`PIPE_CAPACITY`] where it holds less ([`pipe::widen`], Linux, best
-//! effort, never narrower), so those bigger pieces go on in one splice and
-//! its reader is woken less often. Head bytes are written as they arrive; while
+//! writes nothing wakes nobody. Only a busy stream rests ([`BUSY_AFTER`]),
+//! and its destination, if a pipe, is then widened to hold
+//! [`PIPE_CAPACITY`] like the inner pipes ([`pipe::widen`]: Linux, best
+//! effort, never narrower), so that those bigger pieces go on in one
+//! splice and the reader downstream is woken less often. Head bytes are written as they arrive; while
 //! pgrun's own stdout cannot take them, they wait in the stream's outbox
 //! (at most one read's worth) and the relay stops reading that stream's
 //! head, so the command waits, as it would on a direct pipe. Past the head,
@@ -88,8 +89,16 @@ const READ_SIZE: usize = 256 * 1024;
 /// At most this many `PIPE_BUF` writes to a pipe, socket or terminal per
 /// turn of the loop (1 MiB), before signals and the other stream get theirs.
 const WRITES_PER_TURN: usize = 256;
-/// The inner pipes' buffer on Linux (best effort).
+/// What the inner pipes hold on Linux (best effort), and a busy stream's
+/// destination if it is a pipe.
 const PIPE_CAPACITY: usize = 1024 * 1024;
+/// A stream is busy once this much of it has been taken: only then is its
+/// destination widened and may its source rest. A run whose output is
+/// small leaves its caller's pipe as it found it (and takes no more of the
+/// user's pipe budget for it: past `pipe-user-pages-soft`, the kernel
+/// gives an unprivileged user's new pipes 2 pages instead of 16), and its
+/// output is never held back by a rest.
+const BUSY_AFTER: u64 = 1024 * 1024;
 /// How long a stream's source rests once pgrun has taken all it held
 /// (see [`Stream::rest_if_caught_up`]): short enough that a writer at the
 /// kernel's pipe speed (a few GB/s) does not fill [`PIPE_CAPACITY`]
@@ -189,8 +198,14 @@ struct Stream {
     /// more goes there; what the pipe holds is still read for the output
     /// file and the counts before the stream is closed.
     dest_gone: bool,
-    /// How long the source rests once caught up: [`REST`] where it holds
-    /// at least [`PIPE_CAPACITY`] bytes, else it never rests.
+    /// How many bytes were taken from the source so far.
+    taken: u64,
+    /// The source holds [`PIPE_CAPACITY`] bytes.
+    wide: bool,
+    /// The stream was found busy ([`BUSY_AFTER`]).
+    busy: bool,
+    /// How long the source rests once caught up: [`REST`] once the stream
+    /// is busy, if its source is wide; else it never rests.
     rest: Option<Duration>,
     /// Until when the source rests: not polled, however much it gets.
     rests_until: Option<Instant>,
@@ -341,6 +356,7 @@ impl Relay {
                 } else if !entry.write && s.source.as_ref().is_some_and(|fd| fd.as_raw_fd() == entry.fd) {
                     let came = s.on_readable(&mut self.scratch, &mut self.file);
                     if came {
+                        s.widen_if_busy();
                         s.rest_if_caught_up();
                     }
                     read |= came;
@@ -440,9 +456,6 @@ impl Stream {
         let splice = pipe::can_splice_to(dest.fd());
         let tee = splice && pipe::can_tee_to(dest.fd());
         let watch_reader = pipe::is_pipe(dest.fd());
-        if watch_reader {
-            pipe::widen(dest.fd(), PIPE_CAPACITY);
-        }
         Stream {
             name,
             source: Some(source),
@@ -453,13 +466,35 @@ impl Stream {
             wants_room: false,
             dest_gone: false,
             watch_reader,
-            rest: wide.then_some(REST),
+            taken: 0,
+            wide,
+            busy: false,
+            rest: None,
             rests_until: None,
             shape: Some(shape),
             outbox: VecDeque::new(),
             written: 0,
             stats: None,
             error: None,
+        }
+    }
+
+    /// Once the stream is busy (more than [`BUSY_AFTER`] bytes taken), once:
+    /// widen its destination, if a pipe, to hold [`PIPE_CAPACITY`]
+    /// ([`pipe::widen`]: best effort, never narrower), so that each splice
+    /// or write moves more and the reader downstream is woken less often;
+    /// and let a wide source rest when caught up
+    /// ([`Stream::rest_if_caught_up`]).
+    fn widen_if_busy(&mut self) {
+        if self.busy || self.taken < BUSY_AFTER {
+            return;
+        }
+        self.busy = true;
+        if self.wide {
+            self.rest = Some(REST);
+        }
+        if self.watch_reader {
+            pipe::widen(self.dest.fd(), PIPE_CAPACITY);
         }
     }
 
@@ -523,6 +558,7 @@ impl Stream {
 
     /// `n` bytes went to the destination kernel to kernel: count them.
     fn passed(&mut self, n: usize) {
+        self.taken = self.taken.saturating_add(n as u64);
         match &mut self.shape {
             Some(Shape::Whole(count)) => *count += n as u64,
             Some(Shape::Cut(cut)) => cut.passed(n as u64),
@@ -612,6 +648,7 @@ impl Stream {
                 false
             }
             Ok(n) => {
+                self.taken = self.taken.saturating_add(n as u64);
                 if let Some(file) = file {
                     file.write(&scratch[..n]);
                 }
@@ -854,10 +891,6 @@ mod tests {
     #[test]
     fn a_source_taken_empty_rests_then_is_polled_again() {
         let (mut relay, command, dests) = relay_into_pipes();
-        if relay.streams[0].rest.is_none() {
-            // This machine's pipe budget refused the widening: nothing rests.
-            return;
-        }
         relay.streams[0].rest = Some(Duration::from_secs(3600));
         assert!(relay.next_wake().is_none());
         assert!(polls_for_reading(&relay, 0));
@@ -883,28 +916,63 @@ mod tests {
     fn a_source_that_still_holds_bytes_does_not_rest() {
         let (mut relay, command, _dests) = relay_into_pipes();
         relay.streams[0].rest = Some(Duration::from_secs(3600));
-        // More than one splice takes (at most READ_SIZE): bytes are left.
-        write_all(&command[0], 2 * READ_SIZE);
+        // The destination has room for 4 KiB: a splice leaves bytes.
+        let capacity = nix::fcntl::fcntl(relay.streams[0].dest.fd(), nix::fcntl::FcntlArg::F_GETPIPE_SZ).unwrap();
+        let filler = vec![0u8; usize::try_from(capacity).unwrap() - 4096];
+        assert_eq!(pipe::write(relay.streams[0].dest.fd(), &filler).unwrap(), filler.len());
+        write_all(&command[0], 16384);
         assert!(turn(&mut relay));
         assert!(pipe::bytes_readable(relay.streams[0].source.as_ref().unwrap().as_fd()).unwrap() > 0);
         assert!(relay.next_wake().is_none(), "a source still holding bytes rested");
     }
 
-    #[test]
-    fn a_destination_pipe_is_widened_never_narrowed() {
-        use nix::fcntl::{FcntlArg, fcntl};
-        let (relay, _command, dests) = relay_into_pipes();
-        let size = |fd: &OwnedFd| usize::try_from(fcntl(fd, FcntlArg::F_GETPIPE_SZ).unwrap()).unwrap();
-        if relay.streams[0].rest.is_some() {
-            // The inner pipe could be widened, so can the destination.
-            assert!(size(&dests[0]) >= PIPE_CAPACITY, "{} bytes", size(&dests[0]));
+    /// Pass `len` bytes from stream 0's command end through the relay to
+    /// `dest`, 4 KiB at a time (each taken before the next is written),
+    /// reading them there.
+    fn pass(relay: &mut Relay, command: &OwnedFd, dest: &OwnedFd, len: usize) {
+        let mut sink = [0u8; 4096];
+        for _ in 0..len / 4096 {
+            write_all(command, 4096);
+            relay.streams[0].rests_until = None;
+            assert!(turn(relay), "4 KiB were not taken");
+            let mut got = 0;
+            while got < 4096 {
+                got += pipe::read(dest.as_fd(), &mut sink[got..]).unwrap();
+            }
         }
-        // A pipe already wider stays as wide (where this process may make one).
+    }
+
+    #[test]
+    fn a_busy_streams_destination_is_widened_and_only_then_may_it_rest() {
+        use nix::fcntl::{FcntlArg, fcntl};
+        let (mut relay, command, dests) = relay_into_pipes();
+        let size = |fd: BorrowedFd<'_>| usize::try_from(fcntl(fd, FcntlArg::F_GETPIPE_SZ).unwrap()).unwrap();
+        let small = size(dests[0].as_fd());
+        assert!(small < PIPE_CAPACITY, "the system's pipes are already wide");
+        // Short of BUSY_AFTER: the destination is as it was, nothing rests.
+        pass(&mut relay, &command[0], &dests[0], BUSY_AFTER as usize - 4096);
+        assert_eq!(size(dests[0].as_fd()), small);
+        assert!(relay.streams[0].rest.is_none() && relay.next_wake().is_none());
+        // Past it: the destination holds PIPE_CAPACITY and a source taken
+        // empty rests (where this process may widen a pipe at all).
+        pass(&mut relay, &command[0], &dests[0], 8192);
+        if relay.streams[0].wide {
+            assert!(size(dests[0].as_fd()) >= PIPE_CAPACITY, "{} bytes", size(dests[0].as_fd()));
+            assert_eq!(relay.streams[0].rest, Some(REST));
+            assert!(relay.next_wake().is_some(), "a busy source taken empty did not rest");
+        }
+        // The other stream, which took nothing, is left as it was.
+        assert_eq!(size(dests[1].as_fd()), small);
+    }
+
+    #[test]
+    fn a_pipe_already_wider_is_never_narrowed() {
+        use nix::fcntl::{FcntlArg, fcntl};
         let (wide_read, wide_write) = cloexec_pipe().unwrap();
         if fcntl(&wide_read, FcntlArg::F_SETPIPE_SZ(4 * PIPE_CAPACITY as libc::c_int)).is_ok() {
-            let before = size(&wide_read);
-            pipe::widen(wide_write.as_fd(), PIPE_CAPACITY);
-            assert_eq!(size(&wide_read), before);
+            let before = fcntl(&wide_read, FcntlArg::F_GETPIPE_SZ).unwrap();
+            assert!(pipe::widen(wide_write.as_fd(), PIPE_CAPACITY));
+            assert_eq!(fcntl(&wide_read, FcntlArg::F_GETPIPE_SZ).unwrap(), before);
         }
     }
 }

@@ -13,39 +13,36 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// `pipe(2)` for the command's output: both ends close-on-exec (the child
 /// gets the write end by `dup2`, which clears the flag on the copy), the
-/// read end non-blocking. On Linux the buffer is widened to `capacity`
-/// (`F_SETPIPE_SZ`, best effort), so a fast writer wakes pgrun less often.
-/// Also returns whether the pipe holds at least `capacity` bytes (known
-/// on Linux only: elsewhere false).
+/// read end non-blocking, widened to hold `capacity` bytes ([`widen`], so
+/// a fast writer wakes pgrun less often). Also returns whether it does.
 pub fn output_pipe(capacity: usize) -> io::Result<(OwnedFd, OwnedFd, bool)> {
     let (read_end, write_end) = super::spawn::cloexec_pipe()?;
     set_nonblocking(read_end.as_fd())?;
-    // Failure (a limit below `capacity`) leaves the default size, which is
-    // fine.
-    #[cfg(linux_strengths)]
-    let widened = fcntl(&read_end, FcntlArg::F_SETPIPE_SZ(capacity.min(libc::c_int::MAX as usize) as libc::c_int))
-        .is_ok_and(|got| usize::try_from(got).is_ok_and(|got| got >= capacity));
-    #[cfg(not(linux_strengths))]
-    let widened = {
-        let _ = capacity;
-        false
-    };
-    Ok((read_end, write_end, widened))
+    let wide = widen(read_end.as_fd(), capacity);
+    Ok((read_end, write_end, wide))
 }
 
-/// Widen the pipe `fd` (a destination pgrun shares with its caller) to hold
-/// at least `capacity` bytes, on Linux, where it holds less: never
-/// narrower, best effort (a refusal, `pipe-max-size` or the user's pipe
-/// budget, leaves it as it was). The caller's description is untouched;
-/// the pipe just holds more in flight, so that a relay splicing into it
-/// moves bigger pieces and wakes its reader less often.
-pub fn widen(fd: BorrowedFd<'_>, capacity: usize) {
+/// Widen the pipe `fd` to hold at least `capacity` bytes, on Linux, where
+/// it holds less (`F_SETPIPE_SZ`): never narrower, best effort (a refusal,
+/// `pipe-max-size` or the user's pipe budget, leaves it as it was; a pipe
+/// already that wide is left alone). Returns whether it now holds that
+/// much (elsewhere: false). Only the pipe's buffer changes, never a file
+/// description's flags, so it is also done to a pipe pgrun shares with
+/// its caller.
+pub fn widen(fd: BorrowedFd<'_>, capacity: usize) -> bool {
     #[cfg(linux_strengths)]
-    if fcntl(fd, FcntlArg::F_GETPIPE_SZ).is_ok_and(|now| usize::try_from(now).is_ok_and(|now| now < capacity)) {
-        let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(capacity.min(libc::c_int::MAX as usize) as libc::c_int));
+    {
+        let holds = |n: libc::c_int| usize::try_from(n).is_ok_and(|n| n >= capacity);
+        if fcntl(fd, FcntlArg::F_GETPIPE_SZ).is_ok_and(holds) {
+            return true;
+        }
+        fcntl(fd, FcntlArg::F_SETPIPE_SZ(capacity.min(libc::c_int::MAX as usize) as libc::c_int)).is_ok_and(holds)
     }
     #[cfg(not(linux_strengths))]
-    let _ = (fd, capacity);
+    {
+        let _ = (fd, capacity);
+        false
+    }
 }
 
 /// `fcntl(F_SETFL, O_NONBLOCK)` on an fd pgrun owns alone.
