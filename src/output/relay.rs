@@ -27,9 +27,12 @@
 //! [`Relay::on_ready`]. Where pgrun keeps up with a writer of small pieces,
 //! a source it has just taken empty rests for a fraction of a millisecond
 //! before it is polled again ([`Stream::rest_if_caught_up`]), so that the
-//! pieces go on together; that rest ([`Relay::next_wake`]) is the relay's
-//! only timed wake-up, and only ever follows bytes taken: a command that
-//! writes nothing wakes nobody. A destination that is a pipe is widened to
+//! pieces go on together. At most one source rests at a time, and bytes on
+//! the other wake pgrun, which takes the resting one's first
+//! ([`Relay::take_from_resting`]): a rest does not reorder stdout and
+//! stderr where they share a destination or the output file. That rest
+//! ([`Relay::next_wake`]) is the relay's only timed wake-up, and only ever
+//! follows bytes taken: a command that writes nothing wakes nobody. A destination that is a pipe is widened to
 //! hold [`PIPE_CAPACITY`] where it holds less ([`pipe::widen`], Linux, best
 //! effort, never narrower), so those bigger pieces go on in one splice and
 //! its reader is woken less often. Head bytes are written as they arrive; while
@@ -297,8 +300,8 @@ impl Relay {
                 continue;
             }
             if let Some(source) = &s.source
-                && (s.outbox.is_empty() || s.shape.as_ref().is_some_and(Shape::past_head))
-                && s.rests_until.is_none_or(|until| now >= until)
+                && s.may_take()
+                && !s.rests_at(now)
             {
                 set[n] = PollFd::read(source.as_fd());
                 n += 1;
@@ -328,7 +331,8 @@ impl Relay {
     pub fn on_ready(&mut self, set: &[PollFd]) -> bool {
         let mut read = false;
         for entry in set.iter().filter(|e| e.ready) {
-            for s in &mut self.streams {
+            for i in 0..self.streams.len() {
+                let s = &mut self.streams[i];
                 if entry.errors {
                     if entry.fd == s.dest.fd().as_raw_fd() && s.source.is_some() {
                         s.reader_left(&mut self.scratch, &mut self.file);
@@ -339,18 +343,68 @@ impl Relay {
                 } else if entry.write && entry.fd == s.dest.fd().as_raw_fd() && !s.outbox.is_empty() {
                     s.flush();
                 } else if !entry.write && s.source.as_ref().is_some_and(|fd| fd.as_raw_fd() == entry.fd) {
-                    let came = s.on_readable(&mut self.scratch, &mut self.file);
-                    if came {
-                        s.rest_if_caught_up();
-                    }
-                    read |= came;
+                    // What a resting stream holds was, most likely,
+                    // written before these bytes: it goes first.
+                    read |= self.take_from_resting(i, set);
+                    read |= self.take(i);
                 }
+                let s = &mut self.streams[i];
                 if s.dest_gone && s.source.is_some() {
                     s.finish_without_dest(&mut self.scratch, &mut self.file);
                 }
             }
         }
         read
+    }
+
+    /// Stream `except`'s source turned readable in `set`: first take
+    /// what every other source that rested (not polled in `set`, see
+    /// [`Relay::interest`]) holds now, a few reads' worth at most. A rest
+    /// must not reorder the streams: where they share a destination
+    /// (`2>&1`, a terminal) or go to the output file, bytes the command
+    /// wrote to stdout during stdout's rest would otherwise come after
+    /// the stderr it wrote next. Returns whether bytes came.
+    fn take_from_resting(&mut self, except: usize, set: &[PollFd]) -> bool {
+        let mut read = false;
+        for i in 0..self.streams.len() {
+            let Some(source) = &self.streams[i].source else { continue };
+            let fd = source.as_raw_fd();
+            if i == except || self.streams[i].rests_until.is_none() || set.iter().any(|e| e.fd == fd && !e.write) {
+                continue;
+            }
+            for _ in 0..PIPE_CAPACITY.div_ceil(READ_SIZE) {
+                let s = &self.streams[i];
+                let held = s.source.as_ref().map(|fd| pipe::bytes_readable(fd.as_fd()));
+                if !s.may_take() || !held.is_some_and(|held| held.is_ok_and(|held| held > 0)) {
+                    break;
+                }
+                if !self.take(i) {
+                    break;
+                }
+                read = true;
+            }
+            let s = &mut self.streams[i];
+            if s.dest_gone && s.source.is_some() {
+                s.finish_without_dest(&mut self.scratch, &mut self.file);
+            }
+        }
+        read
+    }
+
+    /// Stream `i`'s source is readable: take from it
+    /// ([`Stream::on_readable`]); if that emptied it, it rests, unless
+    /// another source rests already: at most one rests at a time, so
+    /// that bytes the command writes to the other stream meanwhile wake
+    /// pgrun, which takes the resting one's first
+    /// ([`Relay::take_from_resting`]) and the streams keep their order.
+    /// Returns whether bytes came.
+    fn take(&mut self, i: usize) -> bool {
+        let came = self.streams[i].on_readable(&mut self.scratch, &mut self.file);
+        let now = Instant::now();
+        if came && !self.streams.iter().enumerate().any(|(j, s)| j != i && s.rests_at(now)) {
+            self.streams[i].rest_if_caught_up();
+        }
+        came
     }
 
     /// The run is over: read what the pipes hold now (and no more), close
@@ -461,6 +515,21 @@ impl Stream {
             stats: None,
             error: None,
         }
+    }
+
+    /// Whether the source may be read now, rest aside: it has not ended,
+    /// its destination has room, and nothing is owed to it that these
+    /// bytes would have to wait behind (past the head, they only go to
+    /// the ring).
+    fn may_take(&self) -> bool {
+        self.source.is_some()
+            && !self.wants_room
+            && (self.outbox.is_empty() || self.shape.as_ref().is_some_and(Shape::past_head))
+    }
+
+    /// Whether the source rests at `now` (see [`Stream::rest_if_caught_up`]).
+    fn rests_at(&self, now: Instant) -> bool {
+        self.source.is_some() && self.rests_until.is_some_and(|until| now < until)
     }
 
     /// Bytes came, and if they were all the source held (pgrun keeps up
@@ -877,6 +946,50 @@ mod tests {
         assert!(polls_for_reading(&relay, 0));
         assert!(turn(&mut relay));
         assert_eq!(pipe::bytes_readable(dests[0].as_fd()).unwrap(), 8192);
+    }
+
+    /// What the pipe `read_end` holds now (at most 64 KiB).
+    fn held(read_end: &OwnedFd) -> Vec<u8> {
+        let mut buf = vec![0; 65536];
+        let n = pipe::bytes_readable(read_end.as_fd()).unwrap();
+        let got = if n == 0 { 0 } else { pipe::read(read_end.as_fd(), &mut buf).unwrap() };
+        buf.truncate(got);
+        buf
+    }
+
+    #[test]
+    fn a_rest_does_not_reorder_streams_that_share_a_destination() {
+        // 2>&1: both streams into one pipe of the test's own.
+        let (source_out, command_out, _) = pipe::output_pipe(PIPE_CAPACITY).unwrap();
+        let (source_err, command_err, _) = pipe::output_pipe(PIPE_CAPACITY).unwrap();
+        let (dest_read, dest_write) = cloexec_pipe().unwrap();
+        let dest: &'static OwnedFd = Box::leak(Box::new(dest_write));
+        let streams = [
+            Stream::new("stdout", source_out, true, dest.as_fd(), Shape::Whole(0)),
+            Stream::new("stderr", source_err, true, dest.as_fd(), Shape::Whole(0)),
+        ];
+        let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None };
+        pipe::write(command_out.as_fd(), b"A\n").unwrap();
+        assert!(turn(&mut relay));
+        assert_eq!(held(&dest_read), b"A\n");
+        // stdout rests; the command writes C to it, then B to stderr.
+        relay.streams[0].rests_until = Some(Instant::now() + Duration::from_secs(3600));
+        pipe::write(command_out.as_fd(), b"C\n").unwrap();
+        pipe::write(command_err.as_fd(), b"B\n").unwrap();
+        assert!(turn(&mut relay));
+        assert_eq!(String::from_utf8(held(&dest_read)).unwrap(), "C\nB\n", "stderr overtook stdout's rest");
+        // A rest that ends while the loop waits for the other stream: the
+        // source was not polled, and its bytes still go first.
+        relay.streams[1].rests_until = None;
+        relay.streams[0].rests_until = Some(Instant::now() + Duration::from_secs(3600));
+        let mut set = [PollFd::read(dest.as_fd()); crate::sys::POLL_MAX];
+        let n = relay.interest(&mut set);
+        relay.streams[0].rests_until = Some(Instant::now());
+        pipe::write(command_out.as_fd(), b"E\n").unwrap();
+        pipe::write(command_err.as_fd(), b"D\n").unwrap();
+        crate::sys::poll(&mut set[..n], Some(Duration::from_secs(1))).unwrap();
+        assert!(relay.on_ready(&set[..n]));
+        assert_eq!(String::from_utf8(held(&dest_read)).unwrap(), "E\nD\n", "stderr overtook a rest just over");
     }
 
     #[test]
