@@ -24,10 +24,12 @@
 //! written. A splice or tee counts as a read for the idle deadline. It never
 //! blocks: the supervisor's event loop polls the fds the relay names
 //! ([`Relay::interest`]) together with the signal fd and calls
-//! [`Relay::on_ready`]. Where pgrun keeps up with a writer of small pieces,
-//! a source it has just taken empty rests for a fraction of a millisecond
-//! before it is polled again ([`Stream::rest_if_caught_up`]), so that the
-//! pieces go on together. At most one source rests at a time, and bytes on
+//! [`Relay::on_ready`]. Where pgrun keeps up with a writer of small pieces
+//! that comes back within a fraction of a millisecond, a source it has just
+//! taken empty rests that long before it is polled again
+//! ([`Stream::rest_if_caught_up`]), so that the pieces go on together; a
+//! slower writer is not rested for (the rest would gather nothing and only
+//! wake pgrun once more per piece). At most one source rests at a time, and bytes on
 //! the other wake pgrun, which takes the resting one's first
 //! ([`Relay::take_from_resting`]): a rest does not reorder stdout and
 //! stderr where they share a destination or the output file. That rest
@@ -197,6 +199,10 @@ struct Stream {
     rest: Option<Duration>,
     /// Until when the source rests: not polled, however much it gets.
     rests_until: Option<Instant>,
+    /// Since when pgrun has watched the source (empty, or so it was): its
+    /// last take, or the end of the rest that followed it. Bytes that come
+    /// within [`REST`] of it say the writer keeps coming back quickly.
+    watched_since: Option<Instant>,
     /// `None` once the stream has ended and its stats are known.
     shape: Option<Shape>,
     /// Bytes to write to `dest`, in order; the front one from `written` on.
@@ -401,8 +407,9 @@ impl Relay {
     fn take(&mut self, i: usize) -> bool {
         let came = self.streams[i].on_readable(&mut self.scratch, &mut self.file);
         let now = Instant::now();
-        if came && !self.streams.iter().enumerate().any(|(j, s)| j != i && s.rests_at(now)) {
-            self.streams[i].rest_if_caught_up();
+        if came {
+            let may_rest = !self.streams.iter().enumerate().any(|(j, s)| j != i && s.rests_at(now));
+            self.streams[i].rest_if_caught_up(now, may_rest);
         }
         came
     }
@@ -509,6 +516,7 @@ impl Stream {
             watch_reader,
             rest: wide.then_some(REST),
             rests_until: None,
+            watched_since: None,
             shape: Some(shape),
             outbox: VecDeque::new(),
             written: 0,
@@ -541,14 +549,24 @@ impl Stream {
     /// reader downstream per piece: one more hop as costly as one more
     /// `cat`. Resting lets the pieces gather in the pipe (it holds
     /// [`PIPE_CAPACITY`]; only a pipe that does may rest) and go on
-    /// together. The first bytes after a quiet spell go on at once; only
-    /// those that follow within `REST` wait, for at most that long. A
-    /// command that writes nothing causes no wake-up at all: a rest
-    /// follows only bytes taken. Not if the pipe cannot say what it holds.
-    fn rest_if_caught_up(&mut self) {
+    /// together. Only a writer that comes back quickly is rested for:
+    /// these bytes came within `REST` of pgrun starting to watch the
+    /// source (its previous take, or the end of the rest after it). A
+    /// slower writer (a line every few milliseconds) would find the rest
+    /// over before it writes again, and the rest's end would only wake
+    /// pgrun a second time per piece, for nothing. So the first bytes after
+    /// a quiet spell go on at once, and so does every piece of a slow
+    /// writer; only pieces that follow within `REST` wait, for at most that
+    /// long. A command that writes nothing causes no wake-up at all: a
+    /// rest follows only bytes taken. Not if the pipe cannot say what it
+    /// holds, nor unless `may_rest` (no other source rests).
+    fn rest_if_caught_up(&mut self, now: Instant, may_rest: bool) {
         let (Some(rest), Some(source)) = (self.rest, &self.source) else { return };
-        if pipe::bytes_readable(source.as_fd()).is_ok_and(|held| held == 0) {
-            self.rests_until = Instant::now().checked_add(rest);
+        let quick = self.watched_since.is_some_and(|since| now.saturating_duration_since(since) <= rest);
+        self.watched_since = Some(now);
+        if may_rest && quick && pipe::bytes_readable(source.as_fd()).is_ok_and(|held| held == 0) {
+            self.rests_until = now.checked_add(rest);
+            self.watched_since = self.rests_until;
         }
     }
 
@@ -930,10 +948,15 @@ mod tests {
         relay.streams[0].rest = Some(Duration::from_secs(3600));
         assert!(relay.next_wake().is_none());
         assert!(polls_for_reading(&relay, 0));
+        // The first bytes after a quiet spell go on, and nothing rests.
         write_all(&command[0], 4096);
         assert!(turn(&mut relay), "the 4 KiB were not taken");
         assert_eq!(pipe::bytes_readable(dests[0].as_fd()).unwrap(), 4096, "the 4 KiB did not go on");
-        // All the source held was taken: it rests, whatever comes meanwhile.
+        assert!(relay.next_wake().is_none(), "a source rested after a quiet spell");
+        // More within a rest's length: all the source held was taken, and
+        // it rests, whatever comes meanwhile.
+        write_all(&command[0], 4096);
+        assert!(turn(&mut relay), "the next 4 KiB were not taken");
         let wake = relay.next_wake().expect("no rest after the source was taken empty");
         assert!(wake > Instant::now() + Duration::from_secs(3000));
         write_all(&command[0], 4096);
@@ -945,7 +968,22 @@ mod tests {
         assert!(relay.next_wake().is_none(), "a rest that is over still wakes the loop");
         assert!(polls_for_reading(&relay, 0));
         assert!(turn(&mut relay));
-        assert_eq!(pipe::bytes_readable(dests[0].as_fd()).unwrap(), 8192);
+        assert_eq!(pipe::bytes_readable(dests[0].as_fd()).unwrap(), 12288);
+    }
+
+    #[test]
+    fn a_writer_slower_than_a_rest_is_not_rested_for() {
+        let (mut relay, command, _dests) = relay_into_pipes();
+        if relay.streams[0].rest.is_none() {
+            return;
+        }
+        for _ in 0..3 {
+            write_all(&command[0], 4096);
+            assert!(turn(&mut relay));
+            assert!(relay.next_wake().is_none(), "a slow writer's source rested");
+            // The writer comes back only after a rest would have ended.
+            relay.streams[0].watched_since = Some(Instant::now() - 2 * REST);
+        }
     }
 
     /// What the pipe `read_end` holds now (at most 64 KiB).
