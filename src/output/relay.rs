@@ -283,7 +283,7 @@ impl Relay {
                 .with_context(|| format!("cannot reserve memory for --max-output {size} (2 x {size} bytes)")),
         };
         let (stdout, stderr) = pipe::own_stdout_stderr();
-        let relay = Relay {
+        let mut relay = Relay {
             streams: [
                 Stream::new("stdout", out_read, out_wide, stdout, reserve()?),
                 Stream::new("stderr", err_read, err_wide, stderr, reserve()?),
@@ -291,6 +291,11 @@ impl Relay {
             scratch,
             file,
         };
+        if crate::test_hook::active(crate::test_hook::LONG_REST) {
+            for s in relay.streams.iter_mut().filter(|s| s.rest.is_some()) {
+                s.rest = Some(Duration::from_secs(2));
+            }
+        }
         Ok((relay, ChildEnds { stdout: out_write, stderr: err_write }))
     }
 
@@ -330,6 +335,25 @@ impl Relay {
         let resting = self.streams.iter().filter(|s| s.source.is_some()).filter_map(|s| s.rests_until);
         let now = Instant::now();
         resting.filter(|until| now < *until).min()
+    }
+
+    /// End now every rest whose source holds bytes; true if one did. The
+    /// idle deadline has passed: bytes that wait behind a rest were
+    /// written, so the command was not idle, and they are to be taken (on
+    /// the loop's next turn, which moves the deadline) rather than the run
+    /// stopped. A rest only ever defers the idle timeout once: a source
+    /// that is then not taken (its destination full) rests no more.
+    pub fn end_rests_that_hold_bytes(&mut self) -> bool {
+        let now = Instant::now();
+        let mut held = false;
+        for s in &mut self.streams {
+            let Some(source) = &s.source else { continue };
+            if s.rests_at(now) && pipe::bytes_readable(source.as_fd()).is_ok_and(|n| n > 0) {
+                s.rests_until = None;
+                held = true;
+            }
+        }
+        held
     }
 
     /// Act on the fds `poll` found ready; true if bytes of the command's
