@@ -29,18 +29,21 @@
 //! taken empty rests that long before it is polled again
 //! ([`Stream::rest_if_caught_up`]), so that the pieces go on together; a
 //! slower writer is not rested for (the rest would gather nothing and only
-//! wake pgrun once more per piece). At most one source rests at a time, and bytes on
-//! the other wake pgrun, which takes the resting one's first
+//! wake pgrun once more per piece). At most one source rests at a time,
+//! and bytes on the other wake pgrun, which takes the resting one's first
 //! ([`Relay::take_from_resting`]): a rest does not reorder stdout and
-//! stderr where they share a destination or the output file. That rest
+//! stderr where they share a destination or the output file. Nor does it
+//! make a command idle: bytes waiting behind it when the idle deadline
+//! comes end it ([`Relay::end_rests_that_hold_bytes`]). That rest
 //! ([`Relay::next_wake`]) is the relay's only timed wake-up, and only ever
-//! follows bytes taken: a command that writes nothing wakes nobody. A destination that is a pipe is widened to
-//! hold [`PIPE_CAPACITY`] where it holds less ([`pipe::widen`], Linux, best
-//! effort, never narrower), so those bigger pieces go on in one splice and
-//! its reader is woken less often. Head bytes are written as they arrive; while
-//! pgrun's own stdout cannot take them, they wait in the stream's outbox
-//! (at most one read's worth) and the relay stops reading that stream's
-//! head, so the command waits, as it would on a direct pipe. Past the head,
+//! follows bytes taken: a command that writes nothing wakes nobody. A
+//! destination that is a pipe is widened to hold [`PIPE_CAPACITY`] where
+//! it holds less ([`pipe::widen`], Linux, best effort, never narrower), so
+//! those bigger pieces go on in one splice and its reader is woken less
+//! often. Head bytes are written as they arrive; while pgrun's own stdout
+//! cannot take them, they wait in the stream's outbox (at most one read's
+//! worth) and the relay stops reading that stream's head, so the command
+//! waits, as it would on a direct pipe. Past the head,
 //! bytes go into the ring and reading never stops. A whole stream is like a
 //! head that never ends: a stalled reader stops the reading of its stream
 //! (the output file then waits too, and still gets every byte in order).
