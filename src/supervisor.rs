@@ -479,7 +479,10 @@ impl Supervisor<'_> {
         }
         if let Phase::Running | Phase::Draining = self.phase
             && self.idle_at.is_some_and(|at| now >= at)
+            && !self.w.relay.as_mut().is_some_and(|relay| relay.end_rests_that_hold_bytes())
         {
+            // (Output waiting behind a rest of the relay was written: it
+            // is taken on this turn and moves the deadline.)
             let idle = self.w.idle_timeout.map(crate::duration::describe).unwrap_or_default();
             verbose!("no output for {idle}: stopping process group {}", self.pgid);
             self.start_stop(StopReason::IdleTimeout);

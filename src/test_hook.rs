@@ -30,7 +30,8 @@
 //! everything prepared, right before the spawn; [`KEEP_SIGCHLD_IGNORED`]
 //! leaves a SIGCHLD ignored by the caller ignored in pgrun itself;
 //! [`GUARD_WAIT_FAILS`] makes the guard's first wait for pgrun fail with
-//! EIO. Also read by debug builds only.
+//! EIO; [`LONG_REST`] makes the output relay's rest two seconds long. Also
+//! read by debug builds only.
 //!
 //! `PGRUN_TEST_LEAF_NAME=NAME`: the first name `--contain cgroup` tries
 //! for its leaf (then random ones, if it is taken), so that a test can name
@@ -92,6 +93,10 @@ pub const PANIC_BEFORE_SPAWN: &str = "panic-before-spawn";
 pub const KEEP_SIGCHLD_IGNORED: &str = "keep-sigchld-ignored";
 /// Make the guard's first wait for pgrun's end fail with EIO.
 pub const GUARD_WAIT_FAILS: &str = "guard-wait-fails";
+
+/// Make the output relay's rest (see `output::relay`) two seconds long, so
+/// that a test can act while a source rests.
+pub const LONG_REST: &str = "long-rest";
 
 /// Whether the hook `name` is asked for in `PGRUN_TEST_HOOK`.
 pub fn active(name: &str) -> bool {

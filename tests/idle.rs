@@ -231,3 +231,24 @@ fn cpu_ticks(pid: i32) -> u64 {
     let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
+
+#[test]
+fn output_waiting_behind_a_rest_of_the_relay_is_no_idleness() {
+    // PGRUN_TEST_HOOK=long-rest (debug builds): a source pgrun took empty
+    // twice within 2 s rests 2 s, longer than the idle timeout. The
+    // command writes a line every 100 ms and is never idle for 700 ms: the
+    // lines that wait in the pipe behind the rest count, and the run ends
+    // as the command does. (The real rest is 200 us: an idle timeout below
+    // that stopped a command that never stopped writing.)
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    let mut a = vec!["--idle-timeout".to_string(), "700ms".into()];
+    a.extend(report_args(&report));
+    a.extend(["--".into(), "sh".into(), "-c".into(), chatty(20, 1)]);
+    let out = run(pgrun(&a).env("PGRUN_TEST_HOOK", "long-rest"));
+    assert_status(&out, 0, "a chatty command behind a long rest");
+    let r = json(&report);
+    assert_eq!(r["reason"], "exited", "{r}");
+    let lines: String = (0..20).map(|i| format!("tick {i}\n")).collect();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), lines);
+}

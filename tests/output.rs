@@ -818,3 +818,36 @@ fn a_write_error_in_the_last_flush_is_added_to_the_report() {
     assert!(error.contains("EIO"), "{r}");
     assert_eq!(r["output"]["stdout"]["bytes"], 60000, "{r}");
 }
+
+#[test]
+fn a_command_that_writes_now_and_then_wakes_pgrun_only_for_its_output() {
+    // A line every 10 ms (a build log, a test runner): pgrun wakes for each
+    // line and for nothing else. A rest after each line (it gathers nothing
+    // from a writer this slow) would wake pgrun a second time per line.
+    require_strace();
+    let scratch = Scratch::new();
+    let trace = scratch.path("trace");
+    let lines = 40;
+    let payload = format!("i=0; while [ $i -lt {lines} ]; do echo tick $i; sleep 0.01; i=$((i+1)); done");
+    // pgrun's own process only (no -f): the guard and the command are not traced.
+    let mut cmd = Command::new("strace");
+    cmd.args(["-qq", "-e", "trace=poll,ppoll", "-o", trace.to_str().unwrap(), pgrun_path()]);
+    cmd.args(["--max-output", "1M", "--", "sh", "-c", &payload]).stdin(Stdio::null());
+    let out = run(&mut cmd);
+    assert_status(&out, 0, "a command that writes now and then");
+    let want: String = (0..lines).map(|i| format!("tick {i}\n")).collect();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+    let trace = fs::read_to_string(&trace).unwrap();
+    // A wait with a limit that ran out: a wake-up nothing asked for (a
+    // zero limit only asks whether an fd is ready, it does not wait).
+    let timed_out: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.ends_with("= 0 (Timeout)") && !l.contains("{tv_sec=0, tv_nsec=0}") && !l.contains("], 0)"))
+        .collect();
+    assert!(
+        timed_out.len() < lines / 4,
+        "{} timed-out waits for {lines} lines:\n{}",
+        timed_out.len(),
+        timed_out.join("\n")
+    );
+}
