@@ -213,6 +213,12 @@ struct Stream {
     /// The stream was found busy: more than `busy_after` bytes taken
     /// ([`BUSY_AFTER`]; 0 under the test hook `long-rest`).
     busy: bool,
+    /// The last bytes taken went kernel to kernel (splice, tee): only
+    /// those rest. Bytes read (near the cut, past it into the ring, to a
+    /// terminal) cost a copy each, and pgrun, copying, rests them no
+    /// faster than the pipe would gather them (a cut of 1 GiB: 1.36x a
+    /// direct pipe with rests, 1.23x without).
+    spliced_last: bool,
     busy_after: u64,
     /// The rest of a busy stream: [`REST`] (2 s under `long-rest`).
     rest_when_busy: Duration,
@@ -561,6 +567,7 @@ impl Stream {
             taken: 0,
             wide,
             busy: false,
+            spliced_last: false,
             busy_after: BUSY_AFTER,
             rest_when_busy: REST,
             rest: None,
@@ -627,12 +634,13 @@ impl Stream {
     /// writer; only pieces that follow within `REST` wait, for at most that
     /// long. A command that writes nothing causes no wake-up at all: a
     /// rest follows only bytes taken. Not if the pipe cannot say what it
-    /// holds, nor unless `may_rest` (no other source rests).
+    /// holds, nor unless `may_rest` (no other source rests), nor after a
+    /// read (see `spliced_last`).
     fn rest_if_caught_up(&mut self, now: Instant, may_rest: bool) {
         let (Some(rest), Some(source)) = (self.rest, &self.source) else { return };
         let quick = self.watched_since.is_some_and(|since| now.saturating_duration_since(since) <= rest);
         self.watched_since = Some(now);
-        if may_rest && quick && pipe::bytes_readable(source.as_fd()).is_ok_and(|held| held == 0) {
+        if may_rest && quick && self.spliced_last && pipe::bytes_readable(source.as_fd()).is_ok_and(|held| held == 0) {
             self.rests_until = now.checked_add(rest);
             self.watched_since = self.rests_until;
         }
@@ -679,6 +687,7 @@ impl Stream {
     /// `n` bytes went to the destination kernel to kernel: count them.
     fn passed(&mut self, n: usize) {
         self.taken = self.taken.saturating_add(n as u64);
+        self.spliced_last = true;
         match &mut self.shape {
             Some(Shape::Whole(count)) => *count += n as u64,
             Some(Shape::Cut(cut)) => cut.passed(n as u64),
@@ -769,6 +778,7 @@ impl Stream {
             }
             Ok(n) => {
                 self.taken = self.taken.saturating_add(n as u64);
+                self.spliced_last = false;
                 if let Some(file) = file {
                     file.write(&scratch[..n]);
                 }
@@ -1035,6 +1045,19 @@ mod tests {
         assert!(polls_for_reading(&relay, 0));
         assert!(turn(&mut relay));
         assert_eq!(pipe::bytes_readable(dests[0].as_fd()).unwrap(), 12288);
+    }
+
+    #[test]
+    fn bytes_read_rather_than_spliced_do_not_rest() {
+        let (mut relay, command, dests) = relay_into_pipes();
+        relay.streams[0].rest = Some(Duration::from_secs(3600));
+        relay.streams[0].splice = false;
+        for _ in 0..2 {
+            write_all(&command[0], 4096);
+            assert!(turn(&mut relay), "the 4 KiB were not taken");
+        }
+        assert_eq!(pipe::bytes_readable(dests[0].as_fd()).unwrap(), 8192, "the bytes did not go on");
+        assert!(relay.next_wake().is_none(), "bytes read and copied rested");
     }
 
     #[test]
