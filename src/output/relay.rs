@@ -584,8 +584,9 @@ impl Stream {
     /// Once the stream is busy (more than [`BUSY_AFTER`] bytes taken), once:
     /// widen its destination, if a pipe, to hold [`PIPE_CAPACITY`]
     /// ([`pipe::widen`]: best effort, never narrower), so that each splice
-    /// or write moves more and the reader downstream is woken less often;
-    /// and let a wide source rest when caught up
+    /// or write moves more and the reader downstream is woken less often
+    /// (not past a cut's head: the destination only gets the marker and
+    /// the tail, at the end); and let a wide source rest when caught up
     /// ([`Stream::rest_if_caught_up`]).
     fn widen_if_busy(&mut self) {
         if self.busy || self.taken < self.busy_after {
@@ -595,7 +596,9 @@ impl Stream {
         if self.wide {
             self.rest = Some(self.rest_when_busy);
         }
-        if self.watch_reader {
+        // Past a cut's head only the ring gets bytes: the caller's pipe
+        // gets the marker and the tail at the end, and is left as it was.
+        if self.watch_reader && !self.shape.as_ref().is_some_and(Shape::past_head) {
             pipe::widen(self.dest.fd(), PIPE_CAPACITY);
         }
     }
@@ -1168,6 +1171,31 @@ mod tests {
         }
         // The other stream, which took nothing, is left as it was.
         assert_eq!(size(dests[1].as_fd()), small);
+    }
+
+    #[test]
+    fn a_cut_streams_destination_is_not_widened_past_its_head() {
+        use nix::fcntl::{FcntlArg, fcntl};
+        // --max-output 1K: a head of 512 bytes, then only the ring; the
+        // command writes more than BUSY_AFTER, the caller's pipe gets 1 KiB.
+        let (source, command, wide) = pipe::output_pipe(PIPE_CAPACITY).unwrap();
+        let (dest_read, dest_write) = cloexec_pipe().unwrap();
+        let dest: &'static OwnedFd = Box::leak(Box::new(dest_write));
+        let (other, _other_command, _) = pipe::output_pipe(PIPE_CAPACITY).unwrap();
+        let streams = [
+            Stream::new("stdout", source, wide, dest.as_fd(), Shape::Cut(Cut::new(1024).unwrap())),
+            Stream::new("stderr", other, wide, dest.as_fd(), Shape::Whole(0)),
+        ];
+        let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None };
+        let size = || fcntl(&dest_read, FcntlArg::F_GETPIPE_SZ).unwrap();
+        let small = size();
+        assert!(usize::try_from(small).unwrap() < PIPE_CAPACITY, "the system's pipes are already wide");
+        while relay.streams[0].taken <= 2 * BUSY_AFTER {
+            write_all(&command, 65536);
+            assert!(turn(&mut relay), "64 KiB were not taken");
+        }
+        assert!(relay.streams[0].busy);
+        assert_eq!(size(), small, "a pipe that gets only a cut's tail was widened");
     }
 
     #[test]
