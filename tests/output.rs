@@ -824,24 +824,39 @@ fn a_command_that_writes_now_and_then_wakes_pgrun_only_for_its_output() {
     // A line every 10 ms (a build log, a test runner): pgrun wakes for each
     // line and for nothing else. A rest after each line (it gathers nothing
     // from a writer this slow) would wake pgrun a second time per line.
+    // Only a busy stream rests at all: the command first writes 1.5 MiB at
+    // once, in the head of a cut that splices them all.
     require_strace();
     let scratch = Scratch::new();
     let trace = scratch.path("trace");
     let lines = 40;
-    let payload = format!("i=0; while [ $i -lt {lines} ]; do echo tick $i; sleep 0.01; i=$((i+1)); done");
+    let burst = 3 << 19;
+    let payload = format!(
+        "head -c {burst} /dev/zero; i=0; while [ $i -lt {lines} ]; do echo tick $i; sleep 0.01; i=$((i+1)); done"
+    );
     // pgrun's own process only (no -f): the guard and the command are not traced.
     let mut cmd = Command::new("strace");
-    cmd.args(["-qq", "-e", "trace=poll,ppoll", "-o", trace.to_str().unwrap(), pgrun_path()]);
-    cmd.args(["--max-output", "1M", "--", "sh", "-c", &payload]).stdin(Stdio::null());
+    cmd.args(["-qq", "-e", "trace=poll,ppoll,splice", "-o", trace.to_str().unwrap(), pgrun_path()]);
+    cmd.args(["--max-output", "8M", "--", "sh", "-c", &payload]).stdin(Stdio::null());
     let out = run(&mut cmd);
     assert_status(&out, 0, "a command that writes now and then");
-    let want: String = (0..lines).map(|i| format!("tick {i}\n")).collect();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+    let mut want = vec![0u8; burst];
+    want.extend((0..lines).map(|i| format!("tick {i}\n")).collect::<String>().bytes());
+    assert!(out.stdout == want, "{} bytes out, {} expected", out.stdout.len(), want.len());
     let trace = fs::read_to_string(&trace).unwrap();
+    // The lines' part of the trace: from the first splice of a line (the
+    // burst's are 4 KiB or more).
+    let splice_of_a_line = |l: &str| {
+        l.starts_with("splice(")
+            && l.rsplit("= ").next().and_then(|n| n.trim().parse::<usize>().ok()).is_some_and(|n| n < 16)
+    };
+    let lines_part: Vec<&str> = trace.lines().skip_while(|l| !splice_of_a_line(l)).collect();
+    assert!(!lines_part.is_empty(), "no line was spliced:\n{trace}");
     // A wait with a limit that ran out: a wake-up nothing asked for (a
     // zero limit only asks whether an fd is ready, it does not wait).
-    let timed_out: Vec<&str> = trace
-        .lines()
+    let timed_out: Vec<&str> = lines_part
+        .iter()
+        .copied()
         .filter(|l| l.ends_with("= 0 (Timeout)") && !l.contains("{tv_sec=0, tv_nsec=0}") && !l.contains("], 0)"))
         .collect();
     assert!(
