@@ -107,8 +107,9 @@ pub const POLL_MAX: usize = 8;
 /// [`PollFd`] holds plain fds (the relay matches them by number), and nix's
 /// poll wants a `BorrowedFd` for each. On Linux a limited wait is
 /// `ppoll(2)`, to the nanosecond (the relay's rests are fractions of a
-/// millisecond); elsewhere poll's milliseconds, rounded up so that a
-/// deadline is never woken for before it is due.
+/// millisecond); elsewhere (and in the portable build, which has no rests,
+/// so that the suite tests this path) poll's milliseconds, rounded up so
+/// that a deadline is never woken for before it is due.
 pub fn poll(set: &mut [PollFd], timeout: Option<Duration>) -> io::Result<()> {
     assert!(set.len() <= POLL_MAX, "poll: too many fds");
     let mut pfds = [libc::pollfd { fd: -1, events: 0, revents: 0 }; POLL_MAX];
@@ -137,7 +138,7 @@ pub fn poll(set: &mut [PollFd], timeout: Option<Duration>) -> io::Result<()> {
 
 /// `poll(2)`, or on Linux for a limited wait `ppoll(2)`, on `pfds`.
 fn poll_raw(pfds: &mut [libc::pollfd], timeout: Option<Duration>) -> libc::c_int {
-    #[cfg(target_os = "linux")]
+    #[cfg(linux_strengths)]
     if let Some(d) = timeout {
         let limit = libc::timespec {
             tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
