@@ -820,6 +820,7 @@ fn a_write_error_in_the_last_flush_is_added_to_the_report() {
 }
 
 #[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the portable path neither splices nor rests")]
 fn a_command_that_writes_now_and_then_wakes_pgrun_only_for_its_output() {
     // A line every 10 ms (a build log, a test runner): pgrun wakes for each
     // line and for nothing else. A rest after each line (it gathers nothing
