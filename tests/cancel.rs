@@ -122,7 +122,8 @@ fn timeout_kills_the_group_and_2_means_it_survived() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
     // The run's own grace is long; cancel's --timeout cuts it short.
-    let (index, pgid) = start_published(&mut guard, &pidfile, &["-k", "100"], "trap '' TERM; exec sleep 300");
+    // TERM ignored from the start: a trap would race cancel's TERM.
+    let (index, pgid) = start_published_ignoring_term(&mut guard, &pidfile, &["-k", "100"], "exec sleep 300");
     let out = cancel(&["--timeout", "0.3", pidfile.to_str().unwrap()]);
     assert_status(&out, 0, "timeout then KILL");
     assert!(is_dead(pgid));
@@ -147,8 +148,7 @@ fn no_wait_returns_once_the_request_is_delivered() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
-    let (index, _) =
-        start_published(&mut guard, &pidfile, &["-k", "100"], "trap 'echo TERM' TERM; while :; do sleep 0.2; done");
+    let (index, _) = start_published_ignoring_term(&mut guard, &pidfile, &["-k", "100"], "while :; do sleep 0.2; done");
     let out = cancel(&["--no-wait", pidfile.to_str().unwrap()]);
     assert_status(&out, 0, "--no-wait");
     assert!(guard.child(index).try_wait().unwrap().is_none(), "the run cannot be gone yet: it ignores TERM for 100s");

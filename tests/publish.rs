@@ -341,7 +341,8 @@ fn a_stopping_run_marks_its_marker_with_a_note_naming_it() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
     let marker = scratch.path("job.pid.cancel");
-    let (index, pgid) = start_published(&mut guard, &pidfile, &["-t", "0.1", "-k", "2"], "trap '' TERM; sleep 300");
+    // TERM ignored from the start: a trap would race the 0.1 s timeout.
+    let (index, pgid) = start_published_ignoring_term(&mut guard, &pidfile, &["-t", "0.1", "-k", "2"], "sleep 300");
     let pgrun_pid = guard.child(index).id();
     let mut note = String::new();
     eventually("the stopping note", || {

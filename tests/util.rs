@@ -592,10 +592,26 @@ pub fn can_lock(path: &Path) -> bool {
 /// wait until its pid file is published. Returns the child's index and the
 /// group id it published.
 pub fn start_published(guard: &mut Guard, pidfile: &Path, extra: &[&str], payload: &str) -> (usize, i32) {
+    start_published_from(guard, pidfile, &mut published_run(pidfile, extra, payload))
+}
+
+/// [`start_published`], with SIGTERM ignored from the command's first
+/// instruction ([`with_ignored`]): a command that ignores TERM with no
+/// `trap` for a signal sent right after the publication to race.
+pub fn start_published_ignoring_term(guard: &mut Guard, pidfile: &Path, extra: &[&str], payload: &str) -> (usize, i32) {
+    let mut cmd = published_run(pidfile, extra, payload);
+    start_published_from(guard, pidfile, with_ignored(&mut cmd, libc::SIGTERM))
+}
+
+fn published_run(pidfile: &Path, extra: &[&str], payload: &str) -> Command {
     let mut args: Vec<&str> = vec!["-p", pidfile.to_str().unwrap()];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--", "sh", "-c", payload]);
-    let index = guard.spawn(&mut pgrun(&args));
+    pgrun(&args)
+}
+
+fn start_published_from(guard: &mut Guard, pidfile: &Path, cmd: &mut Command) -> (usize, i32) {
+    let index = guard.spawn(cmd);
     let pgid: i32 = wait_line(pidfile).parse().expect("pid file holds a number");
     guard.record(pgid);
     guard.record_group(pgid);
