@@ -213,18 +213,16 @@ struct Stream {
     /// The stream was found busy: more than `busy_after` bytes taken
     /// ([`BUSY_AFTER`]; 0 under the test hook `long-rest`).
     busy: bool,
+    busy_after: u64,
+    /// The rest of a busy stream with a wide source ([`Stream::rest`]):
+    /// [`REST`] (2 s under `long-rest`).
+    rest_when_busy: Duration,
     /// The last bytes taken went kernel to kernel (splice, tee): only
     /// those rest. Bytes read (near the cut, past it into the ring, to a
     /// terminal) cost a copy each, and pgrun, copying, rests them no
     /// faster than the pipe would gather them (a cut of 1 GiB: 1.36x a
     /// direct pipe with rests, 1.23x without).
     spliced_last: bool,
-    busy_after: u64,
-    /// The rest of a busy stream: [`REST`] (2 s under `long-rest`).
-    rest_when_busy: Duration,
-    /// How long the source rests once caught up: [`REST`] once the stream
-    /// is busy, if its source is wide; else it never rests.
-    rest: Option<Duration>,
     /// Until when the source rests: not polled, however much it gets.
     rests_until: Option<Instant>,
     /// Since when pgrun has watched the source (empty, or so it was): its
@@ -570,7 +568,6 @@ impl Stream {
             spliced_last: false,
             busy_after: BUSY_AFTER,
             rest_when_busy: REST,
-            rest: None,
             rests_until: None,
             watched_since: None,
             shape: Some(shape),
@@ -579,6 +576,12 @@ impl Stream {
             stats: None,
             error: None,
         }
+    }
+
+    /// How long the source rests once caught up: `rest_when_busy` once the
+    /// stream is busy, if its source is wide; else it never rests.
+    fn rest(&self) -> Option<Duration> {
+        (self.busy && self.wide).then_some(self.rest_when_busy)
     }
 
     /// Once the stream is busy (more than [`BUSY_AFTER`] bytes taken), once:
@@ -593,9 +596,6 @@ impl Stream {
             return;
         }
         self.busy = true;
-        if self.wide {
-            self.rest = Some(self.rest_when_busy);
-        }
         // Past a cut's head only the ring gets bytes: the caller's pipe
         // gets the marker and the tail at the end, and is left as it was.
         if self.watch_reader && !self.shape.as_ref().is_some_and(Shape::past_head) {
@@ -640,7 +640,7 @@ impl Stream {
     /// holds, nor unless `may_rest` (no other source rests), nor after a
     /// read (see `spliced_last`).
     fn rest_if_caught_up(&mut self, now: Instant, may_rest: bool) {
-        let (Some(rest), Some(source)) = (self.rest, &self.source) else { return };
+        let (Some(rest), Some(source)) = (self.rest(), &self.source) else { return };
         let quick = self.watched_since.is_some_and(|since| now.saturating_duration_since(since) <= rest);
         self.watched_since = Some(now);
         if may_rest && quick && self.spliced_last && pipe::bytes_readable(source.as_fd()).is_ok_and(|held| held == 0) {
@@ -997,6 +997,13 @@ mod tests {
         (relay, [out_cmd, err_cmd], [out_dest, err_dest])
     }
 
+    /// Stream 0 as if busy with a wide source, resting `rest` once caught
+    /// up (its destination is left as it is).
+    fn rests_for(relay: &mut Relay, rest: Duration) {
+        let s = &mut relay.streams[0];
+        (s.busy, s.wide, s.rest_when_busy) = (true, true, rest);
+    }
+
     /// Whether `relay` polls stream `i`'s source for reading now.
     fn polls_for_reading(relay: &Relay, i: usize) -> bool {
         let fd = relay.streams[i].source.as_ref().unwrap().as_raw_fd();
@@ -1024,7 +1031,7 @@ mod tests {
     #[test]
     fn a_source_taken_empty_rests_then_is_polled_again() {
         let (mut relay, command, dests) = relay_into_pipes();
-        relay.streams[0].rest = Some(Duration::from_secs(3600));
+        rests_for(&mut relay, Duration::from_secs(3600));
         assert!(relay.next_wake().is_none());
         assert!(polls_for_reading(&relay, 0));
         // The first bytes after a quiet spell go on, and nothing rests.
@@ -1053,7 +1060,7 @@ mod tests {
     #[test]
     fn bytes_read_rather_than_spliced_do_not_rest() {
         let (mut relay, command, dests) = relay_into_pipes();
-        relay.streams[0].rest = Some(Duration::from_secs(3600));
+        rests_for(&mut relay, Duration::from_secs(3600));
         relay.streams[0].splice = false;
         for _ in 0..2 {
             write_all(&command[0], 4096);
@@ -1067,7 +1074,7 @@ mod tests {
     fn a_writer_slower_than_a_rest_is_not_rested_for() {
         let (mut relay, command, _dests) = relay_into_pipes();
         // As if busy: a source that is not never rests, whatever the writer.
-        relay.streams[0].rest = Some(REST);
+        rests_for(&mut relay, REST);
         for _ in 0..3 {
             write_all(&command[0], 4096);
             assert!(turn(&mut relay));
@@ -1124,7 +1131,7 @@ mod tests {
     #[test]
     fn a_source_that_still_holds_bytes_does_not_rest() {
         let (mut relay, command, _dests) = relay_into_pipes();
-        relay.streams[0].rest = Some(Duration::from_secs(3600));
+        rests_for(&mut relay, Duration::from_secs(3600));
         // The destination has room for 4 KiB: a splice leaves bytes.
         let capacity = nix::fcntl::fcntl(relay.streams[0].dest.fd(), nix::fcntl::FcntlArg::F_GETPIPE_SZ).unwrap();
         let filler = vec![0u8; usize::try_from(capacity).unwrap() - 4096];
@@ -1161,13 +1168,13 @@ mod tests {
         // Short of BUSY_AFTER: the destination is as it was, nothing rests.
         pass(&mut relay, &command[0], &dests[0], BUSY_AFTER as usize - 4096);
         assert_eq!(size(dests[0].as_fd()), small);
-        assert!(relay.streams[0].rest.is_none() && relay.next_wake().is_none());
+        assert!(relay.streams[0].rest().is_none() && relay.next_wake().is_none());
         // Past it: the destination holds PIPE_CAPACITY and the source may
         // rest (where this process may widen a pipe at all).
         pass(&mut relay, &command[0], &dests[0], 8192);
         if relay.streams[0].wide {
             assert!(size(dests[0].as_fd()) >= PIPE_CAPACITY, "{} bytes", size(dests[0].as_fd()));
-            assert_eq!(relay.streams[0].rest, Some(REST), "a busy stream may not rest");
+            assert_eq!(relay.streams[0].rest(), Some(REST), "a busy stream may not rest");
         }
         // The other stream, which took nothing, is left as it was.
         assert_eq!(size(dests[1].as_fd()), small);
