@@ -317,13 +317,13 @@ fn cancel_finds_a_straggler_whose_earlier_siblings_end_during_the_walk() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
     let dir = scratch.sh();
-    assert!(Command::new("mkfifo").arg(scratch.path("fifo")).status().unwrap().success());
     // The leader forks 12 siblings, then the straggler (fork order is their
     // order in pgrun's children file once the leader is gone), all ignoring
     // TERM; the leader itself dies of the TERM pgrun sends.
+    let fork_siblings = fork_fifo_siblings(&scratch);
     let payload = format!(
         "trap '' TERM
-         for i in 1 2 3 4 5 6 7 8 9 10 11 12; do cat {dir}/fifo >/dev/null & echo $! >> {dir}/siblings; done
+         {fork_siblings}
          sleep 1000 & echo $! > {dir}/straggler
          echo done >> {dir}/siblings
          trap - TERM

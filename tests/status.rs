@@ -80,16 +80,16 @@ fn stale_pending_and_broken_files() {
 #[test]
 #[cfg_attr(feature = "posix-fallback", ignore = "the portable path reads no children files")]
 fn status_counts_an_escapee_whose_earlier_siblings_end_during_the_walk() {
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
     let dir = scratch.sh();
-    assert!(Command::new("mkfifo").arg(scratch.path("fifo")).status().unwrap().success());
     // 12 siblings in the group, then the escapee in a session of its own
     // (not a group leader when forked, so setsid(1) does not fork again).
+    let fork_siblings = fork_fifo_siblings(&scratch);
     let payload = format!(
-        "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do cat {dir}/fifo >/dev/null & echo $! >> {dir}/siblings; done
+        "{fork_siblings}
          setsid sleep 1000 & echo $! > {dir}/escapee
          echo done >> {dir}/siblings
          wait"

@@ -791,10 +791,19 @@ pub fn pgrun_injected(inject: &str, only_path: Option<&Path>, args: &[&str]) -> 
     cmd
 }
 
-/// The children-file race tests' siblings: a payload forks 12 processes
-/// that block reading `dir/fifo`, appends each pid to `dir/siblings`, then
-/// `done`. Waits for that line, records the pids with `guard`, and returns
-/// them.
+/// The children-file race tests' siblings: makes `dir/fifo` and returns the
+/// shell lines that fork 12 processes blocked reading it, each pid appended
+/// to `dir/siblings` (the payload then appends `done`; see
+/// [`fifo_siblings`]).
+pub fn fork_fifo_siblings(scratch: &Scratch) -> String {
+    let fifo = scratch.path("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let dir = scratch.sh();
+    format!("for i in 1 2 3 4 5 6 7 8 9 10 11 12; do cat {dir}/fifo >/dev/null & echo $! >> {dir}/siblings; done")
+}
+
+/// The siblings of [`fork_fifo_siblings`]: waits for the payload's `done`
+/// line in `dir/siblings`, records the pids with `guard`, and returns them.
 pub fn fifo_siblings(scratch: &Scratch, guard: &mut Guard) -> Vec<i32> {
     eventually("the 12 siblings", || {
         fs::read_to_string(scratch.path("siblings")).unwrap_or_default().ends_with("done\n")
