@@ -87,18 +87,22 @@ def hyperfine(commands, runs, ignore_failure=False, rounds=1):
     return [statistics.median(t) for t in times]
 
 
-def paired(commands, runs):
+def paired(commands, runs, warmup=None, each=False):
     """Median wall time of each command, the commands taking turns run by
     run (in alternating order), so that whatever else the machine does
     meanwhile falls on all of them alike: hyperfine's rounds interleave
     only blocks of runs, and a busy phase during one block moves its ratio
     by 10-20% on this 2-core machine. Each run is a posix_spawn and a
-    waitpid from here, the same for every command."""
-    argvs = [c.split() for c in commands]
+    waitpid from here, the same for every command. A command is a string
+    split on spaces, or an argv list. `warmup` rounds first (default
+    min(20, runs)) warm the caches and are not counted. With `each`, also
+    the times themselves, run by run, for ratios round by round."""
+    argvs = [c if isinstance(c, list) else c.split() for c in commands]
     paths = [shutil.which(a[0]) or a[0] for a in argvs]
+    warmup = min(20, runs) if warmup is None else warmup
     times = [[] for _ in commands]
     order = list(range(len(commands)))
-    for r in range(runs + min(20, runs)):
+    for r in range(runs + warmup):
         for i in (order if r % 2 == 0 else order[::-1]):
             start = time.perf_counter_ns()
             pid = os.posix_spawn(paths[i], argvs[i], os.environ)
@@ -106,9 +110,18 @@ def paired(commands, runs):
             elapsed = time.perf_counter_ns() - start
             if os.waitstatus_to_exitcode(status) != 0:
                 raise RuntimeError(f"{commands[i]} failed")
-            if r >= min(20, runs):  # the first runs warm the caches
+            if r >= warmup:
                 times[i].append(elapsed / 1e9)
-    return [statistics.median(t) for t in times]
+    medians = [statistics.median(t) for t in times]
+    return (medians, times) if each else medians
+
+
+def spread(ours, anchor):
+    """The middle half of the round-by-round ratios of two commands
+    measured by `paired` (each of ours over the anchor run next to it)."""
+    ratios = sorted(o / a for o, a in zip(ours, anchor))
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    return f"{q[0]:.2f}x-{q[2]:.2f}x"
 
 
 def start_published(pidfile, payload, extra=()):
@@ -256,48 +269,55 @@ def output_relay():
     """1 GiB through the relay: passing whole under --max-output 2G (the head
     spliced pipe to pipe on Linux), cut by --max-output 1M (the head spliced,
     the rest read into the ring), and whole for --idle-timeout (spliced),
-    next to a direct pipe and a cat in between. The commands take turns
-    (rounds), so a busy phase of the machine hits them alike."""
+    next to a direct pipe and a cat in between. The commands take turns run
+    by run (`paired`), so a busy phase of the machine hits them alike; the
+    ratio is of the medians, and the middle half of the round-by-round
+    ratios follows it: a direct pipe's own time moves by a third from run
+    to run here (whether head and cat meet on one core or not)."""
     size = (64 << 20) if QUICK else (1 << 30)
-    runs, rounds = (1, 2) if QUICK else (1, 5)
+    runs = 2 if QUICK else 11
     produce = f"head -c {size} /dev/zero"
-    direct, cat, passing, cut, idle = hyperfine([
-        f"sh -c '{produce} | cat >/dev/null'",
-        f"sh -c '{produce} | cat | cat >/dev/null'",
-        f"sh -c '{PGRUN} --max-output 2G -- {produce} | cat >/dev/null'",
-        f"sh -c '{PGRUN} --max-output 1M -- {produce} | cat >/dev/null'",
-        f"sh -c '{PGRUN} --idle-timeout 1h -- {produce} | cat >/dev/null'",
-    ], runs, rounds=rounds)
+    sh = lambda line: ["sh", "-c", line]
+    (direct, cat, passing, cut, idle), each = paired([
+        sh(f"{produce} | cat >/dev/null"),
+        sh(f"{produce} | cat | cat >/dev/null"),
+        sh(f"{PGRUN} --max-output 2G -- {produce} | cat >/dev/null"),
+        sh(f"{PGRUN} --max-output 1M -- {produce} | cat >/dev/null"),
+        sh(f"{PGRUN} --idle-timeout 1h -- {produce} | cat >/dev/null"),
+    ], runs, warmup=1, each=True)
     gib = size / (1 << 30)
     anchors = f"direct pipe {ms(direct)}, through cat {ms(cat)}"
-    for what, t in [(f"--max-output 2G passing {size >> 20} MiB whole", passing),
-                    (f"--max-output 1M cutting {size >> 20} MiB", cut),
-                    (f"--idle-timeout passing {size >> 20} MiB whole", idle)]:
+    for what, t, times in [(f"--max-output 2G passing {size >> 20} MiB whole", passing, each[2]),
+                           (f"--max-output 1M cutting {size >> 20} MiB", cut, each[3]),
+                           (f"--idle-timeout passing {size >> 20} MiB whole", idle, each[4])]:
         row(what, f"{ms(t)} ({gib / t:.2f} GiB/s)", anchors,
-            f"{t / direct:.2f}x direct pipe, {t / cat:.2f}x cat", "<= 1.5x direct pipe")
+            f"{t / direct:.2f}x direct pipe (rounds: {spread(times, each[0])}), {t / cat:.2f}x cat",
+            "<= 1.5x direct pipe")
 
 
 def output_file():
     """--output-file: a tee of a big stream to a file and on to stdout, next
-    to a direct pipe and to `tee FILE | cat`, taking turns (rounds). The
-    file is rewritten by every run, in the bench's temporary folder."""
+    to a direct pipe and to `tee FILE | cat`, taking turns run by run
+    (`paired`). The file is rewritten by every run, in the bench's
+    temporary folder."""
     size = (64 << 20) if QUICK else (1 << 30)
-    runs, rounds = (1, 2) if QUICK else (1, 5)
+    runs = 2 if QUICK else 9
     produce = f"head -c {size} /dev/zero"
     log = os.path.join(TMP, "output.log")
-    direct, tee, ours, ours_cut = hyperfine([
-        f"sh -c '{produce} | cat >/dev/null'",
-        f"sh -c '{produce} | tee {log} | cat >/dev/null'",
-        f"sh -c '{PGRUN} --output-file {log} -- {produce} | cat >/dev/null'",
-        f"sh -c '{PGRUN} --output-file {log} --max-output 2G -- {produce} | cat >/dev/null'",
-    ], runs, rounds=rounds)
+    sh = lambda line: ["sh", "-c", line]
+    (direct, tee, ours, ours_cut), each = paired([
+        sh(f"{produce} | cat >/dev/null"),
+        sh(f"{produce} | tee {log} | cat >/dev/null"),
+        sh(f"{PGRUN} --output-file {log} -- {produce} | cat >/dev/null"),
+        sh(f"{PGRUN} --output-file {log} --max-output 2G -- {produce} | cat >/dev/null"),
+    ], runs, warmup=1, each=True)
     os.unlink(log)
     gib = size / (1 << 30)
     anchors = f"direct pipe {ms(direct)}, tee FILE piped to cat {ms(tee)}"
     row(f"--output-file: a tee of {size >> 20} MiB to a file and stdout", f"{ms(ours)} ({gib / ours:.2f} GiB/s)",
-        anchors, f"{ours / tee:.2f}x tee", "<= 1.2x tee")
+        anchors, f"{ours / tee:.2f}x tee (rounds: {spread(each[2], each[1])})", "<= 1.2x tee")
     row(f"--output-file --max-output 2G: the same, under a SIZE it fits", f"{ms(ours_cut)} ({gib / ours_cut:.2f} GiB/s)",
-        anchors, f"{ours_cut / tee:.2f}x tee", "<= 1.2x tee")
+        anchors, f"{ours_cut / tee:.2f}x tee (rounds: {spread(each[3], each[1])})", "<= 1.2x tee")
 
 
 def guard_startup():
