@@ -234,8 +234,8 @@ fn cpu_ticks(pid: i32) -> u64 {
 
 #[test]
 fn output_waiting_behind_a_rest_of_the_relay_is_no_idleness() {
-    // PGRUN_TEST_HOOK=long-rest (debug builds): a source pgrun took empty
-    // twice within 2 s rests 2 s, longer than the idle timeout. The
+    // PGRUN_TEST_HOOK=long-rest (debug builds): a source pgrun caught up
+    // with twice within 2 s rests 2 s, longer than the idle timeout. The
     // command writes a line every 100 ms and is never idle for 700 ms: the
     // lines that wait in the pipe behind the rest count, and the run ends
     // as the command does. (The real rest is 200 us: an idle timeout below

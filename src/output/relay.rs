@@ -108,8 +108,9 @@ const PIPE_CAPACITY: usize = 1024 * 1024;
 /// gives an unprivileged user's new pipes 2 pages instead of 16), and its
 /// output is never held back by a rest.
 const BUSY_AFTER: u64 = 1024 * 1024;
-/// How long a stream's source rests once pgrun has taken all it held
-/// (see [`Stream::rest_if_caught_up`]): short enough that a writer at the
+/// How long a stream's source rests once pgrun has caught up with it
+/// (taken all it held but under [`CAUGHT_UP`], see
+/// [`Stream::rest_if_caught_up`]): short enough that a writer at the
 /// kernel's pipe speed (a few GB/s) does not fill [`PIPE_CAPACITY`]
 /// meanwhile, long enough that it writes many small pieces.
 const REST: Duration = Duration::from_micros(200);
@@ -234,9 +235,10 @@ struct Stream {
     spliced_last: bool,
     /// Until when the source rests: not polled, however much it gets.
     rests_until: Option<Instant>,
-    /// Since when pgrun has watched the source (empty, or so it was): its
-    /// last take, or the end of the rest that followed it. Bytes that come
-    /// within [`REST`] of it say the writer keeps coming back quickly.
+    /// Since when pgrun has watched the source (caught up with, or so it
+    /// was): its last take, or the end of the rest that followed it. Bytes
+    /// that come within [`REST`] of it say the writer keeps coming back
+    /// quickly.
     watched_since: Option<Instant>,
     /// `None` once the stream has ended and its stats are known.
     shape: Option<Shape>,
@@ -457,7 +459,8 @@ impl Relay {
     }
 
     /// Stream `i`'s source is readable: take from it
-    /// ([`Stream::on_readable`]); if that emptied it, it rests, unless
+    /// ([`Stream::on_readable`]); if that caught up with the writer
+    /// (see [`Stream::rest_if_caught_up`]), it rests, unless
     /// another source rests already: at most one rests at a time, so
     /// that bytes the command writes to the other stream meanwhile wake
     /// pgrun, which takes the resting one's first
