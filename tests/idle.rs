@@ -10,6 +10,14 @@ fn report_args(report: &std::path::Path) -> Vec<String> {
     vec!["--report".into(), report.to_str().unwrap().into()]
 }
 
+/// pgrun's arguments for `options`, a report at `report`, and `sh -c script`.
+fn idle_run(options: &[&str], report: &std::path::Path, script: &str) -> Vec<String> {
+    let mut a: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+    a.extend(report_args(report));
+    a.extend(["--".into(), "sh".into(), "-c".into(), script.into()]);
+    a
+}
+
 /// `sh -c` writing a line every 100 ms, `n` times, to `fd`.
 fn chatty(n: u32, fd: u32) -> String {
     format!("i=0; while [ $i -lt {n} ]; do echo tick $i >&{fd}; sleep 0.1; i=$((i+1)); done")
@@ -19,9 +27,7 @@ fn chatty(n: u32, fd: u32) -> String {
 fn an_idle_command_is_stopped_after_about_dur() {
     let scratch = Scratch::new();
     let report = scratch.path("report.json");
-    let mut a = vec!["--idle-timeout".to_string(), "700ms".into()];
-    a.extend(report_args(&report));
-    a.extend(["--".into(), "sh".into(), "-c".into(), "echo started; exec sleep 300".into()]);
+    let a = idle_run(&["--idle-timeout", "700ms"], &report, "echo started; exec sleep 300");
     let out = run(&mut pgrun(&a));
     assert_status(&out, 124, "idle command");
     assert_eq!(out.stdout, b"started\n");
@@ -41,9 +47,7 @@ fn a_chatty_command_outlives_the_idle_timeout_on_stdout_or_on_stderr() {
         let report = scratch.path("report.json");
         // 15 lines 100 ms apart: at least 1.5 s, past the idle timeout of
         // 1 s, which each line moves.
-        let mut a = vec!["--idle-timeout".to_string(), "1s".into()];
-        a.extend(report_args(&report));
-        a.extend(["--".into(), "sh".into(), "-c".into(), chatty(15, fd)]);
+        let a = idle_run(&["--idle-timeout", "1s"], &report, &chatty(15, fd));
         let started = std::time::Instant::now();
         let out = run(&mut pgrun(&a));
         assert_status(&out, 0, &format!("chatty command on fd {fd}"));
@@ -64,9 +68,7 @@ fn preserve_status_applies_to_the_idle_timeout() {
     let report = scratch.path("report.json");
     let dir = scratch.sh();
     let payload = format!("trap 'exit 7' TERM; touch {dir}/ready; sleep 300 & wait");
-    let mut a = vec!["--idle-timeout".to_string(), "500ms".into(), "--preserve-status".into()];
-    a.extend(report_args(&report));
-    a.extend(["--".into(), "sh".into(), "-c".into(), payload]);
+    let a = idle_run(&["--idle-timeout", "500ms", "--preserve-status"], &report, &payload);
     let out = run(&mut pgrun(&a));
     assert_status(&out, 7, "idle timeout with --preserve-status");
     assert!(scratch.path("ready").exists(), "the trap was never set");
@@ -131,9 +133,7 @@ fn idle_output_passes_whole_and_with_max_output_bounded_byte_exact() {
 fn the_timeout_still_applies_to_a_chatty_command() {
     let scratch = Scratch::new();
     let report = scratch.path("report.json");
-    let mut a = vec!["--idle-timeout".to_string(), "5s".into(), "--timeout".into(), "700ms".into()];
-    a.extend(report_args(&report));
-    a.extend(["--".into(), "sh".into(), "-c".into(), chatty(1000, 1)]);
+    let a = idle_run(&["--idle-timeout", "5s", "--timeout", "700ms"], &report, &chatty(1000, 1));
     let out = run(&mut pgrun(&a));
     assert_status(&out, 124, "timeout with an idle timeout");
     assert_eq!(json(&report)["reason"], "timeout");
@@ -242,9 +242,7 @@ fn output_waiting_behind_a_rest_of_the_relay_is_no_idleness() {
     // that stopped a command that never stopped writing.)
     let scratch = Scratch::new();
     let report = scratch.path("report.json");
-    let mut a = vec!["--idle-timeout".to_string(), "700ms".into()];
-    a.extend(report_args(&report));
-    a.extend(["--".into(), "sh".into(), "-c".into(), chatty(20, 1)]);
+    let a = idle_run(&["--idle-timeout", "700ms"], &report, &chatty(20, 1));
     let out = run(pgrun(&a).env("PGRUN_TEST_HOOK", "long-rest"));
     assert_status(&out, 0, "a chatty command behind a long rest");
     let r = json(&report);
