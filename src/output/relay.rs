@@ -41,9 +41,10 @@
 //! Closing that window took a mark of "rested since last taken" kept
 //! right through every path (a poll finding it empty, the rest's end, the
 //! idle deadline), and bought nothing against the same reorder without
-//! rests; it was tried and taken out again (f42f5a3 and its review). Nor does it
-//! make a command idle: bytes waiting behind it when the idle deadline
-//! comes end it ([`Relay::end_rests_that_hold_bytes`]). That rest
+//! rests; it was tried and taken out again (f42f5a3 and its review).
+//!
+//! Nor does a rest make a command idle: bytes waiting behind it when the
+//! idle deadline comes end it ([`Relay::end_rests_that_hold_bytes`]). That rest
 //! ([`Relay::next_wake`]) is the relay's only timed wake-up, and only ever
 //! follows bytes taken: a command that writes nothing wakes nobody. Only a
 //! busy stream rests ([`BUSY_AFTER`]), and its destination, if a pipe, is
