@@ -124,7 +124,7 @@ impl TempFile {
             }
         }
         let prepared = TempFile { temp, target: target.to_path_buf(), file: Some(opened?) };
-        crate::panic_stop::remove_on_panic(&prepared.temp);
+        crate::exit_hooks::temporary_created(&prepared.temp);
         let mut file = prepared.file();
         file.set_permissions(fs::Permissions::from_mode(MODE))?;
         // Reserve the space now, so the final write cannot meet a full disk.
@@ -169,9 +169,9 @@ impl TempFile {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
             Err(e) => return Err(e),
         }
-        crate::panic_stop::remove_on_panic(shared);
+        crate::exit_hooks::temporary_created(shared);
         remove_name(&self.temp);
-        crate::panic_stop::placed(&self.temp);
+        crate::exit_hooks::temporary_done(&self.temp);
         self.temp = shared.to_path_buf();
         Ok(true)
     }
@@ -180,7 +180,7 @@ impl TempFile {
     /// returned (its locks travel with it).
     pub fn rename_into_place(mut self) -> io::Result<File> {
         fs::rename(&self.temp, &self.target)?;
-        crate::panic_stop::placed(&self.temp);
+        crate::exit_hooks::temporary_done(&self.temp);
         Ok(self.file.take().expect("placed once"))
     }
 
@@ -189,7 +189,7 @@ impl TempFile {
     pub fn link_into_place(mut self) -> io::Result<File> {
         fs::hard_link(&self.temp, &self.target)?;
         remove_name(&self.temp);
-        crate::panic_stop::placed(&self.temp);
+        crate::exit_hooks::temporary_done(&self.temp);
         Ok(self.file.take().expect("placed once"))
     }
 }
@@ -202,7 +202,7 @@ impl Drop for TempFile {
             if names_file(&self.temp, file) {
                 remove_name(&self.temp);
             }
-            crate::panic_stop::placed(&self.temp);
+            crate::exit_hooks::temporary_done(&self.temp);
         }
     }
 }
@@ -258,7 +258,7 @@ fn remove_name(path: &Path) {
     if let Err(e) = fs::remove_file(path)
         && e.kind() != io::ErrorKind::NotFound
     {
-        let what = crate::pidfile::errno_text(&e);
+        let what = crate::say::errno_text(&e);
         crate::say::line(format_args!("warning: cannot remove temporary file {}: {what}", path.display()));
     }
 }

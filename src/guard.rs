@@ -77,9 +77,9 @@
 //! it ends there too (its own panic hook, installed first thing, exits).
 
 use crate::backoff::Backoff;
-use crate::contain::OwnGroup;
 use crate::contain::cgroup::Leaf;
 use crate::contain::foreign::{ForeignGroup, held_members, members_of};
+use crate::contain::{Guardian, OwnGroup};
 use crate::say;
 use crate::signame::Signal;
 use crate::stop_sequence::StopSequence;
@@ -136,17 +136,17 @@ pub struct Plan {
 #[derive(Clone, Default)]
 pub struct GuardChild(Rc<Cell<Option<Pid>>>, Option<Rc<lifetime::SharedPage>>);
 
-impl GuardChild {
+impl crate::contain::Guardian for GuardChild {
     /// The guard's pid, while it is an unreaped child of pgrun (so the
     /// number cannot have been reused).
-    pub fn pid(&self) -> Option<Pid> {
+    fn pid(&self) -> Option<Pid> {
         self.0.get()
     }
 
     /// pgrun saw the run's group empty: gone for good. From then on the
     /// guard never uses its number (no syscall, no wake-up: a store in the
     /// shared page).
-    pub fn group_gone(&self) {
+    fn group_gone(&self) {
         if let Some(page) = &self.1 {
             page.slot(GROUP_GONE).store(1, Ordering::Release);
         }
@@ -202,9 +202,10 @@ impl Guard {
         self.child.pid()
     }
 
-    /// The shared view of the guard's pid (see [`GuardChild`]).
-    pub fn child(&self) -> GuardChild {
-        self.child.clone()
+    /// The shared view of the guard's pid (see [`GuardChild`]), as the
+    /// run's containment holds it.
+    pub fn child(&self) -> crate::contain::SharedGuardian {
+        Rc::new(self.child.clone())
     }
 
     /// Whether `pid` is the guard (not yet reaped).
@@ -413,7 +414,7 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     if let Some(temp) = &plan.report_temp
         && let Err(e) = crate::atomic_file::remove_if_still(temp)
     {
-        let what = crate::pidfile::errno_text(&e);
+        let what = crate::say::errno_text(&e);
         say::line(format_args!("guard: warning: cannot remove {}: {what}", temp.path.display()));
     }
     sys::exit_now(0)
@@ -526,7 +527,7 @@ fn remove_marker_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>, note: Op
         && let Err(e) = std::fs::remove_file(&path)
         && e.kind() != std::io::ErrorKind::NotFound
     {
-        let what = crate::pidfile::errno_text(&e);
+        let what = crate::say::errno_text(&e);
         say::line(format_args!("guard: warning: cannot remove cancel marker {}: {what}", path.display()));
     }
 }

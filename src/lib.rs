@@ -58,6 +58,7 @@ pub mod detach;
 pub mod duration;
 pub mod entry;
 pub mod exit;
+pub mod exit_hooks;
 pub mod generate;
 pub mod guard;
 pub mod help;

@@ -42,7 +42,7 @@ impl Lifecycle<'_> {
     /// terminal is given back from it.
     pub fn started(&mut self, pgid: Pid) {
         self.scope.started(pgid);
-        crate::panic_stop::watch(pgid);
+        crate::exit_hooks::watch_group(pgid);
         if let Some(terminal) = self.terminal {
             terminal.started(pgid);
         }
@@ -108,7 +108,7 @@ impl Lifecycle<'_> {
     /// which may be reused (already so since the group was first seen
     /// empty: [`crate::contain::OwnGroup`] unwatches it then).
     pub fn gone(&self) {
-        crate::panic_stop::unwatch();
+        crate::exit_hooks::forget_group();
     }
 
     /// The run is over and withdrawn: consume the marker and release the

@@ -4,37 +4,27 @@
 //! The release build aborts on panic (`panic = "abort"`), so nothing can be
 //! caught or unwound. Instead a panic hook, which runs before the abort (and
 //! before any unwinding in a debug build), prints one `pgrun: ` line, sends
-//! SIGKILL to the group the run mode recorded here, reaps until the group is
+//! SIGKILL to the group the run mode recorded in [`crate::exit_hooks`], reaps until the group is
 //! gone (bounded: a panic path must end), writes the `--report` held here
 //! (reason `error`: once the report path is accepted, every exit writes
 //! it), removes the temporary files not yet placed, and `_exit`s with 125.
 //!
 //! The report and the temporary files are pgrun's own: a forked guard
-//! inherits this module's state, and its panics must not touch them.
+//! inherits this module's state, and its panics must not touch them
+//! ([`crate::exit_hooks::is_owner`]).
 
 use crate::backoff::Backoff;
 use crate::exit::RunExit;
+use crate::exit_hooks;
 use crate::report::{Contents, Outcome, Reason, ReportTarget};
 use crate::signame::Signal;
 use crate::sys::process::{self, ChildStatus, Reaped};
 use crate::sys::{self, Pid};
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
-
-/// The group the run is supervising; 0 when there is none.
-static GROUP: AtomicI32 = AtomicI32::new(0);
-
-/// The process whose report and temporary files these are: pgrun itself,
-/// not a forked guard.
-static OWNER: AtomicI32 = AtomicI32::new(0);
 
 /// The report to write if a panic ends the run.
 static REPORT: Mutex<Option<PanicReport>> = Mutex::new(None);
-
-/// Temporary files created and not yet placed or removed.
-static TEMPORARY: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// How long the hook waits for the killed group to be gone.
 const KILL_WAIT: Duration = Duration::from_secs(5);
@@ -64,53 +54,31 @@ pub fn install() {
             .unwrap_or_else(|| "panic".to_string());
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         let what = format!("internal error{at}: {}", what.replace('\n', " "));
-        let pgid = GROUP.swap(0, Ordering::Relaxed);
+        let pgid = exit_hooks::take_group();
         let mut status = None;
-        if pgid > 1 {
+        if let Some(pgid) = pgid {
             crate::say::line(format_args!("{what}; killing process group {pgid}"));
             status = kill_and_reap(pgid);
         } else {
             crate::say::line(format_args!("{what}"));
         }
-        if OWNER.load(Ordering::Relaxed) == sys::getpid() {
-            write_report(&what, (pgid > 1).then_some(pgid), status);
+        if exit_hooks::is_owner() {
+            write_report(&what, pgid, status);
             remove_temporary_files();
         }
         sys::exit_now(crate::exit::FAILURE);
     }));
 }
 
-/// From now on a panic kills group `pgid`.
-pub fn watch(pgid: Pid) {
-    GROUP.store(pgid, Ordering::Relaxed);
-}
-
-/// The group is gone: a later panic must not signal its id, which may be
-/// reused.
-pub fn unwatch() {
-    GROUP.store(0, Ordering::Relaxed);
-}
-
 /// Hold the report for the hook, until [`take_report`].
 pub fn hold_report(report: PanicReport) {
-    OWNER.store(sys::getpid(), Ordering::Relaxed);
+    exit_hooks::own();
     *lock(&REPORT) = Some(report);
 }
 
 /// The report held, back for the normal exit.
 pub fn take_report() -> Option<ReportTarget> {
     lock(&REPORT).take().map(|r| r.target)
-}
-
-/// A temporary file was created: a panic removes it.
-pub fn remove_on_panic(path: &Path) {
-    OWNER.store(sys::getpid(), Ordering::Relaxed);
-    lock(&TEMPORARY).push(path.to_path_buf());
-}
-
-/// The temporary file was placed or removed: nothing for a panic to do.
-pub fn placed(path: &Path) {
-    lock(&TEMPORARY).retain(|p| p != path);
 }
 
 /// A lock that a panic elsewhere (poisoning) does not take away.
@@ -151,7 +119,7 @@ fn write_report(what: &str, pgid: Option<Pid>, status: Option<ChildStatus>) {
 }
 
 fn remove_temporary_files() {
-    for path in try_take(&TEMPORARY, |t| Some(std::mem::take(t))).unwrap_or_default() {
+    for path in exit_hooks::take_temporaries() {
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 crate::say::line(format_args!("cannot remove {}: {e}", path.display()));

@@ -444,7 +444,7 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         // Without its handlers (the portable build's self-pipe) pgrun hears
         // of no signal, SIGCHLD included: it cannot supervise the command,
         // which has only just started. Stop it and fail.
-        crate::panic_stop::unwatch();
+        crate::exit_hooks::forget_group();
         let stopped = match crate::sys::spawn::abandon_child(pgid) {
             Ok(()) => "stopped it".to_string(),
             Err(stop) => format!("and cannot stop process group {pgid}: {stop}"),

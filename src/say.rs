@@ -51,6 +51,15 @@ pub fn line(args: std::fmt::Arguments<'_>) {
     let _ = writeln!(err, "pgrun: {text}");
 }
 
+/// "Input/output error (EIO)": the text and the errno's name, for the
+/// warnings about files pgrun could not remove.
+pub fn errno_text(err: &std::io::Error) -> String {
+    match err.raw_os_error() {
+        Some(code) => format!("{err} ({:?})", nix::errno::Errno::from_raw(code)),
+        None => err.to_string(),
+    }
+}
+
 /// An error chain as one line (`{:#}`) without " (os error N)" suffixes.
 pub fn error_text(err: &anyhow::Error) -> String {
     without_os_error_numbers(&format!("{err:#}"))

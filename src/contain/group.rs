@@ -70,7 +70,7 @@ pub struct OwnGroup {
     number: GroupNumber,
     /// The guard's handle, told when the group is gone for good (through
     /// the page it shares with the guard).
-    guard: crate::guard::GuardChild,
+    guard: super::SharedGuardian,
     /// pgrun reaped the leader (or it was reaped by someone else): its pid
     /// may name another process from now on.
     leader_reaped: Cell<bool>,
@@ -78,7 +78,7 @@ pub struct OwnGroup {
 
 impl OwnGroup {
     /// The group of the command pgrun has just started as `pgid`.
-    pub fn new(pgid: Pid, guard: crate::guard::GuardChild) -> OwnGroup {
+    pub fn new(pgid: Pid, guard: super::SharedGuardian) -> OwnGroup {
         OwnGroup { number: GroupNumber::new(pgid, true), guard, leader_reaped: Cell::new(false) }
     }
 
@@ -146,7 +146,7 @@ impl OwnGroup {
     /// else's by then, in tree mode long before the run is gone) and (told
     /// through their shared page) for its guard.
     fn ended_now(&self) {
-        crate::panic_stop::unwatch();
+        crate::exit_hooks::forget_group();
         self.guard.group_gone();
     }
 

@@ -25,11 +25,13 @@
 pub mod cgroup;
 pub mod foreign;
 pub mod group;
+pub mod guardian;
 pub mod target;
 pub mod tree;
 
 pub use foreign::ForeignGroup;
 pub use group::OwnGroup;
+pub use guardian::{Guardian, SharedGuardian};
 pub use target::Target;
 
 use crate::signame::Signal;
@@ -88,7 +90,7 @@ pub struct Scope {
     group: Option<OwnGroup>,
     /// The guard: a child of pgrun that is not part of the run (its pid
     /// while unreaped, as the guard's handle says).
-    guard: crate::guard::GuardChild,
+    guard: SharedGuardian,
     /// Processes outside the group that a stop step reached.
     escaped: BTreeSet<crate::sys::Pid>,
 }
@@ -121,7 +123,7 @@ impl Scope {
         if let Beyond::Cgroup(leaf) = &beyond {
             verbose!("created cgroup {}", leaf.dir().display());
         }
-        Ok(Scope { beyond, group: None, guard: Default::default(), escaped: BTreeSet::new() })
+        Ok(Scope { beyond, group: None, guard: guardian::none(), escaped: BTreeSet::new() })
     }
 
     /// The mode in force.
@@ -147,7 +149,7 @@ impl Scope {
     }
 
     /// pgrun's guard, which is not part of the run.
-    pub fn set_guard(&mut self, guard: crate::guard::GuardChild) {
+    pub fn set_guard(&mut self, guard: SharedGuardian) {
         self.guard = guard;
     }
 

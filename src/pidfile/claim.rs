@@ -232,7 +232,7 @@ fn take_starting_name(path: &Path, waiting: &mut Waiting) -> Result<Waited<TempF
             // Its starting run published or gave up meanwhile: try again.
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(blocked("is a symlink".into())),
-            Err(e) => return Err(blocked(format!("cannot be opened: {}", super::errno_text(&e)))),
+            Err(e) => return Err(blocked(format!("cannot be opened: {}", crate::say::errno_text(&e)))),
         };
         let meta = other.metadata().with_context(|| format!("cannot stat {}", starting.display()))?;
         let context = || format!("cannot read the locks of {}", starting.display());
@@ -243,7 +243,7 @@ fn take_starting_name(path: &Path, waiting: &mut Waiting) -> Result<Waited<TempF
             {
                 return Err(blocked(format!(
                     "is left from a run that died and cannot be removed: {}",
-                    super::errno_text(&e)
+                    crate::say::errno_text(&e)
                 )));
             }
             continue;
@@ -337,7 +337,7 @@ impl Published {
             crate::say::line(format_args!(
                 "warning: cannot remove pid file {}: {}",
                 self.path.display(),
-                super::errno_text(&e)
+                crate::say::errno_text(&e)
             ));
         }
     }

@@ -16,8 +16,8 @@
 //! the path replaces or removes it. A cancel that finds a note turns it
 //! into a request.
 
-use super::errno_text;
 use crate::atomic_file::{self, TempFile, folder_of};
+use crate::say::errno_text;
 use crate::sys::{Pid, geteuid};
 use std::fs::{self, OpenOptions};
 use std::io;

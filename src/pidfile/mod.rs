@@ -48,12 +48,3 @@ pub fn check_folder(path: &Path, what: &str) -> Result<()> {
 fn names(path: &Path, meta: &fs::Metadata) -> bool {
     fs::symlink_metadata(path).is_ok_and(|now| now.dev() == meta.dev() && now.ino() == meta.ino())
 }
-
-/// "Input/output error (EIO)": the text and the errno's name, for the
-/// warnings about files pgrun could not remove.
-pub(crate) fn errno_text(err: &std::io::Error) -> String {
-    match err.raw_os_error() {
-        Some(code) => format!("{err} ({:?})", nix::errno::Errno::from_raw(code)),
-        None => err.to_string(),
-    }
-}

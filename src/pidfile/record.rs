@@ -148,7 +148,7 @@ pub fn remove_if_stale(path: &Path, record: &Record) -> bool {
                 crate::say::line(format_args!(
                     "warning: cannot remove stale pid file {}: {}",
                     path.display(),
-                    super::errno_text(&e)
+                    crate::say::errno_text(&e)
                 ));
                 false
             }
