@@ -3,7 +3,6 @@
 
 use crate::duration::parse_duration;
 use crate::help::*;
-use crate::signame::Signal;
 use crate::stop_sequence::{StepSignal, StopSequence, parse_step_signal};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
@@ -311,51 +310,6 @@ of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)
     #[arg(value_name = "COMMAND", trailing_var_arg = true, required_unless_present = "generate",
           value_hint = clap::ValueHint::CommandWithArguments)]
     pub command: Vec<OsString>,
-}
-
-impl RunArgs {
-    /// The `--contain` mode asked for, or this platform's default; with a
-    /// cgroup limit, `cgroup` (also for `auto`: the limits need a leaf).
-    pub fn contain_mode(&self) -> crate::contain::Mode {
-        use crate::contain::Mode;
-        match self.contain.map(Contain::mode) {
-            None | Some(Mode::Auto) if self.cgroup_limits().any() => Mode::Cgroup,
-            Some(mode) => mode,
-            None => Mode::default_here(),
-        }
-    }
-
-    /// `--idle-timeout`, if one is in force (0 means none).
-    pub fn idle_timeout(&self) -> Option<Duration> {
-        self.idle_timeout.filter(|t| !t.is_zero())
-    }
-
-    /// Whether the command's stdout and stderr go through pgrun's relay
-    /// (`--max-output`, `--output-file`, `--idle-timeout`) instead of
-    /// passing untouched.
-    pub fn relays_output(&self) -> bool {
-        self.max_output.is_some() || self.output_file.is_some() || self.idle_timeout().is_some()
-    }
-
-    /// `--memory-max`, `--pids-max`, `--cpus`.
-    pub fn cgroup_limits(&self) -> crate::cgroup_limits::CgroupLimits {
-        crate::cgroup_limits::CgroupLimits {
-            memory_max: self.memory_max,
-            pids_max: self.pids_max,
-            cpu_quota_us: self.cpus,
-        }
-    }
-
-    /// The stop sequence these options ask for.
-    pub fn stop_sequence(&self) -> StopSequence {
-        match &self.escalate {
-            Some(seq) => seq.clone(),
-            None => StopSequence::first_then_kill(
-                self.signal.unwrap_or(StepSignal { signal: Signal::TERM, leader: false }),
-                self.kill_after.unwrap_or(crate::stop_sequence::DEFAULT_GRACE),
-            ),
-        }
-    }
 }
 
 /// `pgrun cancel [OPTIONS] PIDFILE`.

@@ -5,7 +5,7 @@
 
 use crate::cli::{Action, Cli};
 use crate::exit::{FAILURE, StatusExit};
-use crate::{cancel, detach, generate, panic_stop, run, say, status, sys, wait};
+use crate::{cancel, generate, panic_stop, run, say, status, sys, wait};
 use clap::Parser;
 use clap::error::ErrorKind;
 use std::ffi::OsString;
@@ -45,8 +45,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
         return generate::print(what);
     }
     match cli.action {
-        None if cli.run.detach => detach::run(&cli.run, started),
-        None => run::run(&cli.run, started, None),
+        None => run::run(&run::RunPlan::new(&cli.run), started),
         Some(Action::Cancel(args)) => cancel::cancel(&args).code(),
         Some(Action::Status(args)) => status::status(&args).code(),
         Some(Action::Wait(args)) => wait::wait(&args).code(),

@@ -328,6 +328,19 @@ impl Guard {
     }
 }
 
+impl Guard {
+    /// pgrun exits while the run may still be there (it could not stop
+    /// it): leave the guard armed. The hang-up without the release mark
+    /// tells it what pgrun's death would, so it stops the run and removes
+    /// its files once pgrun is gone; it is not reaped (it outlives pgrun on
+    /// purpose).
+    pub fn leave_on_duty(mut self) {
+        self.released = true;
+        self.tie = None;
+        self.child.0.set(None);
+    }
+}
+
 impl Drop for Guard {
     /// pgrun ends normally: release the guard and reap it, so nothing of
     /// pgrun outlives pgrun.
@@ -506,25 +519,15 @@ fn remove_pidfile_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>) {
     }
 }
 
-/// Remove the marker if it is still the file pgrun made or found (same
-/// device and inode) and still what it was then: pgrun's own stopping note
-/// (`note`: naming pgrun), or the request that cancelled the run. A cancel
-/// that finds the note makes a request of it, in place, for the next run:
-/// that is no longer the guard's to remove.
+/// Remove the marker if it is still the file pgrun made or found, and
+/// still what it was then (see [`crate::pidfile::still_taken`]).
 fn remove_marker_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>, note: Option<Pid>) {
-    use crate::pidfile::Marker;
     let (Some(path), Some((dev, ino))) = (path, id) else { return };
-    let was = match note {
-        Some(pgrun) => Marker::Note(Some(pgrun)),
-        None => Marker::Request,
-    };
-    if crate::pidfile::marker(&path, sys::geteuid()) != was {
+    let taken = crate::pidfile::Taken { dev, ino, note: note.is_some() };
+    if !crate::pidfile::still_taken(&path, taken, note.unwrap_or(0), sys::geteuid()) {
         return;
     }
-    if let Ok(meta) = std::fs::symlink_metadata(&path)
-        && meta.dev() == dev
-        && meta.ino() == ino
-        && let Err(e) = std::fs::remove_file(&path)
+    if let Err(e) = std::fs::remove_file(&path)
         && e.kind() != std::io::ErrorKind::NotFound
     {
         let what = crate::say::errno_text(&e);

@@ -147,6 +147,25 @@ const fn value(long: &'static str, short: Option<u8>, set: fn(&mut RunArgs, &OsS
 /// (after an option it reads them as the command; left to it all the same).
 const SUBCOMMANDS: [&[u8]; 3] = [b"cancel", b"status", b"wait"];
 
+/// The `--contain` mode in force for a pgrun started with `argv` (its own
+/// command line, read from /proc by `pgrun status`), as the run resolved
+/// it; `None` if `argv` is no run mode's line.
+pub fn contain_mode_of(argv: Vec<OsString>) -> Option<crate::contain::Mode> {
+    let run = match run_args(&argv) {
+        Some(run) => run,
+        None => match <crate::cli::Cli as clap::Parser>::try_parse_from(argv).ok()? {
+            crate::cli::Cli { action: None, run, .. } => run,
+            _ => return None,
+        },
+    };
+    let limits = crate::cgroup_limits::CgroupLimits {
+        memory_max: run.memory_max,
+        pids_max: run.pids_max,
+        cpu_quota_us: run.cpus,
+    };
+    Some(crate::contain::Mode::resolve(run.contain.map(Contain::mode), &limits))
+}
+
 /// The run mode's options and command from `args` (the program's name
 /// first), where they are certain to be what clap would make of them;
 /// `None` where clap must read the line (see the module doc).

@@ -220,10 +220,7 @@ fn count_run(holder: Pid, pgid: Pid) -> Option<usize> {
 /// The `--contain` mode the pgrun `holder` was asked for, read from its
 /// own command line (group where that cannot be read).
 fn mode_of(holder: Pid) -> Mode {
-    crate::sys::proc::cmdline(holder)
-        .and_then(|argv| <crate::cli::Cli as clap::Parser>::try_parse_from(argv).ok())
-        .and_then(|cli| if cli.action.is_none() { Some(cli.run.contain_mode()) } else { None })
-        .unwrap_or(Mode::Group)
+    crate::sys::proc::cmdline(holder).and_then(crate::quick_args::contain_mode_of).unwrap_or(Mode::Group)
 }
 
 /// What the cgroup leaf of the run published by the pgrun `holder` (group

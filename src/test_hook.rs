@@ -22,7 +22,8 @@
 //! the supervisor is about to ask whether only zombies it cannot reap are
 //! left), `leader-step` (the supervisor is about to decide whether a `leader:` step
 //! can still be sent), `run-gone` (the supervisor is done: the run is gone, nothing is
-//! withdrawn or released yet), `exit` (all is done and written, pgrun is
+//! withdrawn or released yet), `withdrawn` (the run's files are removed and
+//! its report written, the pid file last; the guard not yet released), `exit` (all is done and written, pgrun is
 //! about to exit: its peak memory can be read).
 //!
 //! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise
@@ -30,7 +31,8 @@
 //! everything prepared, right before the spawn; [`KEEP_SIGCHLD_IGNORED`]
 //! leaves a SIGCHLD ignored by the caller ignored in pgrun itself;
 //! [`GUARD_WAIT_FAILS`] makes the guard's first wait for pgrun fail with
-//! EIO; [`LONG_REST`] makes the output relay's rest two seconds long. Also
+//! EIO; [`PUBLISH_FAILS`] makes publishing the run fail after the spawn;
+//! [`SUPERVISE_FAILS`] makes the supervise loop's first wait fail with EIO; [`LONG_REST`] makes the output relay's rest two seconds long. Also
 //! read by debug builds only.
 //!
 //! `PGRUN_TEST_LEAF_NAME=NAME`: the first name `--contain cgroup` tries
@@ -91,6 +93,11 @@ pub const PANIC_ON_USR1: &str = "panic-on-usr1";
 pub const PANIC_BEFORE_SPAWN: &str = "panic-before-spawn";
 /// Leave a SIGCHLD ignored by the caller ignored in pgrun itself.
 pub const KEEP_SIGCHLD_IGNORED: &str = "keep-sigchld-ignored";
+/// Make publishing the run fail, after the spawn (the run is then stopped
+/// unpublished).
+pub const PUBLISH_FAILS: &str = "publish-fails";
+/// Make the supervise loop's first wait for events fail with EIO.
+pub const SUPERVISE_FAILS: &str = "supervise-fails";
 /// Make the guard's first wait for pgrun's end fail with EIO.
 pub const GUARD_WAIT_FAILS: &str = "guard-wait-fails";
 

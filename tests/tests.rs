@@ -10,6 +10,7 @@ mod cgroup_limits;
 mod containment;
 mod detach;
 mod docs;
+mod end_path;
 mod exit_status;
 mod faults_sys;
 mod fuzz;

@@ -61,6 +61,16 @@ impl Mode {
         if crate::sys::CAN_CONTAIN { Mode::Tree } else { Mode::Group }
     }
 
+    /// The mode in force for `asked` (`--contain`, if given) with
+    /// `limits`: a cgroup limit makes the default (and `auto`) `cgroup`.
+    pub fn resolve(asked: Option<Mode>, limits: &crate::cgroup_limits::CgroupLimits) -> Mode {
+        match asked {
+            None | Some(Mode::Auto) if limits.any() => Mode::Cgroup,
+            Some(mode) => mode,
+            None => Mode::default_here(),
+        }
+    }
+
     /// The name used on the command line and in the report.
     pub fn name(self) -> &'static str {
         match self {

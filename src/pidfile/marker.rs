@@ -197,18 +197,59 @@ pub fn create_note(marker: &Path, pgid: Pid) -> io::Result<bool> {
     }
 }
 
-/// The run of group `pgid` ends: remove the marker at `path` (its own note,
-/// the request that cancelled it, or a note an earlier run left), unless
-/// it is another user's.
+/// A marker a run took for its own when it started stopping: the note it
+/// wrote there, or the request it found there (the one that cancelled
+/// it); by device and inode, so that a file put at the path later (a
+/// cancel's request for the next run) is never taken for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Taken {
+    pub dev: u64,
+    pub ino: u64,
+    /// The run's own stopping note (else: a request).
+    pub note: bool,
+}
+
+impl Taken {
+    /// What is at `path` now, taken as the run's note (`note`) or as the
+    /// request that cancelled it; `None` if nothing is there.
+    pub fn at(path: &Path, note: bool) -> Option<Taken> {
+        let meta = fs::symlink_metadata(path).ok()?;
+        Some(Taken { dev: meta.dev(), ino: meta.ino(), note })
+    }
+}
+
+/// Whether the marker at `path` is still `taken`: the same file (device
+/// and inode) and still what it was then, the stopping note of the pgrun
+/// `pgrun`, or a request. A cancel that finds the note makes a request of
+/// it, in place, for the next run: that is no longer the run's.
+pub fn still_taken(path: &Path, taken: Taken, pgrun: Pid, owner: u32) -> bool {
+    let was = if taken.note { Marker::Note(Some(pgrun)) } else { Marker::Request };
+    marker(path, owner) == was
+        && fs::symlink_metadata(path).is_ok_and(|meta| meta.dev() == taken.dev && meta.ino() == taken.ino)
+}
+
+/// This pgrun's run ends (its pid file still published, so no other run
+/// lives on the path): remove the marker at `path` if it is the one the
+/// run took (`taken`, see [`Taken`]), or a note an earlier run left (never
+/// a request: any request but the one that cancelled this run is a cancel
+/// of the next run, dropped by `pgrun cancel` or `--keep-pending`). Never
+/// another user's.
 ///
 /// One that cannot be removed must not cancel the next run on this path:
 /// it is reported (one warning line naming the path and the errno) and, if
 /// it is a request, overwritten with a consumed note, which no run takes
 /// for a request. Only if that fails too does the warning say that the
 /// next run will be cancelled.
-pub fn remove_marker_at_exit(path: &Path, owner: u32) {
+pub fn remove_marker_at_exit(path: &Path, owner: u32, taken: Option<Taken>) {
+    let me = crate::sys::getpid();
     let found = marker(path, owner);
-    if matches!(found, Marker::Absent | Marker::Foreign(_)) {
+    let ours = match found {
+        Marker::Absent | Marker::Foreign(_) => false,
+        Marker::Note(Some(pgrun)) if pgrun != me => true,
+        Marker::Note(None) => true,
+        Marker::Note(Some(_)) | Marker::Request => taken.is_some_and(|t| still_taken(path, t, me, owner)),
+    };
+    if !ours {
         return;
     }
     match remove(path) {

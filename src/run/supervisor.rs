@@ -30,9 +30,9 @@
 //! as `unreaped`; while draining, a group left with nothing but such zombies
 //! is over at once (where /proc can tell).
 
+use super::lifecycle::Lifecycle;
 use crate::backoff::Backoff;
 use crate::contain::Target;
-use crate::lifecycle::Lifecycle;
 use crate::output::relay::Relay;
 use crate::parent_death::ParentWatch;
 use crate::signal_policy::{self, Handling};
@@ -158,6 +158,8 @@ struct Supervisor<'a> {
     send_error: Option<std::io::Error>,
     /// Test-only: panic on SIGUSR1 (see `test_hook`).
     panic_on_usr1: bool,
+    /// Test-only: the first wait for events fails (see `test_hook`).
+    fail_wait: bool,
     /// What the run's reaped processes used, so far.
     usage: ChildUsage,
     pgid: Pid,
@@ -189,6 +191,7 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
         unstopped: None,
         send_error: None,
         panic_on_usr1: crate::test_hook::active(crate::test_hook::PANIC_ON_USR1),
+        fail_wait: crate::test_hook::active(crate::test_hook::SUPERVISE_FAILS),
         usage: ChildUsage::default(),
         pgid,
         poll_backoff: Backoff::up_to(MAX_POLL),
@@ -270,6 +273,9 @@ impl Supervisor<'_> {
     /// Sleep until a signal arrives, an fd of the output relay is ready, or
     /// `wait` has passed; then act on what came.
     fn wait_for_events(&mut self, wait: Option<Duration>) -> std::io::Result<()> {
+        if std::mem::take(&mut self.fail_wait) {
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
         let mut set = [PollFd::read(self.w.signals.as_fd()); sys::POLL_MAX];
         let mut n = 1;
         // The cgroup leaf's cgroup.events: a change may be the run's end.

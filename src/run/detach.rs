@@ -6,7 +6,8 @@
 //! at the detached run's destinations (see [`Destinations`]), closes every
 //! other fd it inherited, and then runs the ordinary run mode, which claims
 //! the pid file (its lock belongs to the process that lives on), forks the
-//! guard and starts the command. Until the run is published its error
+//! guard and starts the command ([`leave_caller`] returns to the run's
+//! checklist in the supervising pgrun). Until the run is published its error
 //! lines go to the caller's stderr, through a close-on-exec copy held apart
 //! (see [`crate::say::speak_to`]).
 //!
@@ -22,7 +23,7 @@
 //! before the fork, so that none is lost in between or kills either side
 //! by its default action.)
 
-use crate::cli::RunArgs;
+use super::plan::RunPlan;
 use crate::exit::RunExit;
 use crate::say;
 use crate::signal_policy;
@@ -33,14 +34,22 @@ use crate::sys::sigmask::{self, SigSet};
 use crate::sys::wakeup::SignalSource;
 use crate::sys::{Pid, PollFd};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::time::Instant;
 
 /// The byte that says "published".
 const PUBLISHED: u8 = b'P';
 
-/// Start the run detached; returns the caller's exit status in the
-/// caller's process, and the run's own in the supervising pgrun.
-pub fn run(args: &RunArgs, started: Instant) -> u8 {
+/// Which side of the fork this is.
+pub enum Left {
+    /// The caller's process, done: its exit status.
+    Caller(u8),
+    /// The supervising pgrun, out of the caller's session and fds: it runs
+    /// the run, and keeps this promise once the run is published.
+    Supervisor(Publication),
+}
+
+/// Leave the caller: fork, and in the child leave its session and fds.
+/// The caller's process waits for the publication (or the child's end).
+pub fn leave_caller(plan: &RunPlan) -> Left {
     let (ready, announce) = match crate::sys::spawn::cloexec_pipe() {
         Ok(pipe) => pipe,
         Err(e) => return failed(format_args!("cannot create the pipe a detached run reports on: {e}")),
@@ -58,16 +67,23 @@ pub fn run(args: &RunArgs, started: Instant) -> u8 {
         Ok(Some(supervisor)) => {
             drop(announce);
             drop(caller_stderr);
-            wait_for_publication(ready, supervisor, &handled)
+            Left::Caller(wait_for_publication(ready, supervisor, &handled))
         }
         Ok(None) => {
             drop(ready);
-            supervise_detached(args, started, announce, caller_stderr)
+            match become_detached(plan, announce, caller_stderr) {
+                Ok(publication) => Left::Supervisor(publication),
+                Err(status) => Left::Caller(status),
+            }
         }
     }
 }
 
-fn failed(what: std::fmt::Arguments<'_>) -> u8 {
+fn failed(what: std::fmt::Arguments<'_>) -> Left {
+    Left::Caller(failed_status(what))
+}
+
+fn failed_status(what: std::fmt::Arguments<'_>) -> u8 {
     say::line(what);
     RunExit::Failed.code()
 }
@@ -78,22 +94,22 @@ fn wait_for_publication(ready: OwnedFd, supervisor: Pid, handled: &SigSet) -> u8
     if let Err(e) = pass_signals_on_until_ready(&ready, supervisor, handled) {
         // The supervising pgrun goes on alone; this process can no longer
         // tell what became of it.
-        return failed(format_args!("cannot wait for the detached pgrun {supervisor}: {e}"));
+        return failed_status(format_args!("cannot wait for the detached pgrun {supervisor}: {e}"));
     }
     let mut byte = [0u8];
     match crate::sys::pipe::read(ready.as_fd(), &mut byte) {
         Ok(1) if byte[0] == PUBLISHED => return 0,
         Ok(_) => {}
-        Err(e) => return failed(format_args!("cannot read whether the detached run started: {e}")),
+        Err(e) => return failed_status(format_args!("cannot read whether the detached run started: {e}")),
     }
     // The pipe's end: the supervising pgrun has ended, or is ending.
     match session::wait_status(supervisor) {
         Ok(ChildStatus::Exited(code)) => code as u8,
-        Ok(ChildStatus::Signaled(signal)) => failed(format_args!(
+        Ok(ChildStatus::Signaled(signal)) => failed_status(format_args!(
             "the detached pgrun {supervisor} was killed by signal {} before the run was published",
             crate::signame::Signal(signal)
         )),
-        Err(e) => failed(format_args!("cannot wait for the detached pgrun {supervisor}: {e}")),
+        Err(e) => failed_status(format_args!("cannot wait for the detached pgrun {supervisor}: {e}")),
     }
 }
 
@@ -139,7 +155,7 @@ struct Destinations {
 }
 
 impl Destinations {
-    fn for_run(_args: &RunArgs) -> std::io::Result<Destinations> {
+    fn for_run(_plan: &RunPlan) -> std::io::Result<Destinations> {
         let null = session::open_null()?;
         Ok(Destinations { stdin: null.try_clone()?, stdout: null.try_clone()?, stderr: null })
     }
@@ -149,19 +165,20 @@ impl Destinations {
     }
 }
 
-/// In the supervising pgrun: leave the caller's session and fds, then run.
-fn supervise_detached(args: &RunArgs, started: Instant, announce: OwnedFd, caller_stderr: OwnedFd) -> u8 {
+/// In the supervising pgrun: leave the caller's session and fds; then the
+/// run goes on (or this pgrun exits with the status returned).
+fn become_detached(plan: &RunPlan, announce: OwnedFd, caller_stderr: OwnedFd) -> Result<Publication, u8> {
     // From here on, pgrun's lines reach the caller only through this copy.
     let keep = [announce.as_raw_fd(), caller_stderr.as_raw_fd()];
     say::speak_to(Some(caller_stderr));
     if let Err(e) = session::new_session() {
-        return failed(format_args!("cannot start a new session for the detached run: {e}"));
+        return Err(failed_status(format_args!("cannot start a new session for the detached run: {e}")));
     }
-    if let Err(e) = Destinations::for_run(args).and_then(Destinations::install) {
-        return failed(format_args!("cannot point stdin, stdout and stderr at /dev/null: {e}"));
+    if let Err(e) = Destinations::for_run(plan).and_then(Destinations::install) {
+        return Err(failed_status(format_args!("cannot point stdin, stdout and stderr at /dev/null: {e}")));
     }
     lifetime::close_all_but(&keep);
-    crate::run::run(args, started, Some(Publication { announce }))
+    Ok(Publication { announce })
 }
 
 /// The supervising pgrun's promise to tell the caller's process when the

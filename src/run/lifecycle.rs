@@ -19,6 +19,7 @@
 use crate::contain::Scope;
 use crate::guard::Guard;
 use crate::pidfile;
+pub use crate::pidfile::Taken as MarkerTaken;
 use crate::sys::Pid;
 use crate::terminal::Terminal;
 use crate::verbose;
@@ -34,6 +35,9 @@ pub struct Lifecycle<'a> {
     pub guard: &'a mut Option<Guard>,
     /// The cancel marker's path.
     pub marker: Option<&'a Path>,
+    /// The marker the run took for its own when it started stopping (its
+    /// note, or the request that cancelled it): the only one it removes.
+    pub marker_taken: &'a mut Option<MarkerTaken>,
 }
 
 impl Lifecycle<'_> {
@@ -63,11 +67,12 @@ impl Lifecycle<'_> {
     /// leader still holds the group's number), unless pgrun already saw
     /// the group empty: its number may be somebody else's by now, and so
     /// may whatever is found by it (the guard knows the group is gone).
-    pub fn stopping(&self, leader_unreaped: bool) {
+    pub fn stopping(&mut self, leader_unreaped: bool) {
         let pgid = self.scope.pgid();
         if let Some(marker) = self.marker {
             match pidfile::create_note(marker, pgid) {
                 Ok(note) => {
+                    *self.marker_taken = MarkerTaken::at(marker, note);
                     if let Some(guard) = self.guard.as_ref() {
                         guard.marker(marker, note);
                     }
@@ -111,18 +116,34 @@ impl Lifecycle<'_> {
         crate::exit_hooks::forget_group();
     }
 
-    /// The run is over and withdrawn: consume the marker and release the
-    /// guard (its handle knows whether it died during the run and was
-    /// reaped, and then never signals or waits for its pid again). The
-    /// guard is returned, to be reaped when dropped (after the report).
-    pub fn withdrawn(self) -> Option<Guard> {
+    /// The run is gone: remove the marker if the run took it (its note,
+    /// or the request that cancelled it), and a note an earlier run left;
+    /// never a request for the next run.
+    pub fn remove_marker(&self) {
         if let Some(marker) = self.marker {
-            pidfile::remove_marker_at_exit(marker, crate::sys::geteuid());
+            pidfile::remove_marker_at_exit(marker, crate::sys::geteuid(), *self.marker_taken);
         }
+    }
+
+    /// The run is over and withdrawn (its leaf and files removed): release
+    /// the guard (its handle knows whether it died during the run and was
+    /// reaped, and then never signals or waits for its pid again). The
+    /// guard is returned, to be reaped when dropped (after the output's
+    /// last flush).
+    pub fn release_guard(self) -> Option<Guard> {
         let mut guard = self.guard.take();
         if let Some(guard) = &mut guard {
             guard.release();
         }
         guard
+    }
+
+    /// pgrun ends while the run may not be gone (it could not stop it):
+    /// the guard is left armed, to finish the stop once pgrun is gone, and
+    /// is neither released nor reaped.
+    pub fn leave_guard_on_duty(self) {
+        if let Some(guard) = self.guard.take() {
+            guard.leave_on_duty();
+        }
     }
 }

@@ -1,0 +1,155 @@
+//! The run mode, `pgrun [OPTIONS] [--] COMMAND`, as a checklist:
+//! plan → prepare → spawn → publish → supervise → finish.
+//!
+//! - [`plan`]: the command line resolved once into a [`RunPlan`];
+//! - [`detach`]: `--detach` leaves the caller first (its process returns
+//!   once the run is published);
+//! - the report path is checked before anything else (once it is accepted,
+//!   every exit writes the report: [`report`]);
+//! - [`prepare`]: everything that can fail, before the spawn (signals
+//!   blocked, the pid file claimed, a marker left before the start
+//!   honoured, containment, the relay, the guard), so bad input never
+//!   half-runs a command;
+//! - [`start`]: the spawn, then the publication of the group id and a look
+//!   at the marker right after it;
+//! - [`supervisor`]: the one event loop, until the run is gone;
+//! - [`finish`]: the one way a started run ends, published or not.
+//!
+//! What each of these events means to the parties that hold something of
+//! the run (the scope, the terminal, the panic stop, the guard, the
+//! marker) is [`lifecycle`]'s.
+
+pub mod detach;
+pub mod finish;
+pub mod lifecycle;
+pub mod plan;
+pub mod prepare;
+pub mod report;
+pub mod start;
+pub mod supervisor;
+
+pub use plan::RunPlan;
+
+use crate::guard::Guard;
+use crate::report::{Outcome, ReportTarget};
+use crate::sys::Pid;
+use crate::{say, test_hook};
+use detach::Publication;
+use finish::Ending;
+use prepare::Prepared;
+use std::time::Instant;
+use supervisor::{GroupEnd, StopReason, Supervised};
+
+/// Run the command as `plan` says; returns pgrun's exit status (with
+/// `--detach`, the caller's process returns the caller's).
+pub fn run(plan: &RunPlan, started: Instant) -> u8 {
+    say::set_verbose(plan.verbose);
+    let publication = match plan.detach {
+        false => None,
+        true => match detach::leave_caller(plan) {
+            detach::Left::Caller(status) => return status,
+            detach::Left::Supervisor(publication) => Some(publication),
+        },
+    };
+    // The parent to watch with --die-with-parent, before anything else, so
+    // that a death before the watch is armed is still seen.
+    let parent = crate::sys::getppid();
+    let report = match plan.report.as_deref().map(ReportTarget::prepare).transpose() {
+        Ok(report) => report,
+        Err(err) => {
+            say::line(format_args!("{err:#}"));
+            return crate::exit::RunExit::Failed.code();
+        }
+    };
+    // Its temporary file, for the guard to remove should pgrun be killed.
+    let report_temp = report.as_ref().and_then(ReportTarget::temp_identity);
+    if let Some(target) = report {
+        report::hold_for_panic(target, plan, started);
+    }
+    // The guard, released once the run is withdrawn, is reaped when it is
+    // dropped, after the report and the output's last flush.
+    let (outcome, _released_guard) = execute(plan, started, parent, publication, report_temp);
+    let exit = report::exit_of(plan, &outcome);
+    if let Some(err) = &outcome.error {
+        say::line(format_args!("{err:#}"));
+    }
+    if outcome.exit == crate::exit::RunExit::NotFound
+        && let Some(hint) = crate::timeout_hint::for_missing_command(&plan.command)
+    {
+        say::line(format_args!("{hint}"));
+    }
+    // Unless written already (a started run writes it in finish).
+    if let Some(target) = crate::panic_stop::take_report() {
+        report::write_report(target, plan, started, &outcome);
+    }
+    test_hook::pause("exit");
+    exit.code()
+}
+
+/// The checklist, top to bottom: what the run came to, and, once the run
+/// was withdrawn, its released guard (reaped when dropped). Before the
+/// spawn, the guard goes with the rest of what was prepared.
+fn execute(
+    plan: &RunPlan,
+    started: Instant,
+    parent: Pid,
+    publication: Option<Publication>,
+    report_temp: Option<crate::atomic_file::Identity>,
+) -> (Outcome, Option<Guard>) {
+    let mut run = match prepare::prepare(plan, parent, report_temp) {
+        Ok(prepared) => prepared,
+        Err(early) => return (early.into(), None),
+    };
+    let pgid = match start::spawn_command(plan, &mut run) {
+        Ok(pgid) => pgid,
+        Err(early) => return (Outcome { contain: Some(run.scope.mode()), ..early.into() }, None),
+    };
+    let (published, failure) = match start::publish(&mut run, pgid) {
+        Ok(published) => (published, None),
+        Err(err) => (None, Some(err)),
+    };
+    // A run that cannot be published must not run unsupervised: it is
+    // stopped at once, and pgrun fails (125).
+    let stop_now = match &failure {
+        Some(_) => Some(StopReason::Cancel),
+        None => {
+            if let Some(publication) = publication {
+                publication.announce();
+            }
+            start::marker_after_publishing(run.marker.as_deref())
+        }
+    };
+    let ended = supervise(plan, &mut run, started, stop_now);
+    test_hook::pause("run-gone");
+    finish::finish(plan, started, run, Ending { pgid, published, ended, failure })
+}
+
+/// Hand the running run to the supervisor until it is gone.
+fn supervise(
+    plan: &RunPlan,
+    run: &mut Prepared,
+    started: Instant,
+    stop_now: Option<StopReason>,
+) -> std::io::Result<GroupEnd> {
+    let count_stragglers = plan.report.is_some() || plan.verbose;
+    let Prepared { signals, relay, parent_watch, scope, terminal, guard, marker, marker_taken, .. } = run;
+    let supervised = Supervised {
+        life: lifecycle::Lifecycle {
+            scope,
+            terminal: terminal.as_ref(),
+            guard,
+            marker: marker.as_deref(),
+            marker_taken,
+        },
+        sequence: &plan.sequence,
+        timeout: plan.timeout,
+        idle_timeout: plan.idle_timeout,
+        wait_group: plan.wait_group,
+        signals,
+        started,
+        count_stragglers,
+        relay: relay.as_mut(),
+        parent: *parent_watch,
+    };
+    supervisor::supervise(supervised, stop_now)
+}
