@@ -1,5 +1,5 @@
 //! Waiting for a condition that no event announces: a process pgrun is not
-//! the parent of (`cancel`, the guard: [`crate::unsupervised`]), a lock
+//! the parent of (`cancel`, the guard: [`crate::stop::unsupervised`]), a lock
 //! another process holds or a file it creates ([`crate::pidfile`],
 //! [`crate::cancel`]), a run that ends without a SIGCHLD to pgrun (the
 //! [`crate::supervisor`]'s fallback check), a group killed on a panic

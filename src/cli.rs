@@ -3,7 +3,7 @@
 
 use crate::duration::parse_duration;
 use crate::help::*;
-use crate::stop_sequence::{StepSignal, StopSequence, parse_step_signal};
+use crate::stop::sequence::{StepSignal, StopSequence, parse_step_signal};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;

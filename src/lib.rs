@@ -74,13 +74,11 @@ pub mod say;
 pub mod signal_policy;
 pub mod signame;
 pub mod status;
-pub mod stop_plan;
-pub mod stop_sequence;
+pub mod stop;
 pub mod sys;
 pub mod terminal;
 pub mod test_hook;
 pub mod timeout_hint;
-pub mod unsupervised;
 pub mod wait;
 
 /// `verbose!`, defined in [`say`], at the crate root where every module

@@ -64,7 +64,7 @@ const OPTIONS: &[Opt] = &[
         Some(())
     }),
     value("signal", Some(b's'), |a, v| {
-        a.signal = Some(crate::stop_sequence::parse_step_signal(text(v)?).ok()?);
+        a.signal = Some(crate::stop::sequence::parse_step_signal(text(v)?).ok()?);
         Some(())
     }),
     value("kill-after", Some(b'k'), |a, v| {
@@ -72,7 +72,7 @@ const OPTIONS: &[Opt] = &[
         Some(())
     }),
     value("escalate", None, |a, v| {
-        a.escalate = Some(crate::stop_sequence::StopSequence::parse_escalate(text(v)?).ok()?);
+        a.escalate = Some(crate::stop::sequence::StopSequence::parse_escalate(text(v)?).ok()?);
         Some(())
     }),
     flag("preserve-status", None, |a| &mut a.preserve_status),

@@ -11,7 +11,7 @@ use crate::exit::RunExit;
 use crate::output::{Relayed, StreamError};
 use crate::pidfile::check_target;
 use crate::resources::Resources;
-use crate::stop_plan::SentSignal;
+use crate::stop::plan::SentSignal;
 use crate::sys::Pid;
 use crate::sys::process::ChildStatus;
 use anyhow::{Context, Result};

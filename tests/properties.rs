@@ -8,7 +8,7 @@ use crate::util::rounds;
 use pgrun::duration::parse_duration;
 use pgrun::pidfile::parse_group_id;
 use pgrun::signame::{Signal, max_signal, parse_signal, realtime_range};
-use pgrun::stop_sequence::{DEFAULT_GRACE, StopSequence};
+use pgrun::stop::sequence::{DEFAULT_GRACE, StopSequence};
 use proptest::prelude::*;
 use std::time::Duration;
 

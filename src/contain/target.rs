@@ -11,7 +11,7 @@
 //!   (with its group).
 //!
 //! The supervisor drives a [`crate::contain::Scope`] from its event loop;
-//! [`crate::unsupervised::stop`] drives any of them from a blocking loop.
+//! [`crate::stop::unsupervised::stop`] drives any of them from a blocking loop.
 
 use crate::signame::Signal;
 use std::io;

@@ -190,7 +190,7 @@ fn outcome_of(ended: GroupEnd, pgid: Pid) -> Outcome {
         let err = anyhow!(
             "cannot send KILL to process group {pgid}: {}; gave up after {} tries, leaving {} process(es) running",
             unstopped.error,
-            crate::stop_plan::REFUSED_KILLS,
+            crate::stop::plan::REFUSED_KILLS,
             unstopped.left
         );
         return known(Outcome { status: ended.status, ..failed(err) });

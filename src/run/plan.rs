@@ -9,7 +9,7 @@ use crate::cli::{Contain, RunArgs};
 use crate::contain::Mode;
 use crate::rlimit::RlimitArg;
 use crate::signame::Signal;
-use crate::stop_sequence::{self, StepSignal, StopSequence};
+use crate::stop::sequence::{self, StepSignal, StopSequence};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -105,7 +105,7 @@ fn sequence_of(args: &RunArgs) -> StopSequence {
         Some(seq) => seq.clone(),
         None => StopSequence::first_then_kill(
             args.signal.unwrap_or(StepSignal { signal: Signal::TERM, leader: false }),
-            args.kill_after.unwrap_or(stop_sequence::DEFAULT_GRACE),
+            args.kill_after.unwrap_or(sequence::DEFAULT_GRACE),
         ),
     }
 }

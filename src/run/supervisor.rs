@@ -37,8 +37,8 @@ use crate::output::relay::Relay;
 use crate::parent_death::ParentWatch;
 use crate::signal_policy::{self, Handling};
 use crate::signame::Signal;
-use crate::stop_plan::{Action, AfterKill, SentSignal, StopPlan};
-use crate::stop_sequence::StopSequence;
+use crate::stop::plan::{Action, AfterKill, SentSignal, StopPlan};
+use crate::stop::sequence::StopSequence;
 use crate::sys::process::{self, ChildStatus, ChildUsage, Reaped};
 use crate::sys::wakeup::SignalSource;
 use crate::sys::{self, Pid, PollFd};
@@ -83,7 +83,7 @@ pub struct GroupEnd {
     pub usage: ChildUsage,
 }
 
-/// A run pgrun gave up stopping: [`crate::stop_plan::REFUSED_KILLS`] KILLs
+/// A run pgrun gave up stopping: [`crate::stop::plan::REFUSED_KILLS`] KILLs
 /// in a row could not be sent (a member pgrun may not signal).
 #[derive(Debug)]
 pub struct Unstopped {

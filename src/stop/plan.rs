@@ -1,6 +1,6 @@
 //! The stop policy, as a value: which signal to send next and when, for
 //! every driver that stops a run (the supervisor's event loop, and the
-//! blocking loop in [`crate::unsupervised`] that the guard and `cancel`
+//! blocking loop in [`crate::stop::unsupervised`] that the guard and `cancel`
 //! use).
 //!
 //! A [`StopPlan`] walks a [`StopSequence`]: each step sends its signal
@@ -27,7 +27,7 @@
 //! when the run is gone.
 
 use crate::signame::Signal;
-use crate::stop_sequence::{Step, StopSequence};
+use crate::stop::sequence::{Step, StopSequence};
 use std::time::{Duration, Instant};
 
 /// How long a KILL waits for the run to be gone before KILL is sent again
@@ -51,7 +51,7 @@ pub struct SentSignal {
 impl SentSignal {
     /// As the report names it: `TERM`, or `leader:TERM`.
     pub fn name(&self) -> String {
-        crate::stop_sequence::StepSignal { signal: self.signal, leader: self.leader }.to_string()
+        crate::stop::sequence::StepSignal { signal: self.signal, leader: self.leader }.to_string()
     }
 }
 

@@ -17,8 +17,8 @@
 //! step is skipped, as it is for a leader that has exited.
 
 use crate::backoff::Backoff;
-use crate::stop_plan::{Action, AfterKill, StopPlan};
-use crate::stop_sequence::StopSequence;
+use crate::stop::plan::{Action, AfterKill, StopPlan};
+use crate::stop::sequence::StopSequence;
 use crate::sys;
 use crate::verbose;
 use std::time::{Duration, Instant};
@@ -29,10 +29,10 @@ use crate::contain::Target;
 const EVENTS_CHECK: Duration = Duration::from_millis(100);
 
 /// Run `sequence` on `target` as a [`StopPlan`] says: each step signals
-/// it (then SIGCONT, see [`crate::stop_plan::needs_cont`]) and waits up to
+/// it (then SIGCONT, see [`crate::stop::plan::needs_cont`]) and waits up to
 /// its grace for it to be gone; once `until` has passed, the remaining
 /// steps are skipped for the final KILL, which waits
-/// [`crate::stop_plan::KILL_GRACE`] and is not repeated. True if the
+/// [`crate::stop::plan::KILL_GRACE`] and is not repeated. True if the
 /// target is gone.
 pub fn stop(target: &mut dyn Target, sequence: &StopSequence, until: Option<Instant>) -> bool {
     let mut plan = StopPlan::new(sequence, AfterKill::GiveUp, until);
