@@ -2,7 +2,7 @@
 //! the parent of (`cancel`, the guard: [`crate::stop::unsupervised`]), a lock
 //! another process holds or a file it creates ([`crate::pidfile`],
 //! [`crate::cancel`]), a run that ends without a SIGCHLD to pgrun (the
-//! [`crate::supervisor`]'s fallback check), a group killed on a panic
+//! [`crate::run::supervisor`]'s fallback check), a group killed on a panic
 //! ([`crate::panic_stop`]), the [`crate::guard`]'s looks at pgrun. One
 //! backoff serves every such wait, so each costs little and none sleeps
 //! past its deadline: pauses start at 1 ms and double up to a ceiling, 20 ms

@@ -1,52 +1,45 @@
 //! pgrun: run a command in its own process group, stop the whole group on
 //! timeout or cancel, and exit only when nothing of it is left.
 //!
-//! Where to start reading: [`entry`] parses the command line ([`cli`]; a
-//! run's usual line without clap: [`quick_args`]) and
-//! turns how each mode ended into an exit status; [`run`] holds the run
-//! mode as a checklist of named steps, [`lifecycle`] what each party (the
-//! run's scope, the terminal, the panic stop, the guard, the cancel marker)
-//! does when the command has started, the run is published, a stop starts,
-//! the run is gone and withdrawn, and [`supervisor`] the one event loop
-//! that watches the running command until the run is gone. All contact
-//! with the kernel goes through [`sys`].
-//!
-//! Where each policy lives, by file:
-//! - which signal does what: [`signal_policy`]; signal names: [`signame`]
-//!   (on the platform's tables in [`sys::signals`]);
-//! - which exit status, and its documentation: [`exit`] (125, pgrun's own
-//!   failure, is [`exit::FAILURE`] in every mode);
-//! - how a run is stopped: [`stop_sequence`] (the steps), [`stop_plan`]
-//!   (when to send which, the KILL grace and repeats, when to give up),
-//!   driven by [`supervisor`] (a run pgrun supervises) and by
-//!   [`unsupervised`] (one it does not: `pgrun cancel`'s fallback and the
-//!   [`guard`], which stops the run if pgrun is SIGKILLed);
-//! - what "the run" is (`--contain`), how it is signalled and when it is
-//!   gone: [`contain`], one [`contain::Target`] per kind of run (the
-//!   supervised [`contain::Scope`] around its [`contain::OwnGroup`]; the
-//!   [`contain::ForeignGroup`] that `cancel` and the guard hold by pidfds;
-//!   the guard's [`contain::cgroup::Leaf`]), and one rule for using a
-//!   group's number ([`contain::group::GroupNumber`]);
-//! - the pid file protocol and the cancel marker: [`pidfile`] (one file per
-//!   role: claim, record, marker), and its readers [`cancel`], [`status`]
-//!   and [`wait`];
-//! - the terminal and job control: [`terminal`];
-//! - `--detach` (the caller's process, and the supervising pgrun's
-//!   session and fds): [`detach`];
-//! - `--max-output`, `--output-file` and `--idle-timeout`'s relay: [`output`]
-//!   (the idle deadline itself: [`supervisor`]); `--report`: [`report`]
-//!   (it borrows the run's [`report::Outcome`]);
-//!   `--die-with-parent`: [`parent_death`]; a panic: [`panic_stop`]; the hint
-//!   for `pgrun 30 ...`: [`timeout_hint`]; DUR arguments: [`duration`];
-//! - the documentation: [`help`] (the `--help` prose), [`generate`] (man
-//!   pages, completions and README's exit statuses, from the definitions);
-//! - what the run used (the report's `resources`): [`resources`];
-//!   `--rlimit`: [`rlimit`]; `--memory-max`, `--pids-max`, `--cpus`:
-//!   [`cgroup_limits`], set on the leaf by [`contain::cgroup`];
-//! - small seams: [`atomic_file`] (write, then rename), [`backoff`] (waits no
-//!   event announces), [`say`] (pgrun's only voice on stderr, and
-//!   `verbose!`), [`test_hook`] (pauses for the test suite, debug builds
+//! The house by floors, from the top; a module imports only what stands
+//! below it.
+//! - The entry: [`entry`] parses the command line ([`cli`]; a run's usual
+//!   line without clap: [`quick_args`]), runs the mode asked for and turns
+//!   how it ended into the exit status ([`exit`], one table; 125, pgrun's
+//!   own failure, is [`exit::FAILURE`] in every mode).
+//! - The modes: [`run`] (the run mode as a checklist: [`run::plan`] resolves
+//!   the command line once, then prepare, spawn and publish, the one event
+//!   loop [`run::supervisor`], and [`run::finish`], the one way a started
+//!   run ends; `--detach`: [`run::detach`]); the readers of the pid file
+//!   protocol, [`cancel`], [`status`] and [`wait`].
+//! - The policies the modes drive: [`stop`] (the stop sequence, the pure
+//!   [`stop::plan::StopPlan`] that says when to send which signal, and the
+//!   blocking driver for runs nobody supervises: `cancel`'s fallback and the
+//!   guard); [`guard`] (the process that stops the run if pgrun is
+//!   SIGKILLed); [`output`] (`--max-output`, `--output-file` and
+//!   `--idle-timeout`'s relay); [`pidfile`] (the pid file and the cancel
+//!   marker, one file per role); [`contain`] (what "the run" is,
+//!   `--contain`: one [`contain::Target`] per kind of run, and the one rule
+//!   for using a group's number); [`terminal`] (job control);
+//!   [`report`] (`--report`); [`resources`], [`rlimit`],
+//!   [`cgroup_limits`], [`parent_death`], [`panic_stop`],
+//!   [`timeout_hint`], [`signal_policy`] (which signal does what) and
+//!   [`signame`].
+//! - The documentation: [`help`] (the `--help` prose) and [`generate`]
+//!   (man pages, completions and README's exit statuses, from the
+//!   definitions).
+//! - What everything stands on: [`sys`] (every contact with the kernel,
+//!   Linux strengths and portable paths behind one facade), and small
+//!   seams: [`atomic_file`] (write, then rename), [`exit_hooks`] (what an
+//!   abrupt end must undo, recorded from below and read by
+//!   [`panic_stop`]), [`backoff`] (waits no event announces), [`say`]
+//!   (pgrun's only voice on stderr, and `verbose!`), [`duration`] and
+//!   [`test_hook`] (pauses and faults for the test suite, debug builds
 //!   only).
+//!
+//! Where a low module must tell a higher one something, it calls a small
+//! trait the higher one implements ([`contain::Guardian`]: the guard's pid,
+//! and "the group was seen empty"), or records it in [`exit_hooks`].
 
 pub mod atomic_file;
 pub mod backoff;

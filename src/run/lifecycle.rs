@@ -10,7 +10,7 @@
 //! stops the run and removes its files if pgrun is killed), and the cancel
 //! marker (created when a stop starts, so that a marker next to a live pid
 //! file means "stopping"; consumed at the end). The run mode
-//! ([`crate::run`]) and the supervisor ([`crate::supervisor`]) say when
+//! ([`crate::run`]) and the supervisor ([`crate::run::supervisor`]) say when
 //! each event happens; what it means to each party is said here.
 //!
 //! [`Lifecycle`] borrows the parties from the run mode for as long as one
