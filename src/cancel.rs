@@ -42,6 +42,9 @@ struct Canceller<'a> {
     marker: PathBuf,
     /// Whether this cancel created the marker (and so may remove it).
     created: bool,
+    /// The marker this cancel created, as it was then (see
+    /// [`Canceller::withdraw_own_request`]).
+    request: Option<pidfile::Taken>,
     /// Why the marker could not be created, if it could not.
     marker_error: Option<std::io::Error>,
     /// `--timeout`: past it, SIGKILL the group.
@@ -87,7 +90,8 @@ impl<'a> Canceller<'a> {
         };
         let started = Instant::now();
         let deadline = args.timeout.filter(|t| !t.is_zero()).and_then(|t| started.checked_add(t));
-        Ok(Canceller { args, marker, created, marker_error, deadline, started })
+        let request = created.then(|| pidfile::Taken::at(&marker, false)).flatten();
+        Ok(Canceller { args, marker, created, request, marker_error, deadline, started })
     }
 
     /// Find the run and stop it; on an error, withdraw the marker this
@@ -118,7 +122,13 @@ impl Canceller<'_> {
                 Ok(record) => {
                     check_safe(path, &record)?;
                     match record.liveness().map_err(|e| lock_error(path, e))? {
-                        Liveness::Live(holder) => return self.stop_live_run(&record, holder),
+                        Liveness::Live(holder) => {
+                            let exit = self.stop_live_run(&record, holder);
+                            if !self.args.no_wait {
+                                self.withdraw_own_request();
+                            }
+                            return exit;
+                        }
                         Liveness::Claimed => {
                             if !said_claimed {
                                 verbose!("a run is starting on {}; waiting for it to publish", path.display());
@@ -200,6 +210,25 @@ impl Canceller<'_> {
             say::line(format_args!("no run at {path}{stale_note}"));
         }
         CancelExit::NoRun
+    }
+
+    /// The live run this cancel stopped has ended: remove the request this
+    /// cancel made if it is still there as it was made (same file, still a
+    /// request). A run that was already finishing when the request came
+    /// (its run gone) did not take it, and removes only what it took: left
+    /// there, the request would cancel the next run on this pid file.
+    fn withdraw_own_request(&self) {
+        if let Some(request) = self.request
+            && pidfile::still_taken(&self.marker, request, 0, sys::geteuid())
+            && let Err(e) = std::fs::remove_file(&self.marker)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            say::line(format_args!(
+                "warning: cannot remove cancel marker {}: {}",
+                self.marker.display(),
+                say::errno_text(&e)
+            ));
+        }
     }
 
     /// Remove the marker if this cancel created it; one that was already

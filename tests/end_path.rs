@@ -93,3 +93,44 @@ fn a_run_that_can_be_neither_published_nor_supervised_is_killed_before_pgrun_exi
     assert!(!pidfile.exists(), "the pid file was left");
     assert!(!scratch.path("job.pid.cancel").exists(), "the marker was left");
 }
+
+/// A cancel that finds the run live while it is already finishing (its run
+/// gone, its files not yet withdrawn) stops that run, and only that run:
+/// its request does not outlive the run to cancel the next one.
+#[test]
+fn a_cancel_of_a_finishing_run_does_not_cancel_the_next_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let gone = Pause::new(&scratch, "run-gone");
+    let first = guard.spawn(gone.arm(&mut pgrun(["-p", p, "--", "true"])));
+    gone.wait_reached();
+    let cancel = guard.spawn(pgrun(["cancel", "-v", p]).stderr(std::process::Stdio::piped()));
+    read_stderr_until(&mut guard, cancel, "sending TERM to pgrun");
+    gone.release();
+    assert_eq!(guard.wait(first), 0, "the run had ended on its own");
+    assert_eq!(guard.wait(cancel), 0, "cancel: the run is gone");
+    assert!(!scratch.path("job.pid.cancel").exists(), "the cancel's request outlived the run it stopped");
+    let witness = scratch.path("ran");
+    assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 0, "the next run");
+    assert!(witness.exists(), "the next run was cancelled by a request meant for the run before");
+}
+
+/// Read child `index`'s stderr (piped) until a line contains `what`.
+fn read_stderr_until(guard: &mut Guard, index: usize, what: &str) {
+    let stderr = guard.child(index).stderr.as_mut().expect("stderr piped");
+    let mut line = Vec::new();
+    loop {
+        let mut byte = [0u8];
+        let n = std::io::Read::read(stderr, &mut byte).expect("read stderr");
+        assert!(n == 1, "ended before saying {what:?}: {}", String::from_utf8_lossy(&line));
+        line.push(byte[0]);
+        if byte[0] == b'\n' {
+            if String::from_utf8_lossy(&line).contains(what) {
+                return;
+            }
+            line.clear();
+        }
+    }
+}
