@@ -300,12 +300,6 @@ pub fn count_group_members(pgid: Pid) -> Option<usize> {
     group_census(pgid).map(|c| c.members)
 }
 
-/// [`count_group_members`], or where pgrun cannot count, the lower bound
-/// that `kill(-pgid, 0)` gives: 1 if the group exists, else 0.
-pub fn count_group_members_at_least(pgid: Pid) -> usize {
-    count_group_members(pgid).unwrap_or_else(|| usize::from(super::process::group_exists(pgid)))
-}
-
 /// The members of a process group, and how many of them are zombies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Census {

@@ -41,6 +41,13 @@ pub fn group_exists(pgid: Pid) -> bool {
     signal_raw(-pgid, 0).unwrap_or(true)
 }
 
+/// How many processes are in group `pgid`: counted from `/proc` where pgrun
+/// can ([`super::proc::count_group_members`]), else the lower bound that
+/// `kill(-pgid, 0)` gives: 1 if the group exists, else 0.
+pub fn count_group_members_at_least(pgid: Pid) -> usize {
+    super::proc::count_group_members(pgid).unwrap_or_else(|| usize::from(group_exists(pgid)))
+}
+
 /// How a reaped child ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChildStatus {
