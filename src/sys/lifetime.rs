@@ -5,10 +5,12 @@
 //! guard to pgrun: [`super::guard_channel`].)
 //!
 //! nix expresses `setpgid`, `waitpid`, `dup2` onto stdin/stdout and `prctl`;
-//! raw libc remains for `fork` (unsafe in nix too), `close_range` and
-//! `mmap`.
+//! raw libc remains for `fork` (unsafe in nix too), `close`, `mmap` and
+//! `_exit`. What only Linux has (`close_range(2)`, the parent-death signal)
+//! is the platform's (`linux/lifetime.rs`, `posix/lifetime.rs`).
 
 use super::Pid;
+pub use super::platform::lifetime::set_parent_death_signal;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -16,7 +18,7 @@ use std::os::fd::RawFd;
 ///
 /// pgrun is single-threaded whenever it forks, so the child is a complete
 /// copy that may allocate and run ordinary code; it must end with
-/// [`super::exit_now`] and never return into the parent's stack frames
+/// [`exit_now`] and never return into the parent's stack frames
 /// (their destructors would act on the parent's files).
 pub fn fork() -> io::Result<Option<Pid>> {
     // SAFETY: fork has no memory-safety preconditions; with one thread the
@@ -57,13 +59,11 @@ pub fn close_all_but(keep: &[RawFd]) {
     }
 }
 
-/// Close fds `first..=last`: `close_range(2)` on Linux, else one `close` per
-/// fd up to the limit on open files.
+/// Close fds `first..=last`: in one call where the platform has one
+/// (Linux's `close_range(2)`), else (or where it fails) one `close` per fd
+/// up to the limit on open files.
 fn close_range(first: RawFd, last: RawFd) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: close_range takes plain integers; it closes only fds of this
-    // process (its copies after fork), which nothing here uses any more.
-    if unsafe { libc::syscall(libc::SYS_close_range, first as u32, last as u32, 0u32) } == 0 {
+    if super::platform::lifetime::close_range(first, last).is_ok() {
         return;
     }
     let max = match nix::unistd::sysconf(nix::unistd::SysconfVar::OPEN_MAX) {
@@ -93,24 +93,6 @@ pub fn set_name(name: &std::ffi::CStr) {
     let _ = nix::sys::prctl::set_name(name);
     #[cfg(not(target_os = "linux"))]
     let _ = name;
-}
-
-/// `prctl(PR_SET_PDEATHSIG, signal)`: have the kernel send `signal` when the
-/// thread that created pgrun exits. `Ok(false)` where the platform has no
-/// such signal (anything but Linux, and the portable build): nothing
-/// announces the parent's death there.
-pub fn set_parent_death_signal(signal: i32) -> io::Result<bool> {
-    #[cfg(linux_strengths)]
-    {
-        let signal = nix::sys::signal::Signal::try_from(signal)?;
-        nix::sys::prctl::set_pdeathsig(signal).map_err(io::Error::from)?;
-        Ok(true)
-    }
-    #[cfg(not(linux_strengths))]
-    {
-        let _ = signal;
-        Ok(false)
-    }
 }
 
 /// A page of memory shared between pgrun and the guard it forks
@@ -157,4 +139,12 @@ impl Drop for SharedPage {
         // SAFETY: the mapping made in `new`, unmapped once.
         unsafe { libc::munmap(self.ptr.cast(), 4096) };
     }
+}
+
+/// `_exit(2)`: end pgrun now, running no exit handlers and flushing nothing
+/// (for the panic hook, where nothing else may run any more; for a forked
+/// copy of pgrun, which must never return into the parent's frames).
+pub fn exit_now(code: u8) -> ! {
+    // SAFETY: _exit has no preconditions and does not return.
+    unsafe { libc::_exit(libc::c_int::from(code)) }
 }

@@ -5,8 +5,10 @@
 //! signal, which pgrun forwards, and nix's `waitpid` reports an error
 //! *after* reaping a child one of them ended, losing its status.
 //! (Spawning the command: [`super::spawn`]; what `/proc` says about groups:
-//! [`super::proc`]; pidfds: [`super::pidfd`].)
+//! [`super::proc`]; pidfds: [`super::pidfd`]. Being a child subreaper is
+//! Linux's: `linux/process.rs`, `posix/process.rs`.)
 
+pub use super::platform::process::{RUN_PGRUN_IS_SUBREAPER, become_subreaper};
 use super::{Pid, Signal};
 use std::io;
 
@@ -136,16 +138,17 @@ pub fn reap_one() -> io::Result<Reaped> {
 /// Whether `pid` is still a child of pgrun that pgrun has not reaped:
 /// false only where that is proven. `waitid(P_PID, pid, WEXITED | WNOHANG
 /// | WNOWAIT)`, which reaps nothing, saying ECHILD is checked once more,
-/// against `/proc/PID/stat` where there is a `/proc` (a process that is
-/// gone, or whose parent is another, is not pgrun's child; one whose parent
-/// is pgrun is, whatever waitid said), else by asking waitid again. Any
-/// other error is no proof: true.
+/// against `/proc/PID/stat` where pgrun asks `/proc` (Linux; a process
+/// that is gone, or whose parent is another, is not pgrun's child; one
+/// whose parent is pgrun is, whatever waitid said), else by asking waitid
+/// again. Any other error is no proof: true.
 pub fn is_child(pid: Pid) -> bool {
     if waitid_has_child(pid) {
         return true;
     }
-    #[cfg(linux_strengths)]
-    if let Some(ours) = super::proc::is_child_of_self(pid) {
+    if super::platform::proc::ASKS_PROC
+        && let Some(ours) = super::proc::is_child_of_self(pid)
+    {
         return ours;
     }
     waitid_has_child(pid)
@@ -194,22 +197,4 @@ fn waitid_has_child(pid: Pid) -> bool {
             _ => return true,
         }
     }
-}
-
-/// Whether a running pgrun of this build is a child subreaper (see
-/// [`become_subreaper`]; it refuses to run otherwise): while it lives,
-/// every process of its run is one of its descendants.
-pub const RUN_PGRUN_IS_SUBREAPER: bool = cfg!(linux_strengths);
-
-/// `prctl(PR_SET_CHILD_SUBREAPER)`: orphaned descendants are reparented to
-/// pgrun instead of init, so pgrun can reap their zombies and hears of their
-/// deaths. Linux only; elsewhere this does nothing and returns false.
-pub fn become_subreaper() -> io::Result<bool> {
-    #[cfg(linux_strengths)]
-    {
-        nix::sys::prctl::set_child_subreaper(true)?;
-        Ok(true)
-    }
-    #[cfg(not(linux_strengths))]
-    Ok(false)
 }
