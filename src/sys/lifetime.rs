@@ -9,7 +9,7 @@
 //! `_exit`. What only Linux has (`close_range(2)`, the parent-death signal)
 //! is the platform's (`linux/lifetime.rs`, `posix/lifetime.rs`).
 
-use super::Pid;
+use super::ids::Pid;
 pub use super::platform::lifetime::set_parent_death_signal;
 use std::io;
 use std::os::fd::RawFd;

@@ -7,7 +7,7 @@
 //! and its steps before exec), [`process`] (signalling groups, reaping),
 //! [`signals`] (the platform's signal numbers and names), [`sigmask`]
 //! (signal sets and masks), [`wakeup`] (turning signals into a
-//! pollable fd), [`poll`] (waiting on fds), [`lock`] (fcntl record locks),
+//! pollable fd), `poll` (waiting on fds), [`lock`] (fcntl record locks),
 //! [`terminal`] (the foreground process group of the controlling
 //! terminal), [`pipe`] (the pipes and reads and writes of `--max-output`),
 //! `fd` (one fd's kind and flags, the standard fds kept open), [`proc`]
@@ -32,49 +32,56 @@
 //! of nix features left out (`poll`; the `socket` calls of the guard's tie
 //! and `send`; `pread`; `mmap`). Each module's doc names its own.
 //!
-//! # The facade: one platform, chosen here
+//! # The facade, and the platform behind it
 //!
-//! pgrun takes one of two paths, and this file is the only place that
-//! chooses: `cfg(linux_strengths)` (set by `build.rs` on Linux, unless the
-//! `posix-fallback` feature asks for the portable path, so that the suite
-//! tests that path on Linux too) compiles `linux/`, else `posix/`, as the
-//! module `platform`. `linux/` holds Linux's strengths: the signalfd,
-//! pidfds and the guard's hand-over, the child subreaper, `ppoll`,
-//! `splice` and `tee`, `/proc`'s answers, `close_range`, `getrandom`, the
-//! parent-death signal. `posix/` holds the portable path: the self-pipe,
-//! `poll`, and no pidfd, no subreaper, no `/proc`. The two folders hold
-//! files of the same names, and each file the same items with the same
-//! signatures: a function exists on a path or it does not, and has one
-//! body there. What a path lacks it says so in its answer (`None`, `false`,
+//! This file is the table of contents: the modules, and the names the rest
+//! of the crate uses (`sys::getpid`, `sys::poll`, `sys::pidfd`...), one
+//! signature each whatever the build. Behind it pgrun takes one of two
+//! paths, chosen here and only here: `cfg(linux_strengths)` (set by
+//! `build.rs` on Linux, unless the `posix-fallback` feature asks for the
+//! portable path, so that the suite tests that path on Linux too) compiles
+//! the folder `linux/`, else `posix/`, and `platform.rs` gives the one
+//! compiled the name `platform`.
+//!
+//! `linux/` holds Linux's strengths: the signalfd, pidfds and the guard's
+//! hand-over, the child subreaper, `ppoll`, `splice` and `tee`, `/proc`'s
+//! answers, `close_range`, `getrandom`, the parent-death signal. `posix/`
+//! holds the portable path: the self-pipe, `poll`, and no pidfd, no
+//! subreaper, no `/proc`. The two folders hold files of the same names,
+//! and each file the same items with the same signatures: a function
+//! exists on a path or it does not, and it never has two bodies chosen by
+//! `cfg`. What a path lacks it says in its answer (`None`, `false`,
 //! `Unsupported`, or [`pidfd::Pidfd`], a type no value of which can exist
-//! on the portable path), so that the code above reads as one program. An
-//! item only Linux's own code calls (the hand-over between fork and exec)
-//! exists in `linux/` alone.
+//! on the portable path), so that the code above reads as one program. The
+//! few items only Linux's own code calls (the hand-over between fork and
+//! exec, a pidfd received) exist in `linux/` alone.
 //!
 //! The modules beside the two folders are written once, for both paths.
-//! They reach the platform as `platform::NAME::item` (`pipe` names the
+//! They reach the platform as `platform::NAME::item`: `pipe` names the
 //! platform's `splice_nowait` beside its own calls, `proc` asks
-//! `platform::proc::ASKS_PROC`), and where a module is the platform's
-//! whole (`pidfd`, `wakeup`, `guard_channel`), this file names it
-//! `sys::NAME` below. No user of `sys` learns which path was taken, except
-//! by the facts it is handed as constants ([`CAN_CONTAIN`],
-//! [`pidfd::Pidfd::SUPPORTED`], [`guard_channel::HANDS_OVER`],
-//! [`process::RUN_PGRUN_IS_SUBREAPER`]).
+//! `platform::proc::ASKS_PROC` whether to read a census. A module that is
+//! the platform's whole (`pidfd`, `wakeup`, `guard_channel`) is named
+//! `sys::NAME` below. Nothing here imports this file (they import the file
+//! that defines what they use), so the facade stands on top of `sys`. No
+//! user of `sys` learns which path was taken, except from the facts handed
+//! to it as constants ([`CAN_CONTAIN`], [`pidfd::Pidfd::SUPPORTED`],
+//! [`guard_channel::HANDS_OVER`], [`process::RUN_PGRUN_IS_SUBREAPER`]).
 //!
 //! The target (the kernel and C library pgrun is built for, whichever path
-//! it takes) is a matter of a few facts, stated where they belong with
-//! `cfg(target_os)` on the item, as the nix crate writes them: the signal
-//! table ([`signals`]), the C library's reserved signals and resource type
-//! ([`sigmask`], [`rlimit`]), the guard's name ([`lifetime::set_name`],
-//! `prctl` on Linux). The portable path on Linux keeps them: they are
-//! Linux's, not a strength to do without.
+//! it takes) is the other switch, and a matter of a few facts, stated
+//! where they belong with `cfg(target_os)` on the item, as the nix crate
+//! writes them: the signal table ([`signals`]), the C library's reserved
+//! signals and resource type ([`sigmask`], [`rlimit`]), the guard's name
+//! ([`lifetime::set_name`], `prctl` on Linux). The portable path on Linux
+//! keeps them: they are Linux's, not strengths to do without.
 //!
-//! A port to another system starts at `posix/`, which builds and passes the
-//! suite as it is (CI type-checks it for macOS and FreeBSD): the port
-//! checks the target's facts above, then gives the system's own means
-//! where it has better ones (macOS's `kqueue` for a process's exit, say)
-//! in a folder of its own beside `linux/` and `posix/`, with the same files
-//! and the same signatures, chosen below.
+//! A port to another system starts at `posix/`, which builds for it as it
+//! is (CI type-checks macOS and FreeBSD) and passes the suite on Linux
+//! (`--features posix-fallback`): the port checks the target's facts above,
+//! then, where the system has better means than POSIX (macOS's `kqueue`
+//! for a process's exit, say), gives them a folder of its own beside
+//! `linux/` and `posix/`, with the same files and signatures, chosen by
+//! `cfg` on the lines below and in `platform.rs`.
 
 pub mod cgroup;
 mod fd;
@@ -93,14 +100,13 @@ pub mod signals;
 pub mod spawn;
 pub mod terminal;
 
+// The platform: one of the two folders is compiled, and `platform` names it.
 #[cfg(linux_strengths)]
 mod linux;
-#[cfg(linux_strengths)]
-use linux as platform;
 #[cfg(not(linux_strengths))]
 mod posix;
-#[cfg(not(linux_strengths))]
-use posix as platform;
+
+mod platform;
 
 pub use fd::reserve_standard_fds;
 pub use ids::{Pid, geteuid, getpgid, getpgrp, getpid, getppid};

@@ -17,7 +17,7 @@
 //! `None` on the portable path, which does without them, as it must where
 //! there is no `/proc`.
 
-use super::Pid;
+use super::ids::Pid;
 use super::platform::proc::ASKS_PROC;
 pub use super::platform::proc::list_folder;
 use std::io;
@@ -53,7 +53,7 @@ pub fn stat(pid: Pid) -> Option<Stat> {
 /// (not mounted, say), so that it proves nothing.
 pub fn is_child_of_self(pid: Pid) -> Option<bool> {
     match std::fs::read(format!("/proc/{pid}/stat")) {
-        Ok(line) => Some(parse_stat(&line)?.ppid == super::getpid()),
+        Ok(line) => Some(parse_stat(&line)?.ppid == super::ids::getpid()),
         Err(e) if e.kind() == io::ErrorKind::NotFound && std::fs::metadata("/proc/self/stat").is_ok() => Some(false),
         Err(_) => None,
     }
@@ -117,7 +117,7 @@ fn read_children_file(path: &str) -> io::Result<String> {
 /// The children of the calling process's main thread (all of them, for a
 /// single-threaded process), in one read.
 pub fn own_children() -> io::Result<Vec<Pid>> {
-    let me = super::getpid();
+    let me = super::ids::getpid();
     let text = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children"))?;
     Ok(text.split_ascii_whitespace().filter_map(|p| p.parse::<Pid>().ok()).collect())
 }
@@ -155,7 +155,7 @@ pub fn descendants(root: Pid, limit: usize) -> Option<Vec<Pid>> {
 
 /// Whether this kernel has `/proc/PID/task/TID/children`.
 pub fn children_files_exist() -> bool {
-    let me = super::getpid();
+    let me = super::ids::getpid();
     std::fs::metadata(format!("/proc/{me}/task/{me}/children")).is_ok()
 }
 
@@ -280,7 +280,7 @@ pub fn group_census(pgid: Pid) -> Option<Census> {
         return None;
     }
     let pids = pids().ok()?;
-    let me = super::getpid();
+    let me = super::ids::getpid();
     let mut census = Census::default();
     for pid in pids {
         let Some(stat) = stat(pid) else { continue };

@@ -8,8 +8,9 @@
 //! [`super::proc`]; pidfds: [`super::pidfd`]. Being a child subreaper is
 //! Linux's: `linux/process.rs`, `posix/process.rs`.)
 
+use super::ids::Pid;
 pub use super::platform::process::{RUN_PGRUN_IS_SUBREAPER, become_subreaper};
-use super::{Pid, Signal};
+use super::signals::Signal;
 use std::io;
 
 /// `kill(-pgid, signal)`. Returns `Ok(false)` if the group no longer exists

@@ -122,7 +122,7 @@ pub fn may_raise_hard() -> bool {
         const CAP_SYS_RESOURCE: u32 = 24;
         return caps & (1 << CAP_SYS_RESOURCE) != 0;
     }
-    super::geteuid() == 0
+    super::ids::geteuid() == 0
 }
 
 /// The limits to set in the command's process before exec, one slot per

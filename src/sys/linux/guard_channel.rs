@@ -21,7 +21,7 @@
 //! [`crate::sys::poll`]'s.
 
 use super::pidfd::Pidfd;
-use crate::sys::Pid;
+use crate::sys::ids::Pid;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 

@@ -7,7 +7,9 @@
 //! code that holds them reads as one program on every platform, with the
 //! group's number as its fallback.
 
-use crate::sys::{Pid, Signal};
+use crate::sys::ids::Pid;
+use crate::sys::poll::wait_readable;
+use crate::sys::signals::Signal;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -39,7 +41,7 @@ impl Pidfd {
     /// Wait up to `timeout` (`None`: no limit) for the process to exit;
     /// true once it has. An error says nothing about the process.
     pub fn wait_exited(&self, timeout: Option<std::time::Duration>) -> io::Result<bool> {
-        crate::sys::wait_readable(std::os::fd::AsFd::as_fd(&self.0), timeout)
+        wait_readable(std::os::fd::AsFd::as_fd(&self.0), timeout)
     }
 
     /// `pidfd_send_signal(2)`; `Ok(false)` if the process has already
@@ -73,7 +75,7 @@ pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
 /// readable then; a zombie has exited).
 /// A failed poll is no proof of an exit: false, and the caller asks again.
 pub fn pidfd_exited(pidfd: std::os::fd::BorrowedFd<'_>) -> bool {
-    crate::sys::wait_readable(pidfd, Some(std::time::Duration::ZERO)).unwrap_or(false)
+    wait_readable(pidfd, Some(std::time::Duration::ZERO)).unwrap_or(false)
 }
 
 /// `pidfd_send_signal(2)`: signal the process a pidfd refers to. Unlike

@@ -9,7 +9,7 @@
 //! the run's processes too (`linux/guard_channel.rs`).
 
 use super::pidfd::Pidfd;
-use crate::sys::Pid;
+use crate::sys::ids::Pid;
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
 

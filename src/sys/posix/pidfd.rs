@@ -3,7 +3,8 @@
 //! (written for Linux's, `linux/pidfd.rs`) falls back to the group's number
 //! and never reaches a method here.
 
-use crate::sys::{Pid, Signal};
+use crate::sys::ids::Pid;
+use crate::sys::signals::Signal;
 use std::io;
 use std::os::fd::OwnedFd;
 

@@ -4,6 +4,7 @@
 //! reads. (Linux's is a signalfd: `linux/wakeup.rs`.)
 
 use crate::sys::sigmask::SigSet;
+use nix::fcntl::{FcntlArg, FdFlag, fcntl};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
@@ -42,9 +43,12 @@ impl SignalSource {
     /// A self-pipe; the handlers are installed by [`SignalSource::activate`].
     pub fn new(_set: &SigSet) -> io::Result<Self> {
         use std::os::fd::AsRawFd;
-        let pipe = crate::sys::spawn::cloexec_pipe()?;
+        // pipe(2) and then the flags (there is no pipe2 on every system):
+        // pgrun is single-threaded, so no fork can come between.
+        let pipe = nix::unistd::pipe()?;
         // O_NONBLOCK keeps the handler from blocking.
         for fd in [&pipe.0, &pipe.1] {
+            fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
             crate::sys::fd::set_nonblocking(fd.as_fd())?;
         }
         self_pipe::WRITE_FD.store(pipe.1.as_raw_fd(), std::sync::atomic::Ordering::Relaxed);
@@ -60,7 +64,7 @@ impl SignalSource {
         let mut handled = SigSet::empty();
         // Up to the platform's last signal: FreeBSD's real-time signals run
         // to 126. (The self-pipe carries a number as one byte: all fit.)
-        for signal in 1..=crate::sys::max_signal() {
+        for signal in 1..=crate::sys::signals::max_signal() {
             if !set.contains(signal) || keep_blocked.contains(signal) {
                 continue;
             }
