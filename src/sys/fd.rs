@@ -1,10 +1,10 @@
-//! One fd at a time: the standard fds kept open from the start, whether an
-//! fd is a pipe, its O_NONBLOCK flag, and a raw call on it retried on
-//! EINTR. (The calls that move bytes: [`super::pipe`].)
+//! One fd at a time: the standard fds kept open from the start, the most
+//! a process may have, whether an fd is a pipe, its O_NONBLOCK flag, and a
+//! raw call on it retried on EINTR. (The calls that move bytes: [`super::pipe`].)
 
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{BorrowedFd, RawFd};
 
 /// Make sure fds 0, 1 and 2 are open: any of them that is closed gets
 /// `/dev/null`, close-on-exec. Otherwise the first file pgrun opens (the
@@ -24,6 +24,15 @@ pub fn reserve_standard_fds() {
                 let _ = std::os::fd::IntoRawFd::into_raw_fd(null);
             }
         }
+    }
+}
+
+/// The most fds a process may have open (`sysconf(_SC_OPEN_MAX)`, at most
+/// 65,536; 1024 where it does not say): a bound for walks over fd numbers.
+pub(super) fn open_max() -> RawFd {
+    match nix::unistd::sysconf(nix::unistd::SysconfVar::OPEN_MAX) {
+        Ok(Some(n)) if n > 0 => n.min(65_536) as RawFd,
+        _ => 1024,
     }
 }
 

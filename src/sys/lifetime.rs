@@ -59,18 +59,14 @@ pub fn close_all_but(keep: &[RawFd]) {
     }
 }
 
-/// Close fds `first..=last`: in one call where the platform has one
-/// (Linux's `close_range(2)`), else (or where it fails) one `close` per fd
-/// up to the limit on open files.
+/// Close fds `first..=last`: the platform's way (Linux's `close_range(2)`;
+/// the portable path closes the open ones it finds), else (where that
+/// fails) one `close` per fd up to the limit on open files.
 fn close_range(first: RawFd, last: RawFd) {
     if super::platform::lifetime::close_range(first, last).is_ok() {
         return;
     }
-    let max = match nix::unistd::sysconf(nix::unistd::SysconfVar::OPEN_MAX) {
-        Ok(Some(n)) if n > 0 => n.min(65_536) as RawFd,
-        _ => 1024,
-    };
-    for fd in first..=last.min(max) {
+    for fd in first..=last.min(super::fd::open_max()) {
         // SAFETY: closing a plain fd number this process may hold; nothing
         // here holds it as an OwnedFd.
         unsafe { libc::close(fd) };
@@ -147,4 +143,36 @@ impl Drop for SharedPage {
 pub fn exit_now(code: u8) -> ! {
     // SAFETY: _exit has no preconditions and does not return.
     unsafe { libc::_exit(libc::c_int::from(code)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn is_open(fd: RawFd) -> bool {
+        // SAFETY: F_GETFD on any number is harmless; EBADF means closed.
+        unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+    }
+
+    #[test]
+    fn a_range_is_closed_where_its_fds_are_open_and_nothing_past_it() {
+        // Numbers far above any fd the other tests of this process hold.
+        let base = super::super::fd::open_max() - 8;
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let at = |n: RawFd| {
+            // SAFETY: F_DUPFD_CLOEXEC copies an open fd to the lowest free
+            // number from `base + n`.
+            let fd = unsafe { libc::fcntl(null.as_raw_fd(), libc::F_DUPFD_CLOEXEC, base + n) };
+            assert_eq!(fd, base + n, "fd {} is taken", base + n);
+            fd
+        };
+        let (first, last, past) = (at(0), at(2), at(4));
+        assert!(!is_open(base + 1));
+        close_range(first, last);
+        assert!(!is_open(first) && !is_open(last), "the range's open fds are closed");
+        assert!(is_open(past), "the fd past the range is left open");
+        // SAFETY: the copy made above, closed once.
+        unsafe { libc::close(past) };
+    }
 }
