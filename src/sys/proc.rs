@@ -7,10 +7,10 @@
 //! between two reads, so every reader returns `None` (or an empty list)
 //! for a process that is gone, and callers check again before they act.
 //!
-//! Folders are listed with [`list_folder`], the platform's: on Linux not
-//! `std::fs::read_dir`, whose directory handle panics when `closedir`
-//! fails (EIO, EBADF...), and a failed close of a folder opened read-only
-//! is nothing to end pgrun for.
+//! Folders are listed with [`list_folder`], the platform's: Linux's reads
+//! them with `getdents64(2)`, not `std::fs::read_dir`, whose directory
+//! handle panics when `closedir` fails (EIO, EBADF...), and a failed close
+//! of a folder opened read-only is nothing to end pgrun for.
 //!
 //! Some answers are Linux's strengths (`ASKS_PROC` in `linux/proc.rs` and
 //! `posix/proc.rs`): a group's census and a process's effective uid are
