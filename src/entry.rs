@@ -5,7 +5,7 @@
 
 use crate::cli::{Action, Cli};
 use crate::exit::{FAILURE, StatusExit};
-use crate::{cancel, generate, panic_stop, run, say, status, sys, wait};
+use crate::{cancel, generate, panic_stop, run, say, status, sys, test_hook, wait};
 use clap::Parser;
 use clap::error::ErrorKind;
 use std::ffi::OsString;
@@ -20,7 +20,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
     // First thing, in every mode: a closed stderr must not kill pgrun with
     // SIGPIPE, and a caller's ignored SIGCHLD must not hide the command's
     // status. The caller's own settings are kept for the command.
-    let taken_over = sys::sigmask::take_over_at_start();
+    let taken_over = sys::sigmask::take_over_at_start(test_hook::active(test_hook::KEEP_SIGCHLD_IGNORED));
     sys::reserve_standard_fds();
     // A run's usual line without clap's cost; anything else through clap.
     let quick = crate::quick_args::run_args(&args).map(|run| Cli { action: None, run, generate: None });

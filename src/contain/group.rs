@@ -166,7 +166,7 @@ impl OwnGroup {
     /// while its number is the run's, and the leader if it left the group
     /// and is not reaped.
     pub fn left(&self) -> usize {
-        let members = if self.exists() { crate::sys::proc::count_group_members_at_least(self.pgid()) } else { 0 };
+        let members = if self.exists() { process::count_group_members_at_least(self.pgid()) } else { 0 };
         let leader_outside = !self.leader_reaped.get() && crate::sys::getpgid(self.pgid()) != Some(self.pgid());
         members + usize::from(leader_outside)
     }

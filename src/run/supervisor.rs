@@ -379,7 +379,7 @@ impl Supervisor<'_> {
     /// --wait-group wait for them.
     fn on_stragglers(&mut self) {
         if self.w.count_stragglers {
-            self.stragglers = crate::sys::proc::count_group_members_at_least(self.pgid);
+            self.stragglers = process::count_group_members_at_least(self.pgid);
         }
         if let Phase::Running = self.phase {
             let left = match self.stragglers {
@@ -593,7 +593,7 @@ impl Supervisor<'_> {
         }
         match crate::sys::proc::group_census(self.pgid) {
             Some(census) => census.only_foreign_zombies(),
-            None => Some(crate::sys::proc::count_group_members_at_least(self.pgid)),
+            None => Some(process::count_group_members_at_least(self.pgid)),
         }
     }
 

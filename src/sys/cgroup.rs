@@ -6,7 +6,7 @@
 //! a unified host and often `/sys/fs/cgroup/unified` on a hybrid one), and
 //! pgrun's own cgroup in `/proc/self/cgroup`; a leaf is created below that.
 
-use super::Pid;
+use super::ids::Pid;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};

@@ -5,10 +5,12 @@
 //! guard to pgrun: [`super::guard_channel`].)
 //!
 //! nix expresses `setpgid`, `waitpid`, `dup2` onto stdin/stdout and `prctl`;
-//! raw libc remains for `fork` (unsafe in nix too), `close_range` and
-//! `mmap`.
+//! raw libc remains for `fork` (unsafe in nix too), `close`, `mmap` and
+//! `_exit`. What only Linux has (`close_range(2)`, the parent-death signal)
+//! is the platform's (`linux/lifetime.rs`, `posix/lifetime.rs`).
 
-use super::Pid;
+use super::ids::Pid;
+pub use super::platform::lifetime::set_parent_death_signal;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -16,7 +18,7 @@ use std::os::fd::RawFd;
 ///
 /// pgrun is single-threaded whenever it forks, so the child is a complete
 /// copy that may allocate and run ordinary code; it must end with
-/// [`super::exit_now`] and never return into the parent's stack frames
+/// [`exit_now`] and never return into the parent's stack frames
 /// (their destructors would act on the parent's files).
 pub fn fork() -> io::Result<Option<Pid>> {
     // SAFETY: fork has no memory-safety preconditions; with one thread the
@@ -57,20 +59,14 @@ pub fn close_all_but(keep: &[RawFd]) {
     }
 }
 
-/// Close fds `first..=last`: `close_range(2)` on Linux, else one `close` per
-/// fd up to the limit on open files.
+/// Close fds `first..=last`: the platform's way (Linux's `close_range(2)`;
+/// the portable path closes the open ones it finds), else (where that
+/// fails) one `close` per fd up to the limit on open files.
 fn close_range(first: RawFd, last: RawFd) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: close_range takes plain integers; it closes only fds of this
-    // process (its copies after fork), which nothing here uses any more.
-    if unsafe { libc::syscall(libc::SYS_close_range, first as u32, last as u32, 0u32) } == 0 {
+    if super::platform::lifetime::close_range(first, last).is_ok() {
         return;
     }
-    let max = match nix::unistd::sysconf(nix::unistd::SysconfVar::OPEN_MAX) {
-        Ok(Some(n)) if n > 0 => n.min(65_536) as RawFd,
-        _ => 1024,
-    };
-    for fd in first..=last.min(max) {
+    for fd in first..=last.min(super::fd::open_max()) {
         // SAFETY: closing a plain fd number this process may hold; nothing
         // here holds it as an OwnedFd.
         unsafe { libc::close(fd) };
@@ -93,24 +89,6 @@ pub fn set_name(name: &std::ffi::CStr) {
     let _ = nix::sys::prctl::set_name(name);
     #[cfg(not(target_os = "linux"))]
     let _ = name;
-}
-
-/// `prctl(PR_SET_PDEATHSIG, signal)`: have the kernel send `signal` when the
-/// thread that created pgrun exits. `Ok(false)` where the platform has no
-/// such signal (anything but Linux, and the portable build): nothing
-/// announces the parent's death there.
-pub fn set_parent_death_signal(signal: i32) -> io::Result<bool> {
-    #[cfg(linux_strengths)]
-    {
-        let signal = nix::sys::signal::Signal::try_from(signal)?;
-        nix::sys::prctl::set_pdeathsig(signal).map_err(io::Error::from)?;
-        Ok(true)
-    }
-    #[cfg(not(linux_strengths))]
-    {
-        let _ = signal;
-        Ok(false)
-    }
 }
 
 /// A page of memory shared between pgrun and the guard it forks
@@ -156,5 +134,45 @@ impl Drop for SharedPage {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`, unmapped once.
         unsafe { libc::munmap(self.ptr.cast(), 4096) };
+    }
+}
+
+/// `_exit(2)`: end pgrun now, running no exit handlers and flushing nothing
+/// (for the panic hook, where nothing else may run any more; for a forked
+/// copy of pgrun, which must never return into the parent's frames).
+pub fn exit_now(code: u8) -> ! {
+    // SAFETY: _exit has no preconditions and does not return.
+    unsafe { libc::_exit(libc::c_int::from(code)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn is_open(fd: RawFd) -> bool {
+        // SAFETY: F_GETFD on any number is harmless; EBADF means closed.
+        unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+    }
+
+    #[test]
+    fn a_range_is_closed_where_its_fds_are_open_and_nothing_past_it() {
+        // Numbers far above any fd the other tests of this process hold.
+        let base = super::super::fd::open_max() - 8;
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let at = |n: RawFd| {
+            // SAFETY: F_DUPFD_CLOEXEC copies an open fd to the lowest free
+            // number from `base + n`.
+            let fd = unsafe { libc::fcntl(null.as_raw_fd(), libc::F_DUPFD_CLOEXEC, base + n) };
+            assert_eq!(fd, base + n, "fd {} is taken", base + n);
+            fd
+        };
+        let (first, last, past) = (at(0), at(2), at(4));
+        assert!(!is_open(base + 1));
+        close_range(first, last);
+        assert!(!is_open(first) && !is_open(last), "the range's open fds are closed");
+        assert!(is_open(past), "the fd past the range is left open");
+        // SAFETY: the copy made above, closed once.
+        unsafe { libc::close(past) };
     }
 }

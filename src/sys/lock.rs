@@ -15,7 +15,7 @@
 //! vanish when *any* of its fds for the file is closed, so pgrun opens each
 //! pid file once and keeps that one fd.
 
-use super::Pid;
+use super::ids::Pid;
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, fcntl};
 use std::fs::File;

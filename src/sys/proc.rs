@@ -7,11 +7,19 @@
 //! between two reads, so every reader returns `None` (or an empty list)
 //! for a process that is gone, and callers check again before they act.
 //!
-//! Folders are listed with [`list_folder`], not `std::fs::read_dir`: std's
-//! directory handle panics when `closedir` fails (EIO, EBADF...), and a
-//! failed close of a folder opened read-only is nothing to end pgrun for.
+//! Folders are listed with [`list_folder`], the platform's: Linux's reads
+//! them with `getdents64(2)`, not `std::fs::read_dir`, whose directory
+//! handle panics when `closedir` fails (EIO, EBADF...), and a failed close
+//! of a folder opened read-only is nothing to end pgrun for.
+//!
+//! Some answers are Linux's strengths (`ASKS_PROC` in `linux/proc.rs` and
+//! `posix/proc.rs`): a group's census and a process's effective uid are
+//! `None` on the portable path, which does without them, as it must where
+//! there is no `/proc`.
 
-use super::Pid;
+use super::ids::Pid;
+use super::platform::proc::ASKS_PROC;
+pub use super::platform::proc::list_folder;
 use std::io;
 
 /// The fields of `/proc/PID/stat` pgrun uses.
@@ -45,61 +53,9 @@ pub fn stat(pid: Pid) -> Option<Stat> {
 /// (not mounted, say), so that it proves nothing.
 pub fn is_child_of_self(pid: Pid) -> Option<bool> {
     match std::fs::read(format!("/proc/{pid}/stat")) {
-        Ok(line) => Some(parse_stat(&line)?.ppid == super::getpid()),
+        Ok(line) => Some(parse_stat(&line)?.ppid == super::ids::getpid()),
         Err(e) if e.kind() == io::ErrorKind::NotFound && std::fs::metadata("/proc/self/stat").is_ok() => Some(false),
         Err(_) => None,
-    }
-}
-
-/// The names in folder `path` (without `.` and `..`), read with
-/// `getdents64(2)` on an fd pgrun owns. Closing it goes through
-/// `OwnedFd`, which ignores close's result: the folder was opened
-/// read-only, so there is nothing a failed close could lose, and Linux
-/// releases the fd whatever close says. Off Linux, std's reader.
-pub fn list_folder(path: &str) -> io::Result<Vec<std::ffi::OsString>> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        use std::os::unix::ffi::OsStrExt;
-        let flags = nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC;
-        let dir = nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty())?;
-        let mut names = Vec::new();
-        let mut buf = vec![0u8; 32 * 1024];
-        loop {
-            // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`,
-            // a writable buffer, from a folder fd that `dir` keeps open.
-            let n = unsafe { libc::syscall(libc::SYS_getdents64, dir.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
-            if n < 0 {
-                let err = io::Error::last_os_error();
-                if err.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(err);
-            }
-            if n == 0 {
-                return Ok(names);
-            }
-            // Records of `struct linux_dirent64`: d_ino (8 bytes), d_off (8),
-            // d_reclen (2), d_type (1), then the NUL-terminated name.
-            let mut at = 0;
-            let end = n as usize;
-            while at + 19 <= end {
-                let reclen = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
-                if reclen < 19 || at + reclen > end {
-                    return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a bad folder record in {path}")));
-                }
-                let name = &buf[at + 19..at + reclen];
-                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-                if name != b"." && name != b".." {
-                    names.push(std::ffi::OsStr::from_bytes(name).to_os_string());
-                }
-                at += reclen;
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        std::fs::read_dir(path)?.map(|entry| entry.map(|e| e.file_name())).collect()
     }
 }
 
@@ -161,7 +117,7 @@ fn read_children_file(path: &str) -> io::Result<String> {
 /// The children of the calling process's main thread (all of them, for a
 /// single-threaded process), in one read.
 pub fn own_children() -> io::Result<Vec<Pid>> {
-    let me = super::getpid();
+    let me = super::ids::getpid();
     let text = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children"))?;
     Ok(text.split_ascii_whitespace().filter_map(|p| p.parse::<Pid>().ok()).collect())
 }
@@ -199,7 +155,7 @@ pub fn descendants(root: Pid, limit: usize) -> Option<Vec<Pid>> {
 
 /// Whether this kernel has `/proc/PID/task/TID/children`.
 pub fn children_files_exist() -> bool {
-    let me = super::getpid();
+    let me = super::ids::getpid();
     std::fs::metadata(format!("/proc/{me}/task/{me}/children")).is_ok()
 }
 
@@ -300,12 +256,6 @@ pub fn count_group_members(pgid: Pid) -> Option<usize> {
     group_census(pgid).map(|c| c.members)
 }
 
-/// [`count_group_members`], or where pgrun cannot count, the lower bound
-/// that `kill(-pgid, 0)` gives: 1 if the group exists, else 0.
-pub fn count_group_members_at_least(pgid: Pid) -> usize {
-    count_group_members(pgid).unwrap_or_else(|| usize::from(super::process::group_exists(pgid)))
-}
-
 /// The members of a process group, and how many of them are zombies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Census {
@@ -323,50 +273,39 @@ impl Census {
     }
 }
 
-/// Count group `pgid`'s members from `/proc` (Linux only; `None` elsewhere
-/// or if `/proc` is not mounted).
+/// Count group `pgid`'s members from `/proc` (Linux only; `None` on the
+/// portable path or if `/proc` is not mounted).
 pub fn group_census(pgid: Pid) -> Option<Census> {
-    #[cfg(linux_strengths)]
-    {
-        let pids = pids().ok()?;
-        let me = super::getpid();
-        let mut census = Census::default();
-        for pid in pids {
-            let Some(stat) = stat(pid) else { continue };
-            if stat.pgrp == pgid {
-                census.members += 1;
-                census.zombies += usize::from(stat.state == b'Z');
-                census.own_zombies += usize::from(stat.state == b'Z' && stat.ppid == me);
-            }
+    if !ASKS_PROC {
+        return None;
+    }
+    let pids = pids().ok()?;
+    let me = super::ids::getpid();
+    let mut census = Census::default();
+    for pid in pids {
+        let Some(stat) = stat(pid) else { continue };
+        if stat.pgrp == pgid {
+            census.members += 1;
+            census.zombies += usize::from(stat.state == b'Z');
+            census.own_zombies += usize::from(stat.state == b'Z' && stat.ppid == me);
         }
-        Some(census)
     }
-    #[cfg(not(linux_strengths))]
-    {
-        let _ = pgid;
-        None
-    }
+    Some(census)
 }
 
 /// The effective uid process `pid` runs as, from `/proc/PID/status` (Linux
-/// only; `None` elsewhere, or if the process is gone or hidden).
+/// only; `None` on the portable path, or if the process is gone or hidden).
 pub fn effective_uid(pid: Pid) -> Option<u32> {
-    #[cfg(linux_strengths)]
-    {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
-        line.split_ascii_whitespace().nth(1)?.parse().ok()
+    if !ASKS_PROC {
+        return None;
     }
-    #[cfg(not(linux_strengths))]
-    {
-        let _ = pid;
-        None
-    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    line.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
 /// How many PID namespaces, from the one `/proc` belongs to down, number
 /// process `pid` (the entries of its `NSpid` line, readable by anyone).
-#[cfg(target_os = "linux")]
 fn nspid_depth(pid: &str) -> Option<usize> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
@@ -376,27 +315,21 @@ fn nspid_depth(pid: &str) -> Option<usize> {
 /// Whether process `pid` lives in the caller's PID namespace, so that the
 /// numbers it sees (its group id) name the same processes here. Compares
 /// `/proc/self/ns/pid` with `/proc/PID/ns/pid`; where that cannot be read
-/// the answer is `false`, the safe side. Off Linux there are no PID
-/// namespaces: always `true`.
+/// the answer is `false`, the safe side. A system with no namespace files
+/// for the caller (no `/proc`, or one without `ns`, as other systems'
+/// are) has no PID namespaces to tell apart: `true`. (Linux's namespaces
+/// are a fact of the kernel, whichever path pgrun takes.)
 pub fn in_own_pid_namespace(pid: Pid) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let ns = |p: &str| std::fs::metadata(format!("/proc/{p}/ns/pid")).map(|m| (m.dev(), m.ino()));
-        match (ns("self"), ns(&pid.to_string())) {
-            (Ok(own), Ok(theirs)) => own == theirs,
-            // No /proc at all: nothing can tell namespaces apart, and a
-            // system without /proc has none to offer.
-            (Err(_), Err(_)) if std::fs::metadata("/proc/self").is_err() => true,
-            // Another user's process: its ns link is not ours to read, but
-            // its NSpid line is. One entry each means both live in the
-            // namespace this /proc belongs to, so in the same one.
-            _ => nspid_depth("self") == Some(1) && nspid_depth(&pid.to_string()) == Some(1),
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = pid;
-        true
+    use std::os::unix::fs::MetadataExt;
+    let ns = |p: &str| std::fs::metadata(format!("/proc/{p}/ns/pid")).map(|m| (m.dev(), m.ino()));
+    match (ns("self"), ns(&pid.to_string())) {
+        (Ok(own), Ok(theirs)) => own == theirs,
+        // No namespace files at all: nothing can tell namespaces apart,
+        // and a system without them has none to offer.
+        (Err(_), Err(_)) if std::fs::metadata("/proc/self/ns").is_err() => true,
+        // Another user's process: its ns link is not ours to read, but
+        // its NSpid line is. One entry each means both live in the
+        // namespace this /proc belongs to, so in the same one.
+        _ => nspid_depth("self") == Some(1) && nspid_depth(&pid.to_string()) == Some(1),
     }
 }

@@ -5,9 +5,12 @@
 //! signal, which pgrun forwards, and nix's `waitpid` reports an error
 //! *after* reaping a child one of them ended, losing its status.
 //! (Spawning the command: [`super::spawn`]; what `/proc` says about groups:
-//! [`super::proc`]; pidfds: [`super::pidfd`].)
+//! [`super::proc`]; pidfds: [`super::pidfd`]. Being a child subreaper is
+//! Linux's: `linux/process.rs`, `posix/process.rs`.)
 
-use super::{Pid, Signal};
+use super::ids::Pid;
+pub use super::platform::process::{RUN_PGRUN_IS_SUBREAPER, become_subreaper};
+use super::signals::Signal;
 use std::io;
 
 /// `kill(-pgid, signal)`. Returns `Ok(false)` if the group no longer exists
@@ -39,6 +42,13 @@ pub(super) fn signal_raw(target: Pid, signal: i32) -> io::Result<bool> {
 pub fn group_exists(pgid: Pid) -> bool {
     assert!(pgid > 1, "refusing to probe process group {pgid}");
     signal_raw(-pgid, 0).unwrap_or(true)
+}
+
+/// How many processes are in group `pgid`: counted from `/proc` where pgrun
+/// can ([`super::proc::count_group_members`]), else the lower bound that
+/// `kill(-pgid, 0)` gives: 1 if the group exists, else 0.
+pub fn count_group_members_at_least(pgid: Pid) -> usize {
+    super::proc::count_group_members(pgid).unwrap_or_else(|| usize::from(group_exists(pgid)))
 }
 
 /// How a reaped child ended.
@@ -129,16 +139,17 @@ pub fn reap_one() -> io::Result<Reaped> {
 /// Whether `pid` is still a child of pgrun that pgrun has not reaped:
 /// false only where that is proven. `waitid(P_PID, pid, WEXITED | WNOHANG
 /// | WNOWAIT)`, which reaps nothing, saying ECHILD is checked once more,
-/// against `/proc/PID/stat` where there is a `/proc` (a process that is
-/// gone, or whose parent is another, is not pgrun's child; one whose parent
-/// is pgrun is, whatever waitid said), else by asking waitid again. Any
-/// other error is no proof: true.
+/// against `/proc/PID/stat` where pgrun asks `/proc` (Linux; a process
+/// that is gone, or whose parent is another, is not pgrun's child; one
+/// whose parent is pgrun is, whatever waitid said), else by asking waitid
+/// again. Any other error is no proof: true.
 pub fn is_child(pid: Pid) -> bool {
     if waitid_has_child(pid) {
         return true;
     }
-    #[cfg(linux_strengths)]
-    if let Some(ours) = super::proc::is_child_of_self(pid) {
+    if super::platform::proc::ASKS_PROC
+        && let Some(ours) = super::proc::is_child_of_self(pid)
+    {
         return ours;
     }
     waitid_has_child(pid)
@@ -187,22 +198,4 @@ fn waitid_has_child(pid: Pid) -> bool {
             _ => return true,
         }
     }
-}
-
-/// Whether a running pgrun of this build is a child subreaper (see
-/// [`become_subreaper`]; it refuses to run otherwise): while it lives,
-/// every process of its run is one of its descendants.
-pub const RUN_PGRUN_IS_SUBREAPER: bool = cfg!(linux_strengths);
-
-/// `prctl(PR_SET_CHILD_SUBREAPER)`: orphaned descendants are reparented to
-/// pgrun instead of init, so pgrun can reap their zombies and hears of their
-/// deaths. Linux only; elsewhere this does nothing and returns false.
-pub fn become_subreaper() -> io::Result<bool> {
-    #[cfg(linux_strengths)]
-    {
-        nix::sys::prctl::set_child_subreaper(true)?;
-        Ok(true)
-    }
-    #[cfg(not(linux_strengths))]
-    Ok(false)
 }

@@ -112,9 +112,9 @@ pub fn get(kind: Kind) -> io::Result<Limit> {
 }
 
 /// Whether pgrun may raise a hard limit: `CAP_SYS_RESOURCE` in its
-/// effective set (Linux, from `/proc/self/status`), else being root.
+/// effective set where `/proc/self/status` says (Linux's capabilities, a
+/// fact of the kernel whichever path pgrun takes), else being root.
 pub fn may_raise_hard() -> bool {
-    #[cfg(target_os = "linux")]
     if let Ok(status) = std::fs::read_to_string("/proc/self/status")
         && let Some(caps) = status.lines().find_map(|l| l.strip_prefix("CapEff:"))
         && let Ok(caps) = u64::from_str_radix(caps.trim(), 16)
@@ -122,7 +122,7 @@ pub fn may_raise_hard() -> bool {
         const CAP_SYS_RESOURCE: u32 = 24;
         return caps & (1 << CAP_SYS_RESOURCE) != 0;
     }
-    super::geteuid() == 0
+    super::ids::geteuid() == 0
 }
 
 /// The limits to set in the command's process before exec, one slot per

@@ -3,7 +3,7 @@
 //! destination, and the wait for the supervising pgrun's exit status when it
 //! ends before publishing.
 
-use super::Pid;
+use super::ids::Pid;
 use super::process::ChildStatus;
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};

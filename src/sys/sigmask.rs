@@ -121,14 +121,18 @@ static INHERITED: OnceLock<Inherited> = OnceLock::new();
 /// child; later calls change nothing. An error (the kernel refused either
 /// call) is pgrun's failure: without it pgrun cannot tell the command the
 /// mask it was given, nor keep SIGCHLD from being ignored.
-pub fn take_over_at_start() -> io::Result<Inherited> {
+///
+/// `keep_sigchld_ignored` leaves an ignored SIGCHLD ignored in pgrun too
+/// (and says it was not): a test gate, which the caller reads
+/// (`test_hook::KEEP_SIGCHLD_IGNORED`), never this module.
+pub fn take_over_at_start(keep_sigchld_ignored: bool) -> io::Result<Inherited> {
     if let Some(inherited) = INHERITED.get() {
         return Ok(*inherited);
     }
     let mut pipe = SigSet::empty();
     pipe.add(libc::SIGPIPE);
     let mask = block(&pipe).map_err(|e| io::Error::new(e.kind(), format!("cannot block SIGPIPE: {e}")))?;
-    let sigchld_ignored = if crate::test_hook::active(crate::test_hook::KEEP_SIGCHLD_IGNORED) {
+    let sigchld_ignored = if keep_sigchld_ignored {
         false
     } else {
         reset_if_ignored(Signal::SIGCHLD)
@@ -137,9 +141,10 @@ pub fn take_over_at_start() -> io::Result<Inherited> {
     Ok(*INHERITED.get_or_init(|| Inherited { mask, sigchld_ignored }))
 }
 
-/// What [`take_over_at_start`] found (taking over now if it has not run).
+/// What [`take_over_at_start`] found (taking over now, with no test gate,
+/// if it has not run).
 pub fn inherited() -> io::Result<Inherited> {
-    take_over_at_start()
+    take_over_at_start(false)
 }
 
 /// `sigaction(2)`: if `signal` is ignored, make it default; true if it was.

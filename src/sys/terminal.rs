@@ -7,7 +7,7 @@
 //! `tcgetpgrp`/`tcsetpgrp` stay raw libc: they take fds by number (0 and 1,
 //! or the forked child's copy), which nix would want as `BorrowedFd`s.
 
-use super::Pid;
+use super::ids::Pid;
 use std::io;
 use std::os::fd::OwnedFd;
 
@@ -39,7 +39,7 @@ pub fn set_foreground_group(fd: i32, pgid: Pid) -> io::Result<()> {
 pub fn take_from(fd: i32, from: Pid) -> io::Result<()> {
     if foreground_group(fd) == Some(from) {
         // nix's getpid is the bare call: async-signal-safe.
-        set_foreground_group(fd, super::getpid())?;
+        set_foreground_group(fd, super::ids::getpid())?;
     }
     Ok(())
 }
@@ -62,7 +62,7 @@ pub fn open_controlling() -> Option<OwnedFd> {
 /// or if pgrun's group is orphaned, where the kernel discards it). `signal`
 /// is unblocked for the moment it takes. An error says which call failed;
 /// the mask is put back whenever it was changed.
-pub fn stop_job(signal: super::Signal) -> io::Result<()> {
+pub fn stop_job(signal: super::signals::Signal) -> io::Result<()> {
     use super::sigmask;
     let mut set = sigmask::SigSet::empty();
     set.add(signal.0);

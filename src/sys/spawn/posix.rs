@@ -172,6 +172,8 @@ fn environment<'a>() -> Vec<&'a std::ffi::CStr> {
 /// as after a plain fork and exec. Other systems reserve none.
 #[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
 fn reserved_signal_defaults() -> Option<SigSet> {
+    // Only Linux's C libraries reserve any: elsewhere the set stays empty.
+    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
     let mut set = SigSet::empty();
     #[cfg(target_os = "linux")]
     for signal in 32..libc::SIGRTMIN() {

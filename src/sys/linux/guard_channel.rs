@@ -13,21 +13,20 @@
 //! between the fork and the exec): whenever pgrun dies, the guard holds the
 //! command, because the hang-up it waits for cannot come before that
 //! process has exec'd, after its hand-over. pgrun hands more processes over
-//! later ([`send`]). Elsewhere (and in the portable build) there are no
-//! pidfds: the channel carries nothing ([`HANDS_OVER`] is false, [`send`]
-//! has nothing to send, [`receive`] finds nothing), and it is only the tie.
+//! later ([`send`]). The portable path has no pidfds: its channel
+//! (`posix/guard_channel.rs`) carries nothing, and it is only the tie.
 //!
-//! Raw libc: `poll`, and `sendmsg`/`recvmsg` with `SCM_RIGHTS` (nix's socket
-//! feature needs a crate this project does not carry, and its poll feature
-//! is not enabled).
+//! Raw libc: `sendmsg`/`recvmsg` with `SCM_RIGHTS` (nix's socket feature
+//! needs a crate this project does not carry); the wait for the hang-up is
+//! [`crate::sys::poll`]'s.
 
-use super::Pid;
 use super::pidfd::Pidfd;
+use crate::sys::ids::Pid;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 /// Whether processes are handed over the channel on this platform (pidfds).
-pub const HANDS_OVER: bool = cfg!(linux_strengths);
+pub const HANDS_OVER: bool = true;
 
 /// The channel: a Unix socket pair, close-on-exec. Returns (the guard's
 /// end, pgrun's end).
@@ -37,46 +36,25 @@ pub fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Block until the other end hangs up (every copy of it is closed): no CPU,
-/// and no message wakes the caller (on Linux the wait asks for `POLLRDHUP`
-/// alone, and the kernel wakes a poller only for the events it asked for).
+/// and no message wakes the caller (the wait asks for `POLLRDHUP` alone,
+/// and the kernel wakes a poller only for the events it asked for).
 /// Any error is returned (EINTR included) for the caller to judge.
 pub fn wait_hangup(fd: BorrowedFd<'_>) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    let hangup = libc::POLLRDHUP;
-    #[cfg(not(target_os = "linux"))]
-    let hangup = 0;
-    let mut set = [libc::pollfd { fd: fd.as_raw_fd(), events: hangup, revents: 0 }];
-    loop {
-        // SAFETY: one valid pollfd, its count.
-        let n = unsafe { libc::poll(set.as_mut_ptr(), 1, -1) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let got = set[0].revents;
-        if got & libc::POLLNVAL != 0 {
-            return Err(io::Error::from_raw_os_error(libc::EBADF));
-        }
-        if got & (hangup | libc::POLLHUP | libc::POLLERR) != 0 {
-            return Ok(());
-        }
-    }
+    crate::sys::poll::wait_hangup(fd, libc::POLLRDHUP)
 }
 
 /// pgrun's end as the command's process should get it, to hand itself over
-/// before its exec (`send_self`); `None` where nothing is handed over.
+/// before its exec (`send_self`).
 pub fn for_the_child(tie: BorrowedFd<'_>) -> Option<BorrowedFd<'_>> {
-    HANDS_OVER.then_some(tie)
+    Some(tie)
 }
 
 /// Most fds one message carries.
-#[cfg(linux_strengths)]
 const FDS_PER_MESSAGE: usize = 32;
 
 /// Hand `(pid, pidfd)` pairs to the guard, without blocking (`SCM_RIGHTS`;
-/// the pids as the message's bytes). Nothing to do where there are no
-/// pidfds (no [`Pidfd`] can exist there).
+/// the pids as the message's bytes).
 pub fn send(tie: BorrowedFd<'_>, processes: &[(Pid, &Pidfd)]) -> io::Result<()> {
-    #[cfg(linux_strengths)]
     for chunk in processes.chunks(FDS_PER_MESSAGE) {
         use std::os::fd::AsFd;
         let pids: Vec<Pid> = chunk.iter().map(|(pid, _)| *pid).collect();
@@ -90,13 +68,10 @@ pub fn send(tie: BorrowedFd<'_>, processes: &[(Pid, &Pidfd)]) -> io::Result<()> 
             Err(errno) => return Err(io::Error::from_raw_os_error(errno)),
         }
     }
-    #[cfg(not(linux_strengths))]
-    let _ = (tie, processes);
     Ok(())
 }
 
 /// The `u64` words of a control buffer for `fds` fds.
-#[cfg(linux_strengths)]
 fn control_words(fds: usize) -> usize {
     // SAFETY: CMSG_SPACE computes a size from a length.
     let space = unsafe { libc::CMSG_SPACE((fds * size_of::<libc::c_int>()) as u32) } as usize;
@@ -111,7 +86,6 @@ fn control_words(fds: usize) -> usize {
 ///
 /// # Safety
 /// `tie` is an open fd number; `fds` are open fds.
-#[cfg(linux_strengths)]
 unsafe fn send_message(tie: libc::c_int, pids: &[Pid], fds: &[libc::c_int], control: &mut [u64]) -> Result<usize, i32> {
     let fds_len = size_of_val(fds);
     // SAFETY: CMSG_SPACE computes a size from a length.
@@ -150,8 +124,7 @@ unsafe fn send_message(tie: libc::c_int, pids: &[Pid], fds: &[libc::c_int], cont
 /// # Safety
 /// Only in the child between fork (or `CLONE_VM | CLONE_VFORK`) and exec;
 /// `tie` is an open fd number.
-#[cfg(linux_strengths)]
-pub(super) unsafe fn send_self(tie: libc::c_int) -> Result<(), i32> {
+pub(in crate::sys) unsafe fn send_self(tie: libc::c_int) -> Result<(), i32> {
     // SAFETY: getpid and pidfd_open take plain integers (raw: the C
     // library's getpid may answer from a cache in a clone).
     let pid = unsafe { libc::syscall(libc::SYS_getpid) } as Pid;
@@ -170,62 +143,54 @@ pub(super) unsafe fn send_self(tie: libc::c_int) -> Result<(), i32> {
 }
 
 /// Take everything queued on the channel, without blocking: the processes
-/// handed over, in order. Nothing where there are no pidfds.
+/// handed over, in order.
 pub fn receive(tie: BorrowedFd<'_>) -> io::Result<Vec<(Pid, Pidfd)>> {
-    #[cfg(linux_strengths)]
-    {
-        use std::os::fd::FromRawFd;
-        let mut out = Vec::new();
-        loop {
-            let mut pids = [0 as Pid; FDS_PER_MESSAGE];
-            let mut control = vec![0u64; control_words(FDS_PER_MESSAGE)];
-            let mut iov = libc::iovec { iov_base: pids.as_mut_ptr().cast(), iov_len: size_of_val(&pids) };
-            // SAFETY: a zeroed msghdr is valid; the fields set below point
-            // at live buffers of the lengths given.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = size_of_val(control.as_slice()) as _;
-            // SAFETY: msg points at the buffers above, alive during the
-            // call; received fds are made close-on-exec.
-            let got = unsafe { libc::recvmsg(tie.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC) };
-            if got < 0 {
-                let err = io::Error::last_os_error();
-                match err.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::EAGAIN) => return Ok(out),
-                    _ => return Err(err),
-                }
+    use std::os::fd::FromRawFd;
+    let mut out = Vec::new();
+    loop {
+        let mut pids = [0 as Pid; FDS_PER_MESSAGE];
+        let mut control = vec![0u64; control_words(FDS_PER_MESSAGE)];
+        let mut iov = libc::iovec { iov_base: pids.as_mut_ptr().cast(), iov_len: size_of_val(&pids) };
+        // SAFETY: a zeroed msghdr is valid; the fields set below point
+        // at live buffers of the lengths given.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = size_of_val(control.as_slice()) as _;
+        // SAFETY: msg points at the buffers above, alive during the
+        // call; received fds are made close-on-exec.
+        let got = unsafe { libc::recvmsg(tie.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC) };
+        if got < 0 {
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EAGAIN) => return Ok(out),
+                _ => return Err(err),
             }
-            if got == 0 {
-                return Ok(out);
-            }
-            let mut fds = Vec::new();
-            // SAFETY: walking the control messages the kernel wrote into
-            // `control`, within msg_controllen; each SCM_RIGHTS payload is
-            // an array of fds now owned by this process.
-            unsafe {
-                let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-                while !cmsg.is_null() {
-                    if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                        let len = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
-                        let data = libc::CMSG_DATA(cmsg).cast::<libc::c_int>();
-                        for i in 0..len / size_of::<libc::c_int>() {
-                            fds.push(Pidfd::from_owned(OwnedFd::from_raw_fd(data.add(i).read_unaligned())));
-                        }
-                    }
-                    cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-                }
-            }
-            // Each pid goes with the next fd, in order.
-            let count = got as usize / size_of::<Pid>();
-            out.extend(pids[..count].iter().copied().zip(fds));
         }
-    }
-    #[cfg(not(linux_strengths))]
-    {
-        let _ = tie;
-        Ok(Vec::new())
+        if got == 0 {
+            return Ok(out);
+        }
+        let mut fds = Vec::new();
+        // SAFETY: walking the control messages the kernel wrote into
+        // `control`, within msg_controllen; each SCM_RIGHTS payload is
+        // an array of fds now owned by this process.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                    let len = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                    let data = libc::CMSG_DATA(cmsg).cast::<libc::c_int>();
+                    for i in 0..len / size_of::<libc::c_int>() {
+                        fds.push(Pidfd::from_owned(OwnedFd::from_raw_fd(data.add(i).read_unaligned())));
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            }
+        }
+        // Each pid goes with the next fd, in order.
+        let count = got as usize / size_of::<Pid>();
+        out.extend(pids[..count].iter().copied().zip(fds));
     }
 }

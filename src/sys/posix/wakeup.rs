@@ -1,71 +1,24 @@
-//! Turning blocked signals into a file descriptor the event loop can poll.
-//!
-//! On Linux this is a `signalfd(2)`: signals stay blocked and are read as
-//! data, so no code runs in signal context at all. Elsewhere it is the
-//! classic self-pipe: a handler whose only act is to write the signal number
-//! into a non-blocking pipe, which the loop then reads.
+//! Turning blocked signals into a file descriptor the event loop can poll,
+//! the portable way: the classic self-pipe. A handler whose only act is to
+//! write the signal number into a non-blocking pipe, which the loop then
+//! reads. (Linux's is a signalfd: `linux/wakeup.rs`.)
 
-use super::sigmask::SigSet;
+use crate::sys::sigmask::SigSet;
+use nix::fcntl::{FcntlArg, FdFlag, fcntl};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 /// Signals delivered to pgrun, readable as a pollable fd.
 pub struct SignalSource {
-    #[cfg(linux_strengths)]
-    fd: nix::sys::signalfd::SignalFd,
-    #[cfg(not(linux_strengths))]
-    pipe: (std::os::fd::OwnedFd, std::os::fd::OwnedFd),
+    pipe: (OwnedFd, OwnedFd),
 }
 
 impl AsFd for SignalSource {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        #[cfg(linux_strengths)]
-        return self.fd.as_fd();
-        #[cfg(not(linux_strengths))]
-        return self.pipe.0.as_fd();
+        self.pipe.0.as_fd()
     }
 }
 
-#[cfg(linux_strengths)]
-impl SignalSource {
-    /// `signalfd(2)` for `set`, which the caller has already blocked.
-    pub fn new(set: &SigSet) -> io::Result<Self> {
-        use nix::sys::signalfd::{SfdFlags, SignalFd};
-        let fd = SignalFd::with_flags(set.as_nix(), SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
-        Ok(SignalSource { fd })
-    }
-
-    /// Every signal that has arrived, oldest first; empty if none. Reads
-    /// up to eight at a time (nix's `read_signal` takes one per read, and
-    /// would need one more read to learn that none is left).
-    pub fn drain(&self) -> io::Result<Vec<i32>> {
-        const SIZE: usize = std::mem::size_of::<libc::signalfd_siginfo>();
-        let mut out = Vec::new();
-        let mut buf = [0u8; SIZE * 8];
-        loop {
-            let n = match nix::unistd::read(&self.fd, &mut buf) {
-                Ok(n) => n,
-                Err(nix::errno::Errno::EAGAIN) => return Ok(out),
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            for chunk in buf[..n].chunks_exact(SIZE) {
-                // ssi_signo is the first field, a u32 in native byte order.
-                out.push(u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]) as i32);
-            }
-            if n < buf.len() {
-                return Ok(out);
-            }
-        }
-    }
-
-    /// Nothing to undo on Linux: the mask is restored by the child itself.
-    pub fn activate(&self, _set: &SigSet, _keep_blocked: &SigSet) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-#[cfg(not(linux_strengths))]
 mod self_pipe {
     use std::sync::atomic::{AtomicI32, Ordering};
     /// The pipe's write end, for the handler. -1 until installed.
@@ -86,15 +39,17 @@ mod self_pipe {
     }
 }
 
-#[cfg(not(linux_strengths))]
 impl SignalSource {
     /// A self-pipe; the handlers are installed by [`SignalSource::activate`].
     pub fn new(_set: &SigSet) -> io::Result<Self> {
         use std::os::fd::AsRawFd;
-        let pipe = super::spawn::cloexec_pipe()?;
+        // pipe(2) and then the flags (there is no pipe2 on every system):
+        // pgrun is single-threaded, so no fork can come between.
+        let pipe = nix::unistd::pipe()?;
         // O_NONBLOCK keeps the handler from blocking.
         for fd in [&pipe.0, &pipe.1] {
-            super::pipe::set_nonblocking(fd.as_fd())?;
+            fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+            crate::sys::fd::set_nonblocking(fd.as_fd())?;
         }
         self_pipe::WRITE_FD.store(pipe.1.as_raw_fd(), std::sync::atomic::Ordering::Relaxed);
         Ok(SignalSource { pipe })
@@ -109,7 +64,7 @@ impl SignalSource {
         let mut handled = SigSet::empty();
         // Up to the platform's last signal: FreeBSD's real-time signals run
         // to 126. (The self-pipe carries a number as one byte: all fit.)
-        for signal in 1..=super::max_signal() {
+        for signal in 1..=crate::sys::signals::max_signal() {
             if !set.contains(signal) || keep_blocked.contains(signal) {
                 continue;
             }
@@ -129,7 +84,7 @@ impl SignalSource {
                 return Err(io::Error::new(err.kind(), format!("sigaction of signal {signal}: {err}")));
             }
         }
-        super::sigmask::unblock(&handled)?;
+        crate::sys::sigmask::unblock(&handled)?;
         Ok(())
     }
 

@@ -2,44 +2,32 @@
 //! (`pidfd_open(2)`, `pidfd_send_signal(2)`), for the code that stops
 //! processes it is not the parent of.
 //!
-//! Linux has them; elsewhere (and in the portable build) there are none:
-//! [`Pidfd::open`] says so with `None`, and no [`Pidfd`] can exist, so the
+//! Linux has them; the portable path has none (`posix/pidfd.rs`:
+//! [`Pidfd::open`] says so with `None`, and no [`Pidfd`] can exist), so the
 //! code that holds them reads as one program on every platform, with the
 //! group's number as its fallback.
 
-use super::{Pid, Signal};
+use crate::sys::ids::Pid;
+use crate::sys::poll::wait_readable;
+use crate::sys::signals::Signal;
 use std::io;
-#[cfg(linux_strengths)]
-use std::os::fd::AsRawFd;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// A process held by a pidfd.
-#[cfg(linux_strengths)]
 pub struct Pidfd(std::os::fd::OwnedFd);
-
-/// No pidfds here: a value of this type cannot exist.
-#[cfg(not(linux_strengths))]
-pub struct Pidfd(std::convert::Infallible);
 
 impl Pidfd {
     /// Whether this platform has pidfds: without them, looking for
     /// processes to hold is wasted.
-    pub const SUPPORTED: bool = cfg!(linux_strengths);
+    pub const SUPPORTED: bool = true;
 
     /// `pidfd_open(2)`: hold process `pid`; `None` where the platform has
     /// no pidfds or the process is already gone.
     pub fn open(pid: Pid) -> Option<Pidfd> {
-        #[cfg(linux_strengths)]
-        return pidfd_open(pid).map(Pidfd);
-        #[cfg(not(linux_strengths))]
-        {
-            let _ = pid;
-            None
-        }
+        pidfd_open(pid).map(Pidfd)
     }
 
     /// A pidfd another process opened and handed over (the guard's tie).
-    #[cfg(linux_strengths)]
     pub fn from_owned(fd: std::os::fd::OwnedFd) -> Pidfd {
         Pidfd(fd)
     }
@@ -47,38 +35,22 @@ impl Pidfd {
     /// Whether the process has exited (a zombie has). A failed poll is no
     /// proof of an exit: false, and the caller asks again.
     pub fn exited(&self) -> bool {
-        #[cfg(linux_strengths)]
-        return pidfd_exited(std::os::fd::AsFd::as_fd(&self.0));
-        #[cfg(not(linux_strengths))]
-        match self.0 {}
+        pidfd_exited(std::os::fd::AsFd::as_fd(&self.0))
     }
 
     /// Wait up to `timeout` (`None`: no limit) for the process to exit;
     /// true once it has. An error says nothing about the process.
     pub fn wait_exited(&self, timeout: Option<std::time::Duration>) -> io::Result<bool> {
-        #[cfg(linux_strengths)]
-        return super::wait_readable(std::os::fd::AsFd::as_fd(&self.0), timeout);
-        #[cfg(not(linux_strengths))]
-        {
-            let _ = timeout;
-            match self.0 {}
-        }
+        wait_readable(std::os::fd::AsFd::as_fd(&self.0), timeout)
     }
 
     /// `pidfd_send_signal(2)`; `Ok(false)` if the process has already
     /// exited. `Signal::PROBE` asks whether it is not yet reaped.
     pub fn signal(&self, signal: Signal) -> io::Result<bool> {
-        #[cfg(linux_strengths)]
-        return pidfd_signal(std::os::fd::AsFd::as_fd(&self.0), signal);
-        #[cfg(not(linux_strengths))]
-        {
-            let _ = signal;
-            match self.0 {}
-        }
+        pidfd_signal(std::os::fd::AsFd::as_fd(&self.0), signal)
     }
 }
 
-#[cfg(linux_strengths)]
 impl std::os::fd::AsFd for Pidfd {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.0.as_fd()
@@ -89,36 +61,26 @@ impl std::os::fd::AsFd for Pidfd {
 /// (`pidfd_open(2)`); `None` where the platform has none or the process is
 /// already gone.
 pub fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
-    #[cfg(linux_strengths)]
-    {
-        use std::os::fd::FromRawFd;
-        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: the kernel just gave us this fd; pidfds are close-on-exec.
-        Some(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
     }
-    #[cfg(not(linux_strengths))]
-    {
-        let _ = pid;
-        None
-    }
+    // SAFETY: the kernel just gave us this fd; pidfds are close-on-exec.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
 }
 
 /// Whether the process a pidfd refers to has exited (a pidfd becomes
 /// readable then; a zombie has exited).
 /// A failed poll is no proof of an exit: false, and the caller asks again.
-#[cfg(linux_strengths)]
 pub fn pidfd_exited(pidfd: std::os::fd::BorrowedFd<'_>) -> bool {
-    super::wait_readable(pidfd, Some(std::time::Duration::ZERO)).unwrap_or(false)
+    wait_readable(pidfd, Some(std::time::Duration::ZERO)).unwrap_or(false)
 }
 
 /// `pidfd_send_signal(2)`: signal the process a pidfd refers to. Unlike
 /// `kill(pid)`, this can never reach a process that reused the pid.
 /// `Ok(false)` if the process has already exited (ESRCH).
-#[cfg(linux_strengths)]
 pub fn pidfd_signal(pidfd: std::os::fd::BorrowedFd<'_>, signal: Signal) -> io::Result<bool> {
     // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
     let rc = unsafe {

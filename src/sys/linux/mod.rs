@@ -1,0 +1,19 @@
+//! Linux's strengths: the platform [`crate::sys`] compiles where
+//! `cfg(linux_strengths)` is set (Linux, unless built with
+//! `posix-fallback`). Each file here has a twin of the same name and items
+//! in `posix/`; what each adds is in its own doc.
+
+pub mod guard_channel;
+pub mod lifetime;
+pub mod pidfd;
+pub mod pipe;
+pub mod poll;
+pub mod proc;
+pub mod process;
+pub mod random;
+pub mod wakeup;
+
+/// Whether pgrun can follow what leaves the command's group here: be a
+/// child subreaper, list its descendants in `/proc` and hold them by
+/// pidfds. `--contain tree` and `cgroup` need it.
+pub const CAN_CONTAIN: bool = true;

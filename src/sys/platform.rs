@@ -1,0 +1,8 @@
+//! The platform this build takes, under one name: `linux/` where
+//! `cfg(linux_strengths)` is set, else `posix/` (see [`super`]). The
+//! modules of `sys` reach it as `platform::NAME`, whichever it is.
+
+#[cfg(linux_strengths)]
+pub use super::linux::{CAN_CONTAIN, guard_channel, lifetime, pidfd, pipe, poll, proc, process, random, wakeup};
+#[cfg(not(linux_strengths))]
+pub use super::posix::{CAN_CONTAIN, guard_channel, lifetime, pidfd, pipe, poll, proc, process, random, wakeup};
