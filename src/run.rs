@@ -413,10 +413,12 @@ fn spawn_command(args: &RunArgs, run: &mut Prepared) -> Step<Pid> {
         on_created: Some(&created),
         rlimits: run.rlimits,
         hand_over: guard.and_then(Guard::for_the_child),
+        own_peak: args.report.is_some(),
         pause_in_child: pause_in_child.as_ref(),
     };
     let program = args.command[0].to_string_lossy();
     assert!(!test_hook::active(test_hook::PANIC_BEFORE_SPAWN), "test hook: panic before the spawn");
+    test_hook::raise_peak_if_asked();
     let spawned = crate::sys::spawn::spawn(&run.argv, &options);
     // Only the command holds the write ends now: its exit is the pipes' end.
     run.child_ends = None;

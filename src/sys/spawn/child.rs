@@ -1,4 +1,4 @@
-//! The steps of the command's process between its creation and its exec
+//! The steps of the command's process between its fork and its exec
 //! (see [`super`]): raw, async-signal-safe calls only, on memory prepared
 //! before it exists, and no allocation. A failed step is reported through
 //! the exec-status pipe as its step byte and errno.
@@ -72,9 +72,9 @@ pub(super) struct Plan<'a> {
     pub err_fd: libc::c_int,
 }
 
-/// The child's side of [`super::spawn`]. Only async-signal-safe calls on
-/// memory prepared before the fork or clone; no allocation; nothing of
-/// pgrun's memory written but `errno` (a `CLONE_VM` child shares it).
+/// The child's side of [`super::spawn`], in the forked child. Only
+/// async-signal-safe calls on memory prepared before the fork; no
+/// allocation.
 pub(super) fn run(plan: &Plan<'_>) -> ! {
     let (argv, options, err_fd) = (plan.argv, plan.options, plan.err_fd);
     // SAFETY (whole function): every call below is async-signal-safe and works

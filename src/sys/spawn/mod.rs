@@ -5,23 +5,28 @@
 //! because std resets the signal mask and SIGPIPE's disposition in the child
 //! and pgrun's contract is to pass both through exactly as it received them.
 //!
-//! Three ways to create the process, one set of steps in it (`child`):
-//! - On Linux, `clone(CLONE_VM | CLONE_VFORK)` on a stack of its own: no
-//!   page tables copied (as fast as `posix_spawn`, which does the same),
-//!   pgrun waits until the exec, and the child runs `child`'s steps,
-//!   which make only raw, async-signal-safe calls on memory prepared before
-//!   the clone and write nothing of pgrun's but `errno` (pgrun installs no
-//!   signal handlers on Linux, so no handler can run on the child's stack).
-//!   Its first step hands the process to the guard (a pidfd of itself, over
-//!   the guard's channel), before its exec: a pgrun SIGKILLed at any moment
-//!   of the spawn leaves nothing the guard does not hold. A refused clone
-//!   (a seccomp filter) falls back to fork.
-//! - `fork`, where there is no such clone (the portable build, other
-//!   systems), with the same child steps.
-//! - `posix_spawnp` (`posix`), where nothing is handed over and the plain
-//!   new-group case needs none of the other steps; a failure of it for any
-//!   reason but "not found" is retried on the fork path, which says which
-//!   step failed.
+//! Two ways to create the process:
+//! - `fork`, whose child runs `child`'s steps: raw, async-signal-safe calls
+//!   on memory prepared before the fork. Its first step hands the process
+//!   to the guard (a pidfd of itself, over the guard's channel), before its
+//!   exec: a pgrun SIGKILLed at any moment of the spawn leaves nothing the
+//!   guard does not hold.
+//! - `posix_spawnp` (`posix`), where nothing is handed over, the plain
+//!   new-group case needs none of the other steps, and the command's peak
+//!   resident set is not reported; a failure of it for any reason but "not
+//!   found" is retried on the fork path, which says which step failed.
+//!
+//! Why a fork, and not a spawn that shares pgrun's memory until the exec
+//! (`clone(CLONE_VM | CLONE_VFORK)`, what the C library's `posix_spawn`
+//! does): the kernel keeps the high-water mark of the memory a process
+//! execs out of in that process's `ru_maxrss` (`exec_mmap`), so a command
+//! exec'd out of pgrun's own memory is credited with pgrun's whole peak:
+//! `/bin/true` "used" 1.7 MB, pgrun's release build's resident set. A
+//! forked child execs out of a copy that holds only the pages pgrun had
+//! written (under 100 KB in the release build) and the code the child
+//! touched, as a shell's or `/usr/bin/time`'s child does. The fork costs
+//! no more than the shared clone did, whose child needed a stack mapped
+//! and unmapped at every spawn (bench/README.md).
 //!
 //! The child reports a failed step through a close-on-exec pipe (a set-up
 //! step is pgrun's failure, 125; the exec is the command's, 126/127); a
@@ -30,7 +35,7 @@
 //! The pipes go through nix. The child stays raw libc (nix's `execvp`
 //! allocates its argument array); so does `waitpid` for a child one of
 //! whose real-time signals ended it (nix's `waitpid` reports an error
-//! *after* reaping such a child, losing its status), and `clone`, `mmap`.
+//! *after* reaping such a child, losing its status).
 
 mod child;
 mod posix;
@@ -103,6 +108,10 @@ pub struct SpawnOptions<'a> {
     /// anything else and before its exec, so that the guard holds the
     /// command whenever pgrun dies.
     pub hand_over: Option<BorrowedFd<'a>>,
+    /// The command's peak resident set is reported (`--report`): it must be
+    /// its own, so the process is made by fork, never by `posix_spawn`,
+    /// which execs it out of pgrun's memory (see the module doc).
+    pub own_peak: bool,
     /// Test-only: where the child pauses first thing (see
     /// [`crate::test_hook::child_pause`]).
     pub pause_in_child: Option<&'a ChildPause>,
@@ -134,7 +143,7 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Spawned, Sp
     ptrs.push(std::ptr::null());
     let (read_end, write_end) = cloexec_pipe().map_err(SpawnError::Setup)?;
     let plan = child::Plan { argv: &ptrs, options, err_fd: std::os::fd::AsRawFd::as_raw_fd(&write_end) };
-    let pid = create(&plan).map_err(SpawnError::Setup)?;
+    let pid = fork_child(&plan).map_err(SpawnError::Setup)?;
     drop(write_end);
     if let Some(created) = options.on_created {
         created(pid);
@@ -142,17 +151,8 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Spawned, Sp
     outcome(pid, read_end, options)
 }
 
-/// Create the child, which runs `child::run` with `plan`: a clone that
-/// shares pgrun's memory until its exec where there is one (falling back to
-/// fork if it is refused), else fork. Returns the child's pid.
-fn create(plan: &child::Plan<'_>) -> io::Result<Pid> {
-    #[cfg(linux_strengths)]
-    match clone_vfork(plan) {
-        Ok(pid) => return Ok(pid),
-        // Out of processes or memory: fork would fail alike.
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::ENOMEM)) => return Err(e),
-        Err(e) => crate::verbose!("clone(CLONE_VM | CLONE_VFORK) failed ({e}); starting the command with fork"),
-    }
+/// Fork the child, which runs `child::run` with `plan`; returns its pid.
+fn fork_child(plan: &child::Plan<'_>) -> io::Result<Pid> {
     // SAFETY: pgrun is single-threaded when it forks, so the child may call
     // any async-signal-safe function. `child::run` makes only such calls
     // and never returns.
@@ -164,92 +164,6 @@ fn create(plan: &child::Plan<'_>) -> io::Result<Pid> {
         child::run(plan);
     }
     Ok(pid)
-}
-
-/// `clone(CLONE_VM | CLONE_VFORK | SIGCHLD)` running `child::run` on a
-/// stack of its own; returns once the child has exec'd or exited (vfork).
-#[cfg(linux_strengths)]
-fn clone_vfork(plan: &child::Plan<'_>) -> io::Result<Pid> {
-    extern "C" fn entry(plan: *mut libc::c_void) -> libc::c_int {
-        // SAFETY: `plan` is the `&child::Plan` passed to clone below; the
-        // parent waits (vfork) until this child has exec'd or exited, so
-        // it outlives every use here.
-        child::run(unsafe { &*plan.cast::<child::Plan<'_>>() })
-    }
-    let stack = ChildStack::new(plan.argv.len())?;
-    // SAFETY: the child runs `entry` on `stack` (its top, 16-byte aligned),
-    // sharing pgrun's memory until its exec: `child::run` makes only raw
-    // async-signal-safe calls on memory prepared before this call and never
-    // returns. CLONE_VFORK suspends pgrun until then, so pgrun's stack and
-    // `plan` stay untouched, and `stack` is freed only after.
-    let pid = unsafe {
-        libc::clone(
-            entry,
-            stack.top(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (plan as *const child::Plan<'_>).cast_mut().cast(),
-        )
-    };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(pid)
-}
-
-/// The stack of a [`clone_vfork`] child: an anonymous mapping with an
-/// inaccessible page at its low end (an overflow faults instead of writing
-/// over whatever lies below), unmapped when dropped.
-#[cfg(linux_strengths)]
-struct ChildStack {
-    base: *mut libc::c_void,
-    len: usize,
-}
-
-#[cfg(linux_strengths)]
-impl ChildStack {
-    /// Room for the child's own frames and the C library's `execvp`, which
-    /// builds each candidate path (at most PATH_MAX plus NAME_MAX bytes)
-    /// and, for a script without `#!`, a copy of the arguments (`argc`
-    /// pointers) on the stack; pages never touched cost nothing.
-    fn new(argc: usize) -> io::Result<ChildStack> {
-        const PAGE: usize = 4096;
-        let len = (256 * 1024 + 2 * argc * size_of::<usize>()).next_multiple_of(PAGE) + PAGE;
-        // SAFETY: a fresh anonymous mapping, no address hint, no fd.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let stack = ChildStack { base, len };
-        // SAFETY: the lowest page of the mapping just made.
-        if unsafe { libc::mprotect(base, PAGE, libc::PROT_NONE) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(stack)
-    }
-
-    /// The stack's top (it grows down), 16-byte aligned.
-    fn top(&self) -> *mut libc::c_void {
-        // SAFETY: one past the end of the mapping, which is page-aligned.
-        unsafe { self.base.cast::<u8>().add(self.len).cast() }
-    }
-}
-
-#[cfg(linux_strengths)]
-impl Drop for ChildStack {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, unmapped once, after the child
-        // stopped using it (vfork).
-        unsafe { libc::munmap(self.base, self.len) };
-    }
 }
 
 /// What became of child `pid`, from its exec-status pipe. Only EOF with no

@@ -1,6 +1,6 @@
 //! The plain case through `posix_spawnp(3)`: a new group, nothing to hand
 //! to the guard, no terminal, no cgroup to join, no limit, a mask the C
-//! library can set. `posix_spawn` goes through nix.
+//! library can set, no peak resident set to report. `posix_spawn` goes through nix.
 
 use super::super::Pid;
 use super::super::sigmask::SigSet;
@@ -31,6 +31,10 @@ pub(super) fn spawn_if_plain(argv: &[CString], options: &SpawnOptions<'_>) -> Op
         // setting it on pgrun around the spawn would bind pgrun too (a
         // lowered hard limit for good): --rlimit takes the fork path.
         && options.rlimits.is_empty()
+        // posix_spawn execs the command out of pgrun's memory (the C
+        // library's vfork-style clone), and the kernel credits the command
+        // with pgrun's peak resident set: a reported peak takes the fork path.
+        && !options.own_peak
         && let Some(defaults) = reserved_signal_defaults()
     {
         let spawned = match spawn_posix(argv, &options.child_mask, &defaults, options.stdout_stderr) {
