@@ -171,6 +171,106 @@ fn a_short_exec_status_message_is_an_error_not_a_started_command() {
     }
 }
 
+/// `pgrun --report REPORT -- touch WITNESS`, its command's process paused
+/// first thing (the test hook `child-created`), with `stderr` piped: the
+/// index of pgrun in `guard`, and the paused process (pgrun's child that is
+/// not its guard, still named pgrun), recorded in `guard`.
+fn paused_in_the_child(scratch: &Scratch, guard: &mut Guard, pause: &Pause) -> (usize, i32) {
+    let report = scratch.path("report.json");
+    let witness = scratch.path("ran");
+    let mut cmd = pgrun(["--report", report.to_str().unwrap(), "--", "touch", witness.to_str().unwrap()]);
+    pause.arm(&mut cmd).stderr(Stdio::piped());
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    pause.wait_reached();
+    let comm = |p: i32| fs::read_to_string(format!("/proc/{p}/comm")).map(|c| c.trim_end().to_string()).ok();
+    let paused: Vec<i32> = descendants(pgrun_pid)
+        .into_iter()
+        .filter(|&p| ppid(p) == Some(pgrun_pid) && comm(p).as_deref() == Some("pgrun"))
+        .collect();
+    assert_eq!(paused.len(), 1, "pgrun's children named pgrun: {paused:?}");
+    guard.record(paused[0]);
+    (index, paused[0])
+}
+
+/// pgrun's status and stderr once it has ended; the command never ran, and
+/// the report says pgrun's failure.
+fn failed_to_start(scratch: &Scratch, guard: &mut Guard, index: usize) -> (i32, String) {
+    let code = guard.wait(index);
+    let mut err = String::new();
+    std::io::Read::read_to_string(guard.child(index).stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(!scratch.path("ran").exists(), "the command ran; stderr: {err}");
+    let report = json(&scratch.path("report.json"));
+    assert_eq!(
+        (report["reason"].as_str(), report["exit_code"].as_i64()),
+        (Some("error"), Some(i64::from(code))),
+        "{report}"
+    );
+    (code, err)
+}
+
+// Issue 30 #7: the command's process ending before its exec without a
+// word (here SIGKILLed while paused; in a --memory-max leaf, killed for a
+// page it could not have) was read as "the exec worked": the run went on
+// as the command's, 137 with reason "signaled". It is pgrun's failure to
+// create the process: 125, one line saying so.
+#[test]
+fn a_child_killed_before_its_exec_is_pgruns_failure() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pause = Pause::new(&scratch, "child-created");
+    let (index, child) = paused_in_the_child(&scratch, &mut guard, &pause);
+    send(child, libc::SIGKILL);
+    let (code, err) = failed_to_start(&scratch, &mut guard, index);
+    assert_eq!(code, 125, "stderr: {err}");
+    assert!(
+        err.starts_with(&format!(
+            "pgrun: cannot start 'touch': its process {child} was killed by SIGKILL before its exec"
+        )) && err.lines().count() == 1,
+        "stderr: {err}"
+    );
+    pause.release();
+}
+
+// Issue 30 #7: under --memory-max below what the exec needs, the exec
+// failed for lack of memory, and so did the child's write saying so (a
+// pipe's buffer needs a page the leaf refused): pgrun read the pipe's end
+// as "the exec worked", and the run ended 127 without a word. Here both
+// failures are injected into the child alone (strace attached to it while
+// it is paused): its exec fails with ENOMEM and every write of it fails.
+// What the child says no longer needs a write: 125, one line.
+#[test]
+fn an_exec_failure_the_child_cannot_write_is_still_said() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pause = Pause::new(&scratch, "child-created");
+    let (index, child) = paused_in_the_child(&scratch, &mut guard, &pause);
+    require_strace();
+    let trace = scratch.path("trace");
+    let mut strace = Command::new("strace");
+    strace.args(["-qq", "-o"]).arg(&trace);
+    strace.args(["-e", "inject=execve:error=ENOMEM", "-e", "inject=write:error=ENOMEM", "-p", &child.to_string()]);
+    let tracer = guard.spawn(strace.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()));
+    let traced = || {
+        fs::read_to_string(format!("/proc/{child}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("TracerPid:"))
+            .is_some_and(|t| t.trim() != "0")
+    };
+    eventually("strace to attach to the paused child", traced);
+    pause.release();
+    let (code, err) = failed_to_start(&scratch, &mut guard, index);
+    assert_eq!(guard.wait(tracer), 0, "strace");
+    let calls = fs::read_to_string(&trace).unwrap();
+    assert!(calls.contains("ENOMEM (Cannot allocate memory) (INJECTED)"), "the exec did not fail:\n{calls}");
+    assert_eq!(code, 125, "stderr: {err}");
+    assert!(
+        err.starts_with("pgrun: cannot start 'touch': Cannot allocate memory") && err.lines().count() == 1,
+        "stderr: {err}"
+    );
+}
+
 /// Start `pgrun ARGS -- sh -c PAYLOAD` under strace with `injection`, where
 /// the payload waits for a line on a FIFO (a shell builtin: the payload
 /// itself makes no call that strace could count or fail); once strace has

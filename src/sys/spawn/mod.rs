@@ -28,22 +28,28 @@
 //! no more than the shared clone did, whose child needed a stack mapped
 //! and unmapped at every spawn (bench/README.md).
 //!
-//! The child reports a failed step through a close-on-exec pipe (a set-up
-//! step is pgrun's failure, 125; the exec is the command's, 126/127); a
-//! failed hand-over is reported there too, without ending the child.
+//! What the child says goes to the exec-status page (`status_page`), a
+//! store into memory shared with pgrun that nothing can make fail; the
+//! close-on-exec exec-status pipe only wakes pgrun once the child has
+//! exec'd or is gone. A set-up step's failure is pgrun's, 125; the exec's
+//! is the command's, 126/127; a failed hand-over is said too, without
+//! ending the child; a child gone before its exec without a word is
+//! pgrun's failure to create the process.
 //!
 //! The pipes go through nix. The child stays raw libc (nix's `execvp`
-//! allocates its argument array); so does `waitpid` for a child one of
-//! whose real-time signals ended it (nix's `waitpid` reports an error
-//! *after* reaping such a child, losing its status).
+//! allocates its argument array); so do `waitpid` (nix's reports an error
+//! *after* reaping a child one of whose real-time signals ended it, losing
+//! its status) and `mmap`.
 
 mod child;
 mod posix;
+mod status_page;
 
 use super::Pid;
 use super::sigmask::SigSet;
 pub use child::ChildPause;
-use child::{ChildStep, REPORT_LEN, RLIMIT_STEP};
+use child::{ChildStep, RLIMIT_STEP};
+use status_page::StatusPage;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -132,7 +138,7 @@ pub struct Spawned {
 ///
 /// Returns once the child has exec'd (or failed to), so the new group exists
 /// before the caller can publish its id: the child's setpgid/setsid happens
-/// before its exec closes the close-on-exec error pipe the parent reads.
+/// before its exec closes the close-on-exec pipe the parent waits on.
 pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Spawned, SpawnError> {
     assert!(!argv.is_empty(), "spawn needs a program name");
     if let Some(spawned) = posix::spawn_if_plain(argv, options) {
@@ -141,14 +147,15 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Spawned, Sp
     // Everything the child touches is prepared before it exists.
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
+    let status = StatusPage::new().map_err(SpawnError::Setup)?;
     let (read_end, write_end) = cloexec_pipe().map_err(SpawnError::Setup)?;
-    let plan = child::Plan { argv: &ptrs, options, err_fd: std::os::fd::AsRawFd::as_raw_fd(&write_end) };
+    let plan = child::Plan { argv: &ptrs, options, status: &status };
     let pid = fork_child(&plan).map_err(SpawnError::Setup)?;
     drop(write_end);
     if let Some(created) = options.on_created {
         created(pid);
     }
-    outcome(pid, read_end, options)
+    outcome(pid, read_end, &status, options)
 }
 
 /// Fork the child, which runs `child::run` with `plan`; returns its pid.
@@ -166,68 +173,80 @@ fn fork_child(plan: &child::Plan<'_>) -> io::Result<Pid> {
     Ok(pid)
 }
 
-/// What became of child `pid`, from its exec-status pipe. Only EOF with no
-/// byte at all (besides a hand-over note) means the exec worked (the pipe
-/// is close-on-exec). A whole message says which step failed; anything
-/// else (a message cut short, a failed read) leaves pgrun not knowing what
-/// the child became: it is killed and reaped, and the start failed.
-fn outcome(pid: Pid, read_end: OwnedFd, options: &SpawnOptions<'_>) -> Result<Spawned, SpawnError> {
-    let mut report = [0u8; 2 * REPORT_LEN];
-    let got = read_full(&read_end, &mut report);
+/// What became of child `pid`, once its exec-status pipe is at its end
+/// (the pipe is close-on-exec: the child exec'd, or is gone), from what the
+/// child said on its exec-status page. The pipe carries no byte: anything
+/// read from it, or a failed read, leaves pgrun not knowing what the child
+/// became, and so does a step the child named that pgrun does not know:
+/// the child is killed and reaped, and the start failed.
+fn outcome(
+    pid: Pid,
+    read_end: OwnedFd,
+    status: &StatusPage,
+    options: &SpawnOptions<'_>,
+) -> Result<Spawned, SpawnError> {
+    let mut stray = [0u8; 1];
+    let got = read_full(&read_end, &mut stray);
     drop(read_end);
     let unknown = |what: String| {
-        let abandoned = abandon_child(pid);
-        let what = match abandoned {
+        let what = match abandon_child(pid) {
             Ok(()) => what,
             Err(e) => format!("{what} (and the child {pid} could not be stopped and reaped: {e})"),
         };
         Err(SpawnError::Setup(io::Error::other(what)))
     };
-    let got = match got {
-        Ok(n) => n,
+    match got {
+        Ok(0) => {}
+        Ok(_) => return unknown("the child wrote to its exec-status pipe, which carries nothing".to_string()),
         Err(e) => return unknown(format!("cannot read whether the command was executed: {e}")),
-    };
-    let errno_at = |at: usize| i32::from_ne_bytes([report[at + 1], report[at + 2], report[at + 3], report[at + 4]]);
-    // A hand-over note first, if the child could not hand itself over.
-    let (hand_over_failed, at) = if got >= REPORT_LEN && report[0] == ChildStep::HandOver as u8 {
-        (Some(io::Error::from_raw_os_error(errno_at(0))), REPORT_LEN)
-    } else {
-        (None, 0)
-    };
-    match got - at {
-        0 => Ok(Spawned { pid, hand_over_failed }),
-        REPORT_LEN => {
-            let (step, errno) = (report[at], errno_at(at));
-            if let Some(kind) = step.checked_sub(RLIMIT_STEP).and_then(|i| super::rlimit::Settings::kind_at(i.into())) {
-                let err = io::Error::from_raw_os_error(errno);
-                let err = match reap_pid(pid) {
-                    Ok(()) => err,
-                    Err(e) => {
-                        io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})"))
-                    }
-                };
-                return Err(SpawnError::Setup(io::Error::new(
-                    err.kind(),
-                    format!("setting --rlimit {}: {err}", kind.name()),
-                )));
-            }
-            let Some(step) = ChildStep::from_byte(step).filter(|s| *s != ChildStep::HandOver) else {
-                return unknown(format!("the child reported an unknown step {step} (errno {errno})"));
-            };
-            // The child failed and is about to _exit: reap it so no zombie
-            // is left behind.
-            let reaped = reap_pid(pid);
-            let err = io::Error::from_raw_os_error(errno);
-            let err = match reaped {
-                Ok(()) => err,
-                Err(e) => io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})")),
-            };
-            Err(match step {
-                ChildStep::Exec => SpawnError::from_exec(err),
-                step => SpawnError::Setup(io::Error::new(err.kind(), format!("{}: {err}", step.what(options.detach)))),
-            })
+    }
+    let said = status.said();
+    let Some((step, errno)) = said.failed else {
+        if said.reached_exec {
+            let hand_over_failed = said.hand_over_failed.map(io::Error::from_raw_os_error);
+            return Ok(Spawned { pid, hand_over_failed });
         }
-        n => unknown(format!("the child's exec-status message was cut short ({n} of {REPORT_LEN} bytes)")),
+        // Gone before its exec, without a word: killed (by an out-of-memory
+        // kill where a cgroup's limit refused it a page, say), or dead of a
+        // fault. Its end is pgrun's failure to create the process.
+        let why = match reap_status(pid) {
+            Ok(ended) => format!("its process {pid} {ended} before its exec"),
+            Err(e) => format!("its process {pid} ended before its exec (and could not be reaped: {e})"),
+        };
+        return Err(SpawnError::Setup(io::Error::other(why)));
+    };
+    let Some(failed) = Failed::from_byte(step) else {
+        return unknown(format!("the child reported an unknown step {step} (errno {errno})"));
+    };
+    // The child failed and is about to _exit: reap it so no zombie is left.
+    let err = io::Error::from_raw_os_error(errno);
+    let err = match reap_pid(pid) {
+        Ok(()) => err,
+        Err(e) => io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})")),
+    };
+    Err(match failed {
+        Failed::Step(ChildStep::Exec) => SpawnError::from_exec(err),
+        Failed::Step(step) => {
+            SpawnError::Setup(io::Error::new(err.kind(), format!("{}: {err}", step.what(options.detach))))
+        }
+        Failed::Rlimit(kind) => {
+            SpawnError::Setup(io::Error::new(err.kind(), format!("setting --rlimit {}: {err}", kind.name())))
+        }
+    })
+}
+
+/// The step a child said failed.
+enum Failed {
+    Step(ChildStep),
+    Rlimit(super::rlimit::Kind),
+}
+
+impl Failed {
+    fn from_byte(step: u8) -> Option<Failed> {
+        match step.checked_sub(RLIMIT_STEP) {
+            Some(slot) => super::rlimit::Settings::kind_at(slot.into()).map(Failed::Rlimit),
+            None => ChildStep::from_byte(step).map(Failed::Step),
+        }
     }
 }
 
@@ -241,15 +260,31 @@ pub fn abandon_child(pid: Pid) -> io::Result<()> {
     reap_pid(pid)
 }
 
-/// `waitpid(pid, 0)`, retried on EINTR: reap a child known to be ending.
+/// Reap a child known to be ending (see [`reap_status`]).
 fn reap_pid(pid: Pid) -> io::Result<()> {
-    loop {
-        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
-            Ok(_) => return Ok(()),
-            Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => return Err(e.into()),
+    reap_status(pid).map(drop)
+}
+
+/// Reap a child known to be ending (`waitpid(pid, 0)`, raw: nix's would
+/// lose the status of a child a real-time signal ended), retried on EINTR,
+/// and say how it ended: "was killed by SIGKILL", "exited with status 3".
+fn reap_status(pid: Pid) -> io::Result<String> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: `status` is writable; `pid` is pgrun's unreaped child.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
         }
     }
+    if !libc::WIFSIGNALED(status) {
+        return Ok(format!("exited with status {}", libc::WEXITSTATUS(status)));
+    }
+    let signal = libc::WTERMSIG(status);
+    Ok(match super::signals::NAMES.iter().find(|(_, n)| *n == signal) {
+        Some((name, _)) => format!("was killed by SIG{name}"),
+        None => format!("was killed by signal {signal}"),
+    })
 }
 
 /// `pipe2(O_CLOEXEC)`, or where there is none (macOS), `pipe(2)` then
