@@ -271,6 +271,33 @@ fn an_exec_failure_the_child_cannot_write_is_still_said() {
     );
 }
 
+// Issue 30 #7: Linux's exec says E2BIG ("Argument list too long") also
+// when it cannot get the pages to copy the arguments into (a --memory-max
+// of 16K): that was 126, "the command cannot be executed". Arguments and
+// environment far below any system's limit make E2BIG a failure to create
+// the process: 125, saying it ran out of memory. (Arguments really too
+// long stay 126: tests/limits.rs.)
+#[test]
+fn e2big_for_a_short_argument_list_is_out_of_memory() {
+    let scratch = Scratch::new();
+    let report = scratch.path("report.json");
+    let witness = scratch.path("ran");
+    let trace = scratch.path("trace");
+    // With a report (the fork path), and without a guard or a report (the
+    // posix_spawn path).
+    for options in [&["--report", report.to_str().unwrap()][..], &["--no-guard"]] {
+        let mut args = options.to_vec();
+        args.extend(["--", "touch", witness.to_str().unwrap()]);
+        // The child's first execve (pgrun's own is not counted).
+        let out = run(&mut under_strace(&trace, &["execve:error=E2BIG:when=1"], &args));
+        assert!(fs::read_to_string(&trace).unwrap().contains("E2BIG (Argument list too long) (INJECTED)"));
+        assert_status(&out, 125, &format!("{options:?}"));
+        one_pgrun_line(&out, "cannot start 'touch': exec: out of memory (it said \"Argument list too long\" for ");
+        assert!(!witness.exists(), "the command ran");
+    }
+    assert_eq!(json(&report)["reason"], "error");
+}
+
 /// Start `pgrun ARGS -- sh -c PAYLOAD` under strace with `injection`, where
 /// the payload waits for a line on a FIFO (a shell builtin: the payload
 /// itself makes no call that strace could count or fail); once strace has

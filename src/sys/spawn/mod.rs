@@ -74,13 +74,24 @@ pub enum SpawnError {
 }
 
 impl SpawnError {
-    /// An error `posix_spawnp` or `execvp` returned. They report a failed
-    /// fork/clone (process limit, memory) with the same number as a failed
-    /// exec; EAGAIN and ENOMEM mean the process could not be made, so they
-    /// are set-up failures, not "the command cannot be executed".
-    fn from_exec(err: io::Error) -> Self {
+    /// An error `posix_spawnp` or `execvp` of `argv` returned. They report
+    /// a failed fork/clone (process limit, memory) with the same number as
+    /// a failed exec; EAGAIN and ENOMEM mean the process could not be made,
+    /// so they are set-up failures, not "the command cannot be executed".
+    /// So is E2BIG for arguments and environment that no exec refuses as
+    /// too long: Linux says it too when it cannot get the pages to copy
+    /// them into (a `--memory-max` leaf that refuses them).
+    fn from_exec(err: io::Error, argv: &[CString]) -> Self {
         match err.raw_os_error() {
             Some(libc::EAGAIN | libc::ENOMEM) => SpawnError::Setup(err),
+            Some(libc::E2BIG) if exec_bytes(argv) < never_too_long() => {
+                let what = format!(
+                    "exec: out of memory (it said \"{err}\" for {} bytes of arguments and environment, \
+                     which no exec refuses as too long)",
+                    exec_bytes(argv)
+                );
+                SpawnError::Setup(io::Error::new(err.kind(), what))
+            }
             _ => SpawnError::Exec(err),
         }
     }
@@ -155,7 +166,7 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Spawned, Sp
     if let Some(created) = options.on_created {
         created(pid);
     }
-    outcome(pid, read_end, &status, options)
+    outcome(pid, read_end, &status, argv, options)
 }
 
 /// Fork the child, which runs `child::run` with `plan`; returns its pid.
@@ -183,6 +194,7 @@ fn outcome(
     pid: Pid,
     read_end: OwnedFd,
     status: &StatusPage,
+    argv: &[CString],
     options: &SpawnOptions<'_>,
 ) -> Result<Spawned, SpawnError> {
     let mut stray = [0u8; 1];
@@ -225,7 +237,7 @@ fn outcome(
         Err(e) => io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})")),
     };
     Err(match failed {
-        Failed::Step(ChildStep::Exec) => SpawnError::from_exec(err),
+        Failed::Step(ChildStep::Exec) => SpawnError::from_exec(err, argv),
         Failed::Step(step) => {
             SpawnError::Setup(io::Error::new(err.kind(), format!("{}: {err}", step.what(options.detach))))
         }
@@ -248,6 +260,51 @@ impl Failed {
             None => ChildStep::from_byte(step).map(Failed::Step),
         }
     }
+}
+
+/// The bytes an exec of `argv` with pgrun's environment copies: each
+/// string with its NUL, and its pointer.
+fn exec_bytes(argv: &[CString]) -> usize {
+    let args = argv.iter().map(|a| a.as_bytes_with_nul().len());
+    let env = environment().into_iter().map(|e| e.to_bytes_with_nul().len());
+    args.chain(env).map(|n| n + size_of::<*const libc::c_char>()).sum()
+}
+
+/// A size of arguments and environment (see [`exec_bytes`]) below which
+/// no exec refuses them as too long: the system's `ARG_MAX`, capped at 128
+/// KiB, the least Linux ever allows (`ARG_MAX` of `linux/limits.h`: the
+/// kernel allows the larger of it and a quarter of the stack limit, at
+/// most 6 MiB, while `sysconf` says the quarter without that cap), less
+/// what an exec copies besides (the program's path, at most `PATH_MAX`,
+/// and a script's `#!` line, at most 256 bytes).
+fn never_too_long() -> usize {
+    // SAFETY: sysconf takes a plain integer; -1 (no answer) is below zero.
+    let arg_max = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
+    let arg_max = usize::try_from(arg_max).unwrap_or(0).min(128 * 1024);
+    arg_max.saturating_sub(libc::PATH_MAX as usize + 256)
+}
+
+/// pgrun's environment exactly as the C library holds it (nix's spawn wants
+/// it as a slice; [`exec_bytes`] counts it): every entry byte for byte,
+/// including any without `=`, which `std::env::vars_os` would drop.
+fn environment<'a>() -> Vec<&'a std::ffi::CStr> {
+    // SAFETY: this is the C library's `char **environ`, declared as POSIX
+    // declares it.
+    unsafe extern "C" {
+        static environ: *const *const libc::c_char;
+    }
+    let mut env = Vec::new();
+    // SAFETY: environ is null or a NULL-terminated array of NUL-terminated
+    // strings. pgrun is single-threaded and does not change its environment
+    // while the slice lives (only until the spawn returns).
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            env.push(std::ffi::CStr::from_ptr(*entry));
+            entry = entry.add(1);
+        }
+    }
+    env
 }
 
 /// Kill the forked child, which may or may not have exec'd and made its

@@ -125,7 +125,7 @@ fn spawn_posix(
         Ok(mask) => mask,
         Err(e) => return Ok(Err(SpawnError::Setup(e))),
     };
-    let spawned = posix_spawnp(&argv[0], &actions, &attr, argv, &environment());
+    let spawned = posix_spawnp(&argv[0], &actions, &attr, argv, &super::environment());
     if let Err(e) = super::super::sigmask::set_mask(&own_mask) {
         let what = format!("cannot restore pgrun's signal mask after posix_spawn: {e}");
         let what = match spawned.map(|pid| super::abandon_child(pid.as_raw())) {
@@ -136,32 +136,8 @@ fn spawn_posix(
     }
     Ok(match spawned {
         Ok(pid) => Ok(pid.as_raw()),
-        Err(e) => Err(SpawnError::from_exec(e.into())),
+        Err(e) => Err(SpawnError::from_exec(e.into(), argv)),
     })
-}
-
-/// pgrun's environment exactly as the C library holds it (nix's spawn wants
-/// it as a slice): every entry byte for byte, including any without `=`,
-/// which `std::env::vars_os` would drop.
-#[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
-fn environment<'a>() -> Vec<&'a std::ffi::CStr> {
-    // SAFETY: this is the C library's `char **environ`, declared as POSIX
-    // declares it.
-    unsafe extern "C" {
-        static environ: *const *const libc::c_char;
-    }
-    let mut env = Vec::new();
-    // SAFETY: environ is null or a NULL-terminated array of NUL-terminated
-    // strings. pgrun is single-threaded and does not change its environment
-    // while the slice lives (only until the spawn returns).
-    unsafe {
-        let mut entry = environ;
-        while !entry.is_null() && !(*entry).is_null() {
-            env.push(std::ffi::CStr::from_ptr(*entry));
-            entry = entry.add(1);
-        }
-    }
-    env
 }
 
 /// The `POSIX_SPAWN_SETSIGDEF` set for [`spawn_posix`]; `None`: take the
