@@ -14,10 +14,10 @@
 //! (no marker was found before the start), `guard-started` (the guard is
 //! forked, the command not yet), `child-created` (in the command's process,
 //! first thing after it exists, before it hands itself to the guard: pgrun
-//! waits meanwhile, except on the fork path), `forked` (pgrun has the
-//! command's pid and has told the guard nothing itself), `created` (the
-//! guard was told the group id; on the fork path the exec may not have
-//! finished), `spawned` (the command runs, its group is not published
+//! goes on meanwhile to `forked` and `created`, then waits for the exec),
+//! `forked` (pgrun has the command's pid and has told the guard nothing
+//! itself), `created` (the guard was told the group id; the exec may not
+//! have happened yet), `spawned` (the command runs, its group is not published
 //! yet), `draining-census` (with `--wait-group`, the command has exited and
 //! the supervisor is about to ask whether only zombies it cannot reap are
 //! left), `leader-step` (the supervisor is about to decide whether a `leader:` step
@@ -28,7 +28,8 @@
 //!
 //! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise
 //! loop panic when it reads SIGUSR1; [`PANIC_BEFORE_SPAWN`] panics with
-//! everything prepared, right before the spawn; [`KEEP_SIGCHLD_IGNORED`]
+//! everything prepared, right before the spawn; [`PEAK_BEFORE_SPAWN`]
+//! raises pgrun's own peak memory right before the spawn; [`KEEP_SIGCHLD_IGNORED`]
 //! leaves a SIGCHLD ignored by the caller ignored in pgrun itself;
 //! [`GUARD_WAIT_FAILS`] makes the guard's first wait for pgrun fail with
 //! EIO; [`PUBLISH_FAILS`] makes publishing the run fail after the spawn;
@@ -91,6 +92,28 @@ pub const PANIC_ON_USR1: &str = "panic-on-usr1";
 /// Panic right before the spawn, with the pid file claimed (its temporary
 /// file made) and the report prepared.
 pub const PANIC_BEFORE_SPAWN: &str = "panic-before-spawn";
+/// Raise pgrun's own peak resident set by [`RAISED_PEAK`] bytes right
+/// before the spawn and give the memory back, so that a test can tell
+/// pgrun's peak from the command's: the kernel keeps the high-water mark.
+pub const PEAK_BEFORE_SPAWN: &str = "peak-before-spawn";
+
+/// How far [`PEAK_BEFORE_SPAWN`] raises pgrun's peak: 64 MiB, far above
+/// pgrun's own size and what the tests run.
+pub const RAISED_PEAK: usize = 64 << 20;
+
+/// [`PEAK_BEFORE_SPAWN`], if asked for: every page of a block written,
+/// then the block unmapped (it is far above the C library's threshold for
+/// a mapping of its own), so none of it is left for a fork to copy.
+pub fn raise_peak_if_asked() {
+    if active(PEAK_BEFORE_SPAWN) {
+        let mut block = vec![0u8; RAISED_PEAK];
+        for page in block.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&block);
+    }
+}
+
 /// Leave a SIGCHLD ignored by the caller ignored in pgrun itself.
 pub const KEEP_SIGCHLD_IGNORED: &str = "keep-sigchld-ignored";
 /// Make publishing the run fail, after the spawn (the run is then stopped

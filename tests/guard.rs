@@ -351,10 +351,10 @@ fn a_failed_wait_of_the_guard_is_not_taken_for_pgruns_death() {
     ignore = "the portable path has no pidfds nor /proc: the guard learns the group once the spawn returns"
 )]
 fn pgrun_killed_while_the_spawn_waits_for_the_exec_leaves_nothing_running() {
-    // The spawn holds pgrun (vfork) until the command's exec, so pgrun
-    // cannot hand the process to its guard before then (the process hands
-    // itself over). strace holds the child's execve there for a second;
-    // pgrun is SIGKILLed meanwhile.
+    // The spawn holds pgrun (it waits on the exec-status pipe) until the
+    // command's exec, so pgrun cannot hand the process to its guard before
+    // then (the process hands itself over). strace holds the child's execve
+    // there for a second; pgrun is SIGKILLed meanwhile.
     let mut strace = strace();
     let scratch = Scratch::new();
     let mut guard = Guard::new();
@@ -386,7 +386,11 @@ fn pgrun_killed_while_the_spawn_waits_for_the_exec_leaves_nothing_running() {
     guard.record(child);
     let keeper = guard_of(pgrun_pid);
     guard.record(keeper);
-    assert_eq!(state(pgrun_pid).as_deref(), Some("D"), "pgrun is not waiting in the spawn");
+    // Waiting in the spawn: asleep in the kernel's pipe read (`pipe_read`,
+    // `anon_pipe_read` in newer kernels).
+    eventually("pgrun to wait on the exec-status pipe", || {
+        fs::read_to_string(format!("/proc/{pgrun_pid}/wchan")).is_ok_and(|w| w.ends_with("pipe_read"))
+    });
     send(pgrun_pid, libc::SIGKILL);
     wait_dead(child);
     wait_dead(keeper);
@@ -625,7 +629,7 @@ fn pgrun_killed_before_it_tells_the_guard_of_a_forked_command_leaves_nothing_run
 
 /// pgrun is SIGKILLed while the command's process, just created, has not
 /// yet handed itself to the guard (paused there; pgrun waits for its exec
-/// meanwhile, except on the fork path). The guard cannot hear of pgrun's
+/// meanwhile). The guard cannot hear of pgrun's
 /// death before that process has exec'd (it holds a copy of pgrun's end of
 /// the guard's channel until then), so it still holds and stops it.
 fn kill_pgrun_before_the_child_hands_itself_over(extra: &[&str]) {

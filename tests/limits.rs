@@ -166,6 +166,26 @@ fn a_limit_the_child_cannot_set_is_125_before_the_command_runs() {
     assert!(!witness.exists(), "the command ran");
 }
 
+/// Arguments really too long for the command's exec stay the command's
+/// failure, 126 (pgrun takes an E2BIG for a short argument list for the
+/// out-of-memory it is, 125: tests/faults_sys.rs). A stack limit of 256K
+/// leaves the command's exec the kernel's floor of 128 KiB for its
+/// arguments, and 30000 of them take about 400 KiB (pgrun's own exec, under
+/// the suite's stack limit, takes them).
+#[test]
+fn arguments_too_long_for_the_commands_exec_are_126() {
+    if cfg!(not(target_os = "linux")) {
+        return;
+    }
+    let numbers: Vec<String> = (1..=30_000).map(|n| n.to_string()).collect();
+    let mut args = vec!["--rlimit", "stack=256K", "--", "/bin/true"];
+    args.extend(numbers.iter().map(String::as_str));
+    let out = run(&mut pgrun(&args));
+    assert_status(&out, 126, "arguments too long");
+    let err = stderr_of(&out);
+    assert_eq!(err.trim_end(), "pgrun: cannot run '/bin/true': Argument list too long", "{err}");
+}
+
 /// The cgroup limits need the run's cgroup leaf: with `--contain group` or
 /// `tree` they are an error, and bad values are usage errors; all 125
 /// before anything runs. (The limits themselves: tests/cgroup_limits.rs, in

@@ -43,9 +43,11 @@ pub fn spawn_command(plan: &RunPlan, run: &mut Prepared) -> Step<Pid> {
         rlimits: run.rlimits,
         hand_over: guard.and_then(Guard::for_the_child),
         pause_in_child: pause_in_child.as_ref(),
+        own_peak: plan.report.is_some(),
     };
     let program = plan.command[0].to_string_lossy();
     assert!(!test_hook::active(test_hook::PANIC_BEFORE_SPAWN), "test hook: panic before the spawn");
+    test_hook::raise_peak_if_asked();
     let spawned = crate::sys::spawn::spawn(&run.argv, &options);
     // Only the command holds the write ends now: its exit is the pipes' end.
     run.child_ends = None;

@@ -1,14 +1,15 @@
-//! The steps of the command's process between its creation and its exec
-//! (see [`super`]): raw, async-signal-safe calls only, on memory prepared
-//! before it exists, and no allocation. A failed step is reported through
-//! the exec-status pipe as its step byte and errno.
+//! The steps of the command's process between its fork and its exec (see
+//! [`super`]): raw, async-signal-safe calls only, on memory prepared before
+//! it exists, and no allocation. A failed step is said on the exec-status
+//! page ([`super::status_page`]) as its step byte and errno.
 
 use super::super::sigmask::SigSet;
+use super::status_page::StatusPage;
 use super::{Detach, SpawnOptions};
 
-/// What the forked child reports through the exec-status pipe when it
-/// fails: the step (one byte) and errno (four). Every step but the exec is a
-/// set-up step: its failure is pgrun's, not the command's.
+/// The step that failed in the forked child, as it says it on the
+/// exec-status page. Every step but the exec is a set-up step: its failure
+/// is pgrun's, not the command's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(super) enum ChildStep {
@@ -19,13 +20,10 @@ pub(super) enum ChildStep {
     Sigchld = 5,
     SignalMask = 6,
     Exec = 7,
-    /// Not a failure: a note that the child could not hand itself to the
-    /// guard, sent before the child goes on.
-    HandOver = 8,
 }
 
 impl ChildStep {
-    const ALL: [ChildStep; 8] = [
+    const ALL: [ChildStep; 7] = [
         ChildStep::JoinCgroup,
         ChildStep::Detach,
         ChildStep::Terminal,
@@ -33,7 +31,6 @@ impl ChildStep {
         ChildStep::Sigchld,
         ChildStep::SignalMask,
         ChildStep::Exec,
-        ChildStep::HandOver,
     ];
 
     pub(super) fn from_byte(byte: u8) -> Option<Self> {
@@ -51,13 +48,9 @@ impl ChildStep {
             ChildStep::Sigchld => "ignoring SIGCHLD again",
             ChildStep::SignalMask => "restoring the signal mask",
             ChildStep::Exec => "exec",
-            ChildStep::HandOver => "handing itself to the guard",
         }
     }
 }
-
-/// The length of the child's failure message: a step byte and an errno.
-pub(super) const REPORT_LEN: usize = 5;
 
 /// The step byte of a failed `--rlimit`: this plus the setting's slot
 /// number (see [`super::rlimit::Settings`]).
@@ -68,15 +61,18 @@ pub(super) struct Plan<'a> {
     /// A NULL-terminated array of valid C strings.
     pub argv: &'a [*const libc::c_char],
     pub options: &'a SpawnOptions<'a>,
-    /// The write end of the exec-status pipe.
-    pub err_fd: libc::c_int,
+    /// Where the child says how far it got.
+    pub status: &'a StatusPage,
 }
 
-/// The child's side of [`super::spawn`]. Only async-signal-safe calls on
-/// memory prepared before the fork or clone; no allocation; nothing of
-/// pgrun's memory written but `errno` (a `CLONE_VM` child shares it).
+/// The child's side of [`super::spawn`], in the forked child. Only
+/// async-signal-safe calls on memory prepared before the fork; no
+/// allocation; what it says goes to the exec-status page.
 pub(super) fn run(plan: &Plan<'_>) -> ! {
-    let (argv, options, err_fd) = (plan.argv, plan.options, plan.err_fd);
+    let (argv, options, status) = (plan.argv, plan.options, plan.status);
+    // Before anything: the exec-status page is mapped in this process from
+    // here on (see `StatusPage::child_starts`).
+    status.child_starts();
     // SAFETY (whole function): every call below is async-signal-safe and works
     // on memory that was fully prepared before the fork; `argv` is a
     // NULL-terminated array of valid C strings.
@@ -91,21 +87,21 @@ pub(super) fn run(plan: &Plan<'_>) -> ! {
         if let Some(tie) = options.hand_over
             && let Err(errno) = super::super::guard_channel::send_self(std::os::fd::AsRawFd::as_raw_fd(&tie))
         {
-            note(err_fd, ChildStep::HandOver, errno);
+            status.hand_over_failed(errno);
         }
         let parent_group = libc::getpgrp();
         // Join the cgroup first, so nothing the command does runs outside it.
         if let Some(procs) = options.join_cgroup
             && libc::write(procs, b"0".as_ptr().cast(), 1) != 1
         {
-            report_and_exit(err_fd, ChildStep::JoinCgroup);
+            fail(status, ChildStep::JoinCgroup);
         }
         let rc = match options.detach {
             Detach::Group => libc::setpgid(0, 0),
             Detach::Session => libc::setsid(),
         };
         if rc < 0 {
-            report_and_exit(err_fd, ChildStep::Detach);
+            fail(status, ChildStep::Detach);
         }
         // SIGTTOU is still blocked here (pgrun's mask), so a group that is
         // not yet in the foreground may take the terminal, before the
@@ -113,30 +109,31 @@ pub(super) fn run(plan: &Plan<'_>) -> ! {
         if let Some(tty) = options.take_terminal
             && super::super::terminal::take_from(tty, parent_group).is_err()
         {
-            report_and_exit(err_fd, ChildStep::Terminal);
+            fail(status, ChildStep::Terminal);
         }
         if let Some([out, err]) = options.stdout_stderr
             && (libc::dup2(out, 1) < 0 || libc::dup2(err, 2) < 0)
         {
-            report_and_exit(err_fd, ChildStep::Redirect);
+            fail(status, ChildStep::Redirect);
         }
         if options.ignore_sigchld {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = libc::SIG_IGN;
             if libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut()) != 0 {
-                report_and_exit(err_fd, ChildStep::Sigchld);
+                fail(status, ChildStep::Sigchld);
             }
         }
         // The limits last before the mask, so no earlier step runs under
         // them (nothing after this but the mask and the exec).
         if let Err(slot) = options.rlimits.apply_in_child() {
-            report_byte_and_exit(err_fd, RLIMIT_STEP + slot as u8);
+            fail_at(status, RLIMIT_STEP + slot as u8);
         }
         if set_mask_exactly(&options.child_mask) != 0 {
-            report_and_exit(err_fd, ChildStep::SignalMask);
+            fail(status, ChildStep::SignalMask);
         }
+        status.about_to_exec();
         libc::execvp(argv[0], argv.as_ptr());
-        report_and_exit(err_fd, ChildStep::Exec);
+        fail(status, ChildStep::Exec);
     }
 }
 
@@ -167,58 +164,26 @@ unsafe fn set_mask_exactly(mask: &SigSet) -> libc::c_int {
     }
 }
 
-/// Write the failed step and errno to the exec-status pipe and
-/// `_exit(127)`. The five bytes go in one write, which a pipe takes whole
-/// (fewer than PIPE_BUF); EINTR is retried. Should the write fail anyway,
-/// the parent sees EOF and, after it, the child's exit status 127, the
-/// best that is left to say.
+/// Say that `step` failed, with the errno it left, and `_exit(127)`.
 ///
 /// # Safety
 /// Only to be called in the forked child.
-unsafe fn report_and_exit(err_fd: libc::c_int, step: ChildStep) -> ! {
+unsafe fn fail(status: &StatusPage, step: ChildStep) -> ! {
     // SAFETY: the same contract.
-    unsafe { report_byte_and_exit(err_fd, step as u8) }
+    unsafe { fail_at(status, step as u8) }
 }
 
-/// [`report_and_exit`] with the step as its byte (a `--rlimit` failure is
+/// [`fail`] with the step as its byte (a `--rlimit` failure is
 /// [`RLIMIT_STEP`] plus the setting's slot).
 ///
 /// # Safety
 /// Only to be called in the forked child.
-unsafe fn report_byte_and_exit(err_fd: libc::c_int, step: u8) -> ! {
-    // nix's errno read is a bare read of it: async-signal-safe.
-    // SAFETY: the same contract.
-    unsafe {
-        write_report(err_fd, step, nix::errno::Errno::last_raw());
-        libc::_exit(127);
-    }
-}
-
-/// Write a step byte and an errno to the exec-status pipe, in one write,
-/// which a pipe takes whole (fewer than PIPE_BUF); EINTR is retried.
-///
-/// # Safety
-/// Only to be called in the forked child.
-unsafe fn write_report(err_fd: libc::c_int, step: u8, errno: i32) {
-    let e = errno.to_ne_bytes();
-    let buf: [u8; REPORT_LEN] = [step, e[0], e[1], e[2], e[3]];
-    // SAFETY: write is async-signal-safe; the pointer and length describe
-    // a stack buffer. (Raw libc: the fd is a plain integer.)
-    unsafe {
-        while libc::write(err_fd, buf.as_ptr().cast(), buf.len()) < 0 && nix::errno::Errno::last_raw() == libc::EINTR {}
-    }
-}
-
-/// Note a step that failed without ending the child (the hand-over): the
-/// parent reads it before the outcome. Should the write fail, nothing is
-/// noted.
-///
-/// # Safety
-/// Only to be called in the forked child.
-#[cfg(linux_strengths)]
-unsafe fn note(err_fd: libc::c_int, step: ChildStep, errno: i32) {
-    // SAFETY: the same contract.
-    unsafe { write_report(err_fd, step as u8, errno) }
+unsafe fn fail_at(status: &StatusPage, step: u8) -> ! {
+    // nix's errno read is a bare read of it, before any other call:
+    // async-signal-safe; the rest is a store and `_exit`.
+    status.failed(step, nix::errno::Errno::last_raw());
+    // SAFETY: ends the forked child without running anything of pgrun's.
+    unsafe { libc::_exit(127) }
 }
 
 /// A test-only pause of the child, first thing after it exists (see

@@ -5,40 +5,51 @@
 //! because std resets the signal mask and SIGPIPE's disposition in the child
 //! and pgrun's contract is to pass both through exactly as it received them.
 //!
-//! Three ways to create the process, one set of steps in it (`child`):
-//! - On Linux, `clone(CLONE_VM | CLONE_VFORK)` on a stack of its own: no
-//!   page tables copied (as fast as `posix_spawn`, which does the same),
-//!   pgrun waits until the exec, and the child runs `child`'s steps,
-//!   which make only raw, async-signal-safe calls on memory prepared before
-//!   the clone and write nothing of pgrun's but `errno` (pgrun installs no
-//!   signal handlers on Linux, so no handler can run on the child's stack).
-//!   Its first step hands the process to the guard (a pidfd of itself, over
-//!   the guard's channel), before its exec: a pgrun SIGKILLed at any moment
-//!   of the spawn leaves nothing the guard does not hold. A refused clone
-//!   (a seccomp filter) falls back to fork.
-//! - `fork`, where there is no such clone (the portable build, other
-//!   systems), with the same child steps.
-//! - `posix_spawnp` (`posix`), where nothing is handed over and the plain
-//!   new-group case needs none of the other steps; a failure of it for any
-//!   reason but "not found" is retried on the fork path, which says which
-//!   step failed.
+//! Two ways to create the process:
+//! - `fork`, whose child runs `child`'s steps: raw, async-signal-safe calls
+//!   on memory prepared before the fork. Its first step hands the process
+//!   to the guard (a pidfd of itself, over the guard's channel), before its
+//!   exec: a pgrun SIGKILLed at any moment of the spawn leaves nothing the
+//!   guard does not hold.
+//! - `posix_spawnp` (`posix`), where nothing is handed over, the plain
+//!   new-group case needs none of the other steps, and the command's peak
+//!   resident set is not reported; a failure of it for any reason but "not
+//!   found" is retried on the fork path, which says which step failed.
 //!
-//! The child reports a failed step through a close-on-exec pipe (a set-up
-//! step is pgrun's failure, 125; the exec is the command's, 126/127); a
-//! failed hand-over is reported there too, without ending the child.
+//! Why a fork, and not a spawn that shares pgrun's memory until the exec
+//! (`clone(CLONE_VM | CLONE_VFORK)`, what the C library's `posix_spawn`
+//! does): the kernel keeps the high-water mark of the memory a process
+//! execs out of in that process's `ru_maxrss` (`exec_mmap`), so a command
+//! exec'd out of pgrun's own memory is credited with pgrun's whole peak:
+//! `/bin/true` "used" 1.7 MB, pgrun's release build's resident set. A
+//! forked child execs out of a copy that holds only the pages pgrun had
+//! written (under 100 KB in the release build) and the code the child
+//! touched, as a shell's or `/usr/bin/time`'s child does. The fork costs
+//! no more than the shared clone did, whose child needed a stack mapped
+//! and unmapped at every spawn (bench/README.md).
+//!
+//! What the child says goes to the exec-status page (`status_page`), a
+//! store into memory shared with pgrun that nothing can make fail; the
+//! close-on-exec exec-status pipe only wakes pgrun once the child has
+//! exec'd or is gone. A set-up step's failure is pgrun's, 125; the exec's
+//! is the command's, 126/127; a failed hand-over is said too, without
+//! ending the child; a child gone before its exec without a word is
+//! pgrun's failure to create the process.
 //!
 //! The pipes go through nix. The child stays raw libc (nix's `execvp`
-//! allocates its argument array); so does `waitpid` for a child one of
-//! whose real-time signals ended it (nix's `waitpid` reports an error
-//! *after* reaping such a child, losing its status), and `clone`, `mmap`.
+//! allocates its argument array); so do `waitpid` (nix's reports an error
+//! *after* reaping a child one of whose real-time signals ended it, losing
+//! its status) and `mmap`.
 
 mod child;
 mod posix;
+mod status_page;
 
 use super::Pid;
 use super::sigmask::SigSet;
 pub use child::ChildPause;
-use child::{ChildStep, REPORT_LEN, RLIMIT_STEP};
+use child::{ChildStep, RLIMIT_STEP};
+use status_page::StatusPage;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -63,13 +74,24 @@ pub enum SpawnError {
 }
 
 impl SpawnError {
-    /// An error `posix_spawnp` or `execvp` returned. They report a failed
-    /// fork/clone (process limit, memory) with the same number as a failed
-    /// exec; EAGAIN and ENOMEM mean the process could not be made, so they
-    /// are set-up failures, not "the command cannot be executed".
-    fn from_exec(err: io::Error) -> Self {
+    /// An error `posix_spawnp` or `execvp` of `argv` returned. They report
+    /// a failed fork/clone (process limit, memory) with the same number as
+    /// a failed exec; EAGAIN and ENOMEM mean the process could not be made,
+    /// so they are set-up failures, not "the command cannot be executed".
+    /// So is E2BIG for arguments and environment that no exec refuses as
+    /// too long: Linux says it too when it cannot get the pages to copy
+    /// them into (a `--memory-max` leaf that refuses them).
+    fn from_exec(err: io::Error, argv: &[CString]) -> Self {
         match err.raw_os_error() {
             Some(libc::EAGAIN | libc::ENOMEM) => SpawnError::Setup(err),
+            Some(libc::E2BIG) if exec_bytes(argv) < never_too_long() => {
+                let what = format!(
+                    "exec: out of memory (it said \"{err}\" for {} bytes of arguments and environment, \
+                     which no exec refuses as too long)",
+                    exec_bytes(argv)
+                );
+                SpawnError::Setup(io::Error::new(err.kind(), what))
+            }
             _ => SpawnError::Exec(err),
         }
     }
@@ -103,6 +125,10 @@ pub struct SpawnOptions<'a> {
     /// anything else and before its exec, so that the guard holds the
     /// command whenever pgrun dies.
     pub hand_over: Option<BorrowedFd<'a>>,
+    /// The command's peak resident set is reported (`--report`): it must be
+    /// its own, so the process is made by fork, never by `posix_spawn`,
+    /// which execs it out of pgrun's memory (see the module doc).
+    pub own_peak: bool,
     /// Test-only: where the child pauses first thing (see
     /// [`crate::test_hook::child_pause`]).
     pub pause_in_child: Option<&'a ChildPause>,
@@ -123,7 +149,7 @@ pub struct Spawned {
 ///
 /// Returns once the child has exec'd (or failed to), so the new group exists
 /// before the caller can publish its id: the child's setpgid/setsid happens
-/// before its exec closes the close-on-exec error pipe the parent reads.
+/// before its exec closes the close-on-exec pipe the parent waits on.
 pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Spawned, SpawnError> {
     assert!(!argv.is_empty(), "spawn needs a program name");
     if let Some(spawned) = posix::spawn_if_plain(argv, options) {
@@ -132,27 +158,19 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Spawned, Sp
     // Everything the child touches is prepared before it exists.
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
+    let status = StatusPage::new().map_err(SpawnError::Setup)?;
     let (read_end, write_end) = cloexec_pipe().map_err(SpawnError::Setup)?;
-    let plan = child::Plan { argv: &ptrs, options, err_fd: std::os::fd::AsRawFd::as_raw_fd(&write_end) };
-    let pid = create(&plan).map_err(SpawnError::Setup)?;
+    let plan = child::Plan { argv: &ptrs, options, status: &status };
+    let pid = fork_child(&plan).map_err(SpawnError::Setup)?;
     drop(write_end);
     if let Some(created) = options.on_created {
         created(pid);
     }
-    outcome(pid, read_end, options)
+    outcome(pid, read_end, &status, argv, options)
 }
 
-/// Create the child, which runs `child::run` with `plan`: a clone that
-/// shares pgrun's memory until its exec where there is one (falling back to
-/// fork if it is refused), else fork. Returns the child's pid.
-fn create(plan: &child::Plan<'_>) -> io::Result<Pid> {
-    #[cfg(linux_strengths)]
-    match clone_vfork(plan) {
-        Ok(pid) => return Ok(pid),
-        // Out of processes or memory: fork would fail alike.
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::ENOMEM)) => return Err(e),
-        Err(e) => crate::verbose!("clone(CLONE_VM | CLONE_VFORK) failed ({e}); starting the command with fork"),
-    }
+/// Fork the child, which runs `child::run` with `plan`; returns its pid.
+fn fork_child(plan: &child::Plan<'_>) -> io::Result<Pid> {
     // SAFETY: pgrun is single-threaded when it forks, so the child may call
     // any async-signal-safe function. `child::run` makes only such calls
     // and never returns.
@@ -166,155 +184,127 @@ fn create(plan: &child::Plan<'_>) -> io::Result<Pid> {
     Ok(pid)
 }
 
-/// `clone(CLONE_VM | CLONE_VFORK | SIGCHLD)` running `child::run` on a
-/// stack of its own; returns once the child has exec'd or exited (vfork).
-#[cfg(linux_strengths)]
-fn clone_vfork(plan: &child::Plan<'_>) -> io::Result<Pid> {
-    extern "C" fn entry(plan: *mut libc::c_void) -> libc::c_int {
-        // SAFETY: `plan` is the `&child::Plan` passed to clone below; the
-        // parent waits (vfork) until this child has exec'd or exited, so
-        // it outlives every use here.
-        child::run(unsafe { &*plan.cast::<child::Plan<'_>>() })
-    }
-    let stack = ChildStack::new(plan.argv.len())?;
-    // SAFETY: the child runs `entry` on `stack` (its top, 16-byte aligned),
-    // sharing pgrun's memory until its exec: `child::run` makes only raw
-    // async-signal-safe calls on memory prepared before this call and never
-    // returns. CLONE_VFORK suspends pgrun until then, so pgrun's stack and
-    // `plan` stay untouched, and `stack` is freed only after.
-    let pid = unsafe {
-        libc::clone(
-            entry,
-            stack.top(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (plan as *const child::Plan<'_>).cast_mut().cast(),
-        )
-    };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(pid)
-}
-
-/// The stack of a [`clone_vfork`] child: an anonymous mapping with an
-/// inaccessible page at its low end (an overflow faults instead of writing
-/// over whatever lies below), unmapped when dropped.
-#[cfg(linux_strengths)]
-struct ChildStack {
-    base: *mut libc::c_void,
-    len: usize,
-}
-
-#[cfg(linux_strengths)]
-impl ChildStack {
-    /// Room for the child's own frames and the C library's `execvp`, which
-    /// builds each candidate path (at most PATH_MAX plus NAME_MAX bytes)
-    /// and, for a script without `#!`, a copy of the arguments (`argc`
-    /// pointers) on the stack; pages never touched cost nothing.
-    fn new(argc: usize) -> io::Result<ChildStack> {
-        const PAGE: usize = 4096;
-        let len = (256 * 1024 + 2 * argc * size_of::<usize>()).next_multiple_of(PAGE) + PAGE;
-        // SAFETY: a fresh anonymous mapping, no address hint, no fd.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let stack = ChildStack { base, len };
-        // SAFETY: the lowest page of the mapping just made.
-        if unsafe { libc::mprotect(base, PAGE, libc::PROT_NONE) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(stack)
-    }
-
-    /// The stack's top (it grows down), 16-byte aligned.
-    fn top(&self) -> *mut libc::c_void {
-        // SAFETY: one past the end of the mapping, which is page-aligned.
-        unsafe { self.base.cast::<u8>().add(self.len).cast() }
-    }
-}
-
-#[cfg(linux_strengths)]
-impl Drop for ChildStack {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, unmapped once, after the child
-        // stopped using it (vfork).
-        unsafe { libc::munmap(self.base, self.len) };
-    }
-}
-
-/// What became of child `pid`, from its exec-status pipe. Only EOF with no
-/// byte at all (besides a hand-over note) means the exec worked (the pipe
-/// is close-on-exec). A whole message says which step failed; anything
-/// else (a message cut short, a failed read) leaves pgrun not knowing what
-/// the child became: it is killed and reaped, and the start failed.
-fn outcome(pid: Pid, read_end: OwnedFd, options: &SpawnOptions<'_>) -> Result<Spawned, SpawnError> {
-    let mut report = [0u8; 2 * REPORT_LEN];
-    let got = read_full(&read_end, &mut report);
+/// What became of child `pid`, once its exec-status pipe is at its end
+/// (the pipe is close-on-exec: the child exec'd, or is gone), from what the
+/// child said on its exec-status page. The pipe carries no byte: anything
+/// read from it, or a failed read, leaves pgrun not knowing what the child
+/// became, and so does a step the child named that pgrun does not know:
+/// the child is killed and reaped, and the start failed.
+fn outcome(
+    pid: Pid,
+    read_end: OwnedFd,
+    status: &StatusPage,
+    argv: &[CString],
+    options: &SpawnOptions<'_>,
+) -> Result<Spawned, SpawnError> {
+    let mut stray = [0u8; 1];
+    let got = read_full(&read_end, &mut stray);
     drop(read_end);
     let unknown = |what: String| {
-        let abandoned = abandon_child(pid);
-        let what = match abandoned {
+        let what = match abandon_child(pid) {
             Ok(()) => what,
             Err(e) => format!("{what} (and the child {pid} could not be stopped and reaped: {e})"),
         };
         Err(SpawnError::Setup(io::Error::other(what)))
     };
-    let got = match got {
-        Ok(n) => n,
+    match got {
+        Ok(0) => {}
+        Ok(_) => return unknown("the child wrote to its exec-status pipe, which carries nothing".to_string()),
         Err(e) => return unknown(format!("cannot read whether the command was executed: {e}")),
-    };
-    let errno_at = |at: usize| i32::from_ne_bytes([report[at + 1], report[at + 2], report[at + 3], report[at + 4]]);
-    // A hand-over note first, if the child could not hand itself over.
-    let (hand_over_failed, at) = if got >= REPORT_LEN && report[0] == ChildStep::HandOver as u8 {
-        (Some(io::Error::from_raw_os_error(errno_at(0))), REPORT_LEN)
-    } else {
-        (None, 0)
-    };
-    match got - at {
-        0 => Ok(Spawned { pid, hand_over_failed }),
-        REPORT_LEN => {
-            let (step, errno) = (report[at], errno_at(at));
-            if let Some(kind) = step.checked_sub(RLIMIT_STEP).and_then(|i| super::rlimit::Settings::kind_at(i.into())) {
-                let err = io::Error::from_raw_os_error(errno);
-                let err = match reap_pid(pid) {
-                    Ok(()) => err,
-                    Err(e) => {
-                        io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})"))
-                    }
-                };
-                return Err(SpawnError::Setup(io::Error::new(
-                    err.kind(),
-                    format!("setting --rlimit {}: {err}", kind.name()),
-                )));
-            }
-            let Some(step) = ChildStep::from_byte(step).filter(|s| *s != ChildStep::HandOver) else {
-                return unknown(format!("the child reported an unknown step {step} (errno {errno})"));
-            };
-            // The child failed and is about to _exit: reap it so no zombie
-            // is left behind.
-            let reaped = reap_pid(pid);
-            let err = io::Error::from_raw_os_error(errno);
-            let err = match reaped {
-                Ok(()) => err,
-                Err(e) => io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})")),
-            };
-            Err(match step {
-                ChildStep::Exec => SpawnError::from_exec(err),
-                step => SpawnError::Setup(io::Error::new(err.kind(), format!("{}: {err}", step.what(options.detach)))),
-            })
-        }
-        n => unknown(format!("the child's exec-status message was cut short ({n} of {REPORT_LEN} bytes)")),
     }
+    let said = status.said();
+    let Some((step, errno)) = said.failed else {
+        if said.reached_exec {
+            let hand_over_failed = said.hand_over_failed.map(io::Error::from_raw_os_error);
+            return Ok(Spawned { pid, hand_over_failed });
+        }
+        // Gone before its exec, without a word: killed (by an out-of-memory
+        // kill where a cgroup's limit refused it a page, say), or dead of a
+        // fault. Its end is pgrun's failure to create the process.
+        let why = match reap_status(pid) {
+            Ok(ended) => format!("its process {pid} {ended} before its exec"),
+            Err(e) => format!("its process {pid} ended before its exec (and could not be reaped: {e})"),
+        };
+        return Err(SpawnError::Setup(io::Error::other(why)));
+    };
+    let Some(failed) = Failed::from_byte(step) else {
+        return unknown(format!("the child reported an unknown step {step} (errno {errno})"));
+    };
+    // The child failed and is about to _exit: reap it so no zombie is left.
+    let err = io::Error::from_raw_os_error(errno);
+    let err = match reap_pid(pid) {
+        Ok(()) => err,
+        Err(e) => io::Error::new(err.kind(), format!("{err} (and the child {pid} could not be reaped: {e})")),
+    };
+    Err(match failed {
+        Failed::Step(ChildStep::Exec) => SpawnError::from_exec(err, argv),
+        Failed::Step(step) => {
+            SpawnError::Setup(io::Error::new(err.kind(), format!("{}: {err}", step.what(options.detach))))
+        }
+        Failed::Rlimit(kind) => {
+            SpawnError::Setup(io::Error::new(err.kind(), format!("setting --rlimit {}: {err}", kind.name())))
+        }
+    })
+}
+
+/// The step a child said failed.
+enum Failed {
+    Step(ChildStep),
+    Rlimit(super::rlimit::Kind),
+}
+
+impl Failed {
+    fn from_byte(step: u8) -> Option<Failed> {
+        match step.checked_sub(RLIMIT_STEP) {
+            Some(slot) => super::rlimit::Settings::kind_at(slot.into()).map(Failed::Rlimit),
+            None => ChildStep::from_byte(step).map(Failed::Step),
+        }
+    }
+}
+
+/// The bytes an exec of `argv` with pgrun's environment copies: each
+/// string with its NUL, and its pointer.
+fn exec_bytes(argv: &[CString]) -> usize {
+    let args = argv.iter().map(|a| a.as_bytes_with_nul().len());
+    let env = environment().into_iter().map(|e| e.to_bytes_with_nul().len());
+    args.chain(env).map(|n| n + size_of::<*const libc::c_char>()).sum()
+}
+
+/// A size of arguments and environment (see [`exec_bytes`]) below which
+/// no exec refuses them as too long: the system's `ARG_MAX`, capped at 128
+/// KiB, the least Linux ever allows (`ARG_MAX` of `linux/limits.h`: the
+/// kernel allows the larger of it and a quarter of the stack limit, at
+/// most 6 MiB, while `sysconf` says the quarter without that cap), less
+/// what an exec copies besides (the program's path, at most `PATH_MAX`,
+/// and a script's `#!` line, at most 256 bytes).
+fn never_too_long() -> usize {
+    // SAFETY: sysconf takes a plain integer; -1 (no answer) is below zero.
+    let arg_max = unsafe { libc::sysconf(libc::_SC_ARG_MAX) };
+    let arg_max = usize::try_from(arg_max).unwrap_or(0).min(128 * 1024);
+    arg_max.saturating_sub(libc::PATH_MAX as usize + 256)
+}
+
+/// pgrun's environment exactly as the C library holds it (nix's spawn wants
+/// it as a slice; [`exec_bytes`] counts it): every entry byte for byte,
+/// including any without `=`, which `std::env::vars_os` would drop.
+fn environment<'a>() -> Vec<&'a std::ffi::CStr> {
+    // SAFETY: this is the C library's `char **environ`, declared as POSIX
+    // declares it.
+    unsafe extern "C" {
+        static environ: *const *const libc::c_char;
+    }
+    let mut env = Vec::new();
+    // SAFETY: environ is null or a NULL-terminated array of NUL-terminated
+    // strings. pgrun is single-threaded and does not change its environment
+    // while the slice lives (only until the spawn returns).
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            env.push(std::ffi::CStr::from_ptr(*entry));
+            entry = entry.add(1);
+        }
+    }
+    env
 }
 
 /// Kill the forked child, which may or may not have exec'd and made its
@@ -327,15 +317,31 @@ pub fn abandon_child(pid: Pid) -> io::Result<()> {
     reap_pid(pid)
 }
 
-/// `waitpid(pid, 0)`, retried on EINTR: reap a child known to be ending.
+/// Reap a child known to be ending (see [`reap_status`]).
 fn reap_pid(pid: Pid) -> io::Result<()> {
-    loop {
-        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
-            Ok(_) => return Ok(()),
-            Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => return Err(e.into()),
+    reap_status(pid).map(drop)
+}
+
+/// Reap a child known to be ending (`waitpid(pid, 0)`, raw: nix's would
+/// lose the status of a child a real-time signal ended), retried on EINTR,
+/// and say how it ended: "was killed by SIGKILL", "exited with status 3".
+fn reap_status(pid: Pid) -> io::Result<String> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: `status` is writable; `pid` is pgrun's unreaped child.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
         }
     }
+    if !libc::WIFSIGNALED(status) {
+        return Ok(format!("exited with status {}", libc::WEXITSTATUS(status)));
+    }
+    let signal = libc::WTERMSIG(status);
+    Ok(match super::signals::NAMES.iter().find(|(_, n)| *n == signal) {
+        Some((name, _)) => format!("was killed by SIG{name}"),
+        None => format!("was killed by signal {signal}"),
+    })
 }
 
 /// `pipe2(O_CLOEXEC)`, or where there is none (macOS), `pipe(2)` then

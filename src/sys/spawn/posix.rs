@@ -1,6 +1,6 @@
 //! The plain case through `posix_spawnp(3)`: a new group, nothing to hand
 //! to the guard, no terminal, no cgroup to join, no limit, a mask the C
-//! library can set. `posix_spawn` goes through nix.
+//! library can set, no peak resident set to report. `posix_spawn` goes through nix.
 
 use super::super::Pid;
 use super::super::sigmask::SigSet;
@@ -31,6 +31,10 @@ pub(super) fn spawn_if_plain(argv: &[CString], options: &SpawnOptions<'_>) -> Op
         // setting it on pgrun around the spawn would bind pgrun too (a
         // lowered hard limit for good): --rlimit takes the fork path.
         && options.rlimits.is_empty()
+        // posix_spawn execs the command out of pgrun's memory (the C
+        // library's vfork-style clone), and the kernel credits the command
+        // with pgrun's peak resident set: a reported peak takes the fork path.
+        && !options.own_peak
         && let Some(defaults) = reserved_signal_defaults()
     {
         let spawned = match spawn_posix(argv, &options.child_mask, &defaults, options.stdout_stderr) {
@@ -121,7 +125,7 @@ fn spawn_posix(
         Ok(mask) => mask,
         Err(e) => return Ok(Err(SpawnError::Setup(e))),
     };
-    let spawned = posix_spawnp(&argv[0], &actions, &attr, argv, &environment());
+    let spawned = posix_spawnp(&argv[0], &actions, &attr, argv, &super::environment());
     if let Err(e) = super::super::sigmask::set_mask(&own_mask) {
         let what = format!("cannot restore pgrun's signal mask after posix_spawn: {e}");
         let what = match spawned.map(|pid| super::abandon_child(pid.as_raw())) {
@@ -132,32 +136,8 @@ fn spawn_posix(
     }
     Ok(match spawned {
         Ok(pid) => Ok(pid.as_raw()),
-        Err(e) => Err(SpawnError::from_exec(e.into())),
+        Err(e) => Err(SpawnError::from_exec(e.into(), argv)),
     })
-}
-
-/// pgrun's environment exactly as the C library holds it (nix's spawn wants
-/// it as a slice): every entry byte for byte, including any without `=`,
-/// which `std::env::vars_os` would drop.
-#[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "netbsd", target_vendor = "apple"))]
-fn environment<'a>() -> Vec<&'a std::ffi::CStr> {
-    // SAFETY: this is the C library's `char **environ`, declared as POSIX
-    // declares it.
-    unsafe extern "C" {
-        static environ: *const *const libc::c_char;
-    }
-    let mut env = Vec::new();
-    // SAFETY: environ is null or a NULL-terminated array of NUL-terminated
-    // strings. pgrun is single-threaded and does not change its environment
-    // while the slice lives (only until the spawn returns).
-    unsafe {
-        let mut entry = environ;
-        while !entry.is_null() && !(*entry).is_null() {
-            env.push(std::ffi::CStr::from_ptr(*entry));
-            entry = entry.add(1);
-        }
-    }
-    env
 }
 
 /// The `POSIX_SPAWN_SETSIGDEF` set for [`spawn_posix`]; `None`: take the
