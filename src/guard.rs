@@ -123,6 +123,9 @@ pub struct Plan {
     pub marker: Option<PathBuf>,
     /// The cgroup leaf, in cgroup mode.
     pub leaf: Option<Leaf>,
+    /// pgrun's own cgroup leaf, if it had to move into one: left by the
+    /// guard, the last process in it, once the run is gone.
+    pub self_leaf: Option<crate::contain::cgroup::SelfLeaf>,
     /// `--report`'s temporary file (pgrun places it only after releasing
     /// the guard): removed if it is still that file.
     pub report_temp: Option<crate::atomic_file::Identity>,
@@ -429,6 +432,9 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     {
         let what = crate::say::errno_text(&e);
         say::line(format_args!("guard: warning: cannot remove {}: {what}", temp.path.display()));
+    }
+    if let Some(own) = &plan.self_leaf {
+        own.leave();
     }
     sys::exit_now(0)
 }

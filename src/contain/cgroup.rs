@@ -93,7 +93,9 @@ impl Leaf {
     /// set `limits` in it (see [`enable_controllers`] for the controllers
     /// they need). `Err` says why no leaf can be had here, in words for the
     /// user.
-    pub fn create(limits: &CgroupLimits) -> Result<Leaf, String> {
+    /// With it, pgrun's own leaf if pgrun had to move into one
+    /// ([`SelfLeaf`]).
+    pub fn create(limits: &CgroupLimits) -> Result<(Leaf, Option<SelfLeaf>), String> {
         let mount = cgroup::find_mount()
             .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?
             .ok_or("no cgroup2 file system is mounted (see /proc/self/mountinfo)")?;
@@ -103,14 +105,15 @@ impl Leaf {
         let parent = cgroup::folder(&mount, &own).ok_or_else(|| {
             format!("pgrun's cgroup {own} is not visible under the cgroup2 mount {}", mount.point.display())
         })?;
-        if limits.any() {
-            enable_controllers(&parent, limits)?;
-        }
+        let self_leaf = if limits.any() { enable_controllers(&parent, limits)? } else { None };
         for attempt in 0..NAME_TRIES {
             let name = leaf_name(attempt);
             let dir = parent.join(&name);
             match cgroup::create(&dir) {
-                Ok(()) => return Leaf::open_created(dir, format!("{}/{name}", own.trim_end_matches('/')), limits),
+                Ok(()) => {
+                    let leaf = Leaf::open_created(dir, format!("{}/{name}", own.trim_end_matches('/')), limits)?;
+                    return Ok((leaf, self_leaf));
+                }
                 // Somebody else's: never adopted, another name is tried.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     verbose!("cgroup {} exists already; trying another name", dir.display())
@@ -428,7 +431,7 @@ fn option_needing(controller: &str) -> &'static str {
 /// a leaf of its own beside the run's, `pgrun-PID-self-RANDOM` (left in
 /// place: it holds pgrun until pgrun exits); if other processes share
 /// it, the limits cannot be had. pgrun never moves any other process.
-fn enable_controllers(parent: &Path, limits: &CgroupLimits) -> Result<(), String> {
+fn enable_controllers(parent: &Path, limits: &CgroupLimits) -> Result<Option<SelfLeaf>, String> {
     let needed = limits.controllers();
     let offered = cgroup::read_words(parent, "cgroup.controllers")
         .map_err(|e| format!("cannot read {}/cgroup.controllers: {e}", parent.display()))?;
@@ -444,7 +447,7 @@ fn enable_controllers(parent: &Path, limits: &CgroupLimits) -> Result<(), String
         .map_err(|e| format!("cannot read {}/cgroup.subtree_control: {e}", parent.display()))?;
     let to_enable: Vec<&str> = needed.into_iter().filter(|c| !enabled.iter().any(|e| e == c)).collect();
     if to_enable.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let request = to_enable.iter().map(|c| format!("+{c}")).collect::<Vec<_>>().join(" ");
     let cannot = |e: &io::Error| {
@@ -483,11 +486,99 @@ fn enable_controllers(parent: &Path, limits: &CgroupLimits) -> Result<(), String
                 return Err(format!("cannot move pgrun into cgroup {}: {e}", own.display()));
             }
             verbose!("moved pgrun into {} to enable {request} in {}", own.display(), parent.display());
+            // Left on every way out from here, an error below included.
+            let mut self_leaf = SelfLeaf {
+                dir: own,
+                parent: parent.to_path_buf(),
+                enabled: Vec::new(),
+                left: Cell::new(false),
+                leave_on_drop: true,
+            };
+            cgroup::write_file(parent, "cgroup.subtree_control", &request).map_err(|e| cannot(&e))?;
+            verbose!("enabled {request} in {}/cgroup.subtree_control", parent.display());
+            self_leaf.enabled = to_enable.iter().map(|c| c.to_string()).collect();
+            return Ok(Some(self_leaf));
         }
     }
     cgroup::write_file(parent, "cgroup.subtree_control", &request).map_err(|e| cannot(&e))?;
     verbose!("enabled {request} in {}/cgroup.subtree_control", parent.display());
-    Ok(())
+    Ok(None)
+}
+
+/// pgrun's own leaf, `pgrun-PID-self-RANDOM`, made when pgrun was alone
+/// in its cgroup and a limit needed a controller enabled there (see
+/// [`enable_controllers`]). It is left when pgrun's work is over, by pgrun
+/// once its guard is reaped (when dropped) or by the guard once pgrun is
+/// dead ([`SelfLeaf::leave`]): the controllers pgrun enabled are disabled
+/// again in the parent's `cgroup.subtree_control` (a cgroup with domain
+/// controllers enabled there may hold no process), the leaving process
+/// moves back into the parent, and the leaf is removed. So the harness's
+/// cgroup is as pgrun found it, and can be removed.
+#[derive(Debug)]
+pub struct SelfLeaf {
+    dir: PathBuf,
+    parent: PathBuf,
+    /// The controllers pgrun enabled in the parent's subtree_control.
+    enabled: Vec<String>,
+    /// Left already (or tried): dropping it does nothing more.
+    left: Cell<bool>,
+    /// pgrun's own copy, left when dropped; the guard's copy is left only
+    /// when the guard says so ([`SelfLeaf::leave`]).
+    leave_on_drop: bool,
+}
+
+impl SelfLeaf {
+    /// The guard's copy, for it to leave the leaf should pgrun die.
+    pub fn handed(&self) -> SelfLeaf {
+        SelfLeaf {
+            dir: self.dir.clone(),
+            parent: self.parent.clone(),
+            enabled: self.enabled.clone(),
+            left: Cell::new(false),
+            leave_on_drop: false,
+        }
+    }
+
+    /// Leave the leaf (see the type's doc): the calling process must be
+    /// the last in it. A step that fails is said (one warning line) and
+    /// the rest is not tried: the leaf is then left in place.
+    pub fn leave(&self) {
+        if self.left.replace(true) {
+            return;
+        }
+        if let Err(e) = self.try_leave() {
+            say::line(format_args!("warning: cannot remove pgrun's own cgroup {}: {e}", self.dir.display()));
+        }
+    }
+
+    fn try_leave(&self) -> Result<(), String> {
+        let parent = self.parent.display();
+        if !self.enabled.is_empty() {
+            let request = self.enabled.iter().map(|c| format!("-{c}")).collect::<Vec<_>>().join(" ");
+            cgroup::write_file(&self.parent, "cgroup.subtree_control", &request)
+                .map_err(|e| format!("cannot disable {request} again in {parent}/cgroup.subtree_control: {e}"))?;
+        }
+        cgroup::write_file(&self.parent, "cgroup.procs", "0")
+            .map_err(|e| format!("cannot move back into cgroup {parent}: {e}"))?;
+        let until = Instant::now() + REMOVE_PATIENCE;
+        let mut backoff = Backoff::default();
+        loop {
+            match cgroup::remove_one(&self.dir) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && backoff.pause_until(Some(until)) => {}
+                Err(e) => return Err(format!("{e}")),
+            }
+        }
+    }
+}
+
+impl Drop for SelfLeaf {
+    fn drop(&mut self) {
+        if self.leave_on_drop {
+            self.leave();
+        }
+    }
 }
 
 /// The name of the `attempt`th try: pgrun's pid (for people reading the

@@ -109,8 +109,20 @@ impl Scope {
     /// Settle `requested` into the mode in force, before the command
     /// starts: create the cgroup leaf for `cgroup` (an error if none can be
     /// had) and `auto` (falling back to `tree`).
-    pub fn prepare(requested: Mode, limits: &crate::cgroup_limits::CgroupLimits) -> Result<Scope> {
+    ///
+    /// With it, pgrun's own leaf if pgrun had to move into one to enable a
+    /// limit's controller ([`cgroup::SelfLeaf`]): the caller keeps it until
+    /// pgrun's work is over (it is left when dropped).
+    pub fn prepare(
+        requested: Mode,
+        limits: &crate::cgroup_limits::CgroupLimits,
+    ) -> Result<(Scope, Option<cgroup::SelfLeaf>)> {
         let linux = crate::sys::CAN_CONTAIN;
+        let mut self_leaf = None;
+        let mut made = |(leaf, own): (cgroup::Leaf, Option<cgroup::SelfLeaf>)| {
+            self_leaf = own;
+            Beyond::Cgroup(leaf)
+        };
         let beyond = match requested {
             Mode::Group => Beyond::Nothing,
             Mode::Tree | Mode::Cgroup if !linux => {
@@ -118,12 +130,12 @@ impl Scope {
             }
             Mode::Tree => Beyond::Tree,
             Mode::Cgroup => match cgroup::Leaf::create(limits) {
-                Ok(leaf) => Beyond::Cgroup(leaf),
+                Ok(created) => made(created),
                 Err(why) => bail!("--contain cgroup: {why}"),
             },
             Mode::Auto if !linux => Beyond::Nothing,
             Mode::Auto => match cgroup::Leaf::create(limits) {
-                Ok(leaf) => Beyond::Cgroup(leaf),
+                Ok(created) => made(created),
                 Err(why) => {
                     verbose!("--contain auto: no cgroup ({why}); using tree");
                     Beyond::Tree
@@ -133,7 +145,7 @@ impl Scope {
         if let Beyond::Cgroup(leaf) = &beyond {
             verbose!("created cgroup {}", leaf.dir().display());
         }
-        Ok(Scope { beyond, group: None, guard: guardian::none(), escaped: BTreeSet::new() })
+        Ok((Scope { beyond, group: None, guard: guardian::none(), escaped: BTreeSet::new() }, self_leaf))
     }
 
     /// The mode in force.

@@ -20,6 +20,7 @@
 //! it) keeps its pid file and its guard armed: the guard stops it once
 //! pgrun is gone, then removes the files.
 
+use super::lifecycle::Withdrawn;
 use super::plan::RunPlan;
 use super::prepare::Prepared;
 use super::report::write_report;
@@ -27,7 +28,6 @@ use super::supervisor::{GroupEnd, StopReason};
 use crate::backoff::Backoff;
 use crate::contain::Target;
 use crate::exit::RunExit;
-use crate::guard::Guard;
 use crate::output::relay::Relay;
 use crate::pidfile;
 use crate::report::{Outcome, Reason};
@@ -52,9 +52,10 @@ pub struct Ending {
     pub failure: Option<anyhow::Error>,
 }
 
-/// End the run (see the module doc): what it came to, and the guard, let
-/// go of, to be reaped when dropped (after the report and the output).
-pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Ending) -> (Outcome, Option<Guard>) {
+/// End the run (see the module doc): what it came to, and what outlives
+/// it until pgrun exits (the guard let go of, to be reaped when dropped;
+/// pgrun's own cgroup leaf, left after that).
+pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Ending) -> (Outcome, Withdrawn) {
     let Ending { pgid, published, ended, failure } = ending;
     let (mut outcome, gone) = match ended {
         Ok(ended) => {
@@ -120,7 +121,7 @@ pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Endin
             super::report::write_again(plan, started, &outcome);
         }
     }
-    (outcome, guard)
+    (outcome, Withdrawn { guard, self_leaf: run.self_leaf.take() })
 }
 
 /// Whether the kernel's OOM killer ended the run: the leaf counted an OOM

@@ -147,3 +147,14 @@ impl Lifecycle<'_> {
         }
     }
 }
+
+/// What outlives the run's withdrawal until pgrun exits, dropped in this
+/// order: the released guard (reaped when dropped, after the report and
+/// the output's last flush), then pgrun's own cgroup leaf, if it had one
+/// (left once the guard is reaped: see
+/// [`crate::contain::cgroup::SelfLeaf`]).
+#[derive(Default)]
+pub struct Withdrawn {
+    pub guard: Option<Guard>,
+    pub self_leaf: Option<crate::contain::cgroup::SelfLeaf>,
+}

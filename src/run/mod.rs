@@ -30,12 +30,12 @@ pub mod supervisor;
 
 pub use plan::RunPlan;
 
-use crate::guard::Guard;
 use crate::report::{Outcome, ReportTarget};
 use crate::sys::Pid;
 use crate::{say, test_hook};
 use detach::Publication;
 use finish::Ending;
+use lifecycle::Withdrawn;
 use prepare::Prepared;
 use std::time::Instant;
 use supervisor::{GroupEnd, StopReason, Supervised};
@@ -68,7 +68,7 @@ pub fn run(plan: &RunPlan, started: Instant) -> u8 {
     }
     // The guard, released once the run is withdrawn, is reaped when it is
     // dropped, after the report and the output's last flush.
-    let (outcome, _released_guard) = execute(plan, started, parent, publication, report_temp);
+    let (outcome, _withdrawn) = execute(plan, started, parent, publication, report_temp);
     let exit = report::exit_of(plan, &outcome);
     if let Some(err) = &outcome.error {
         say::line(format_args!("{err:#}"));
@@ -95,14 +95,14 @@ fn execute(
     parent: Pid,
     publication: Option<Publication>,
     report_temp: Option<crate::atomic_file::Identity>,
-) -> (Outcome, Option<Guard>) {
+) -> (Outcome, Withdrawn) {
     let mut run = match prepare::prepare(plan, parent, report_temp) {
         Ok(prepared) => prepared,
-        Err(early) => return (early.into(), None),
+        Err(early) => return (early.into(), Withdrawn::default()),
     };
     let pgid = match start::spawn_command(plan, &mut run) {
         Ok(pgid) => pgid,
-        Err(early) => return (Outcome { contain: Some(run.scope.mode()), ..early.into() }, None),
+        Err(early) => return (Outcome { contain: Some(run.scope.mode()), ..early.into() }, Withdrawn::default()),
     };
     let (published, failure) = match start::publish(&mut run, pgid) {
         Ok(published) => (published, None),

@@ -9,6 +9,7 @@
 use super::lifecycle::{Lifecycle, MarkerTaken};
 use super::plan::RunPlan;
 use crate::atomic_file::Identity;
+use crate::contain::cgroup::SelfLeaf;
 use crate::contain::{Mode, Scope};
 use crate::exit::RunExit;
 use crate::guard::{self, Guard};
@@ -78,6 +79,10 @@ pub struct Prepared {
     pub relay: Option<Relay>,
     pub child_ends: Option<ChildEnds>,
     pub guard: Option<Guard>,
+    /// pgrun's own cgroup leaf, if it had to move into one: left after the
+    /// guard is reaped (so dropped after it, here and in
+    /// [`super::lifecycle::Withdrawn`]).
+    pub self_leaf: Option<SelfLeaf>,
 }
 
 impl Prepared {
@@ -107,7 +112,7 @@ pub fn prepare(plan: &RunPlan, parent: Pid, report_temp: Option<Identity>) -> St
     take_marker_before_start(marker.as_deref())?;
     test_hook::pause("marker-checked");
     process::become_subreaper().map_err(|e| failure(anyhow!("cannot become a child subreaper: {e}")))?;
-    let mut scope = Scope::prepare(plan.contain, &plan.cgroup_limits).map_err(failure)?;
+    let (mut scope, self_leaf) = Scope::prepare(plan.contain, &plan.cgroup_limits).map_err(failure)?;
     let parent_watch = watch_parent(plan, parent)?;
     if let Some(signal) = termination_pending() {
         let _ = signals.drain();
@@ -116,7 +121,7 @@ pub fn prepare(plan: &RunPlan, parent: Pid, report_temp: Option<Identity>) -> St
     // Given back when dropped, on every way out, a failed spawn included.
     let terminal = Terminal::new(plan.setsid);
     let (relay, child_ends) = start_relay(plan, marker.as_deref())?.unzip();
-    let guard = start_guard(plan, &scope, marker.as_deref(), report_temp).map_err(failure)?;
+    let guard = start_guard(plan, &scope, self_leaf.as_ref(), marker.as_deref(), report_temp).map_err(failure)?;
     test_hook::pause("guard-started");
     if let Some(guard) = &guard {
         scope.set_guard(guard.child());
@@ -136,6 +141,7 @@ pub fn prepare(plan: &RunPlan, parent: Pid, report_temp: Option<Identity>) -> St
         relay,
         child_ends,
         guard,
+        self_leaf,
     })
 }
 
@@ -259,6 +265,7 @@ fn watch_parent(plan: &RunPlan, parent: Pid) -> Step<Option<ParentWatch>> {
 fn start_guard(
     plan: &RunPlan,
     scope: &Scope,
+    self_leaf: Option<&SelfLeaf>,
     marker: Option<&Path>,
     report_temp: Option<Identity>,
 ) -> anyhow::Result<Option<Guard>> {
@@ -270,6 +277,7 @@ fn start_guard(
         pidfile: plan.pidfile.clone(),
         marker: marker.map(Path::to_path_buf),
         leaf: scope.leaf().map(|leaf| leaf.handed()),
+        self_leaf: self_leaf.map(SelfLeaf::handed),
         report_temp,
     };
     let guard = Guard::start(guard_plan).map_err(|e| anyhow!("cannot start the guard: {e}"))?;
