@@ -14,7 +14,7 @@
 //! write output file PATH: ...`) and ends the copy, not the run: the file
 //! then holds a prefix of what was read, and the report says why.
 
-use super::relay::StreamError;
+use super::StreamError;
 use crate::pidfile::check_target;
 use crate::say;
 use crate::sys::pipe;
@@ -89,11 +89,11 @@ impl OutputFile {
 
     /// A write failed: say so once, record it, and end the copy.
     fn failed(&mut self, e: &std::io::Error) {
-        let error = StreamError { reading: false, errno: e.raw_os_error().unwrap_or(libc::EIO) };
+        let error = StreamError::of(false, e);
         say::line(format_args!(
             "cannot write output file {}: {}; it holds only what came before",
             self.path.display(),
-            error.to_string().trim_start_matches("cannot write: ")
+            error.cause()
         ));
         self.error = Some(error);
         self.file = None;
