@@ -12,6 +12,15 @@
 //! caller's own O_NONBLOCK) means "wait for POLLOUT", like a full pipe.
 //! Only a write error means the reader is gone (the stream's to act on).
 //!
+//! Where stdout and stderr share a destination (one pipe, file or
+//! terminal: `2>&1`), their [`Outbox`]es share a [`Turn`]: a piece written
+//! part-way holds the destination, and the other stream writes nothing
+//! there (nor splices) until that piece is whole. Every piece ends where
+//! a write of the command ended (the stream takes its pipe's bytes that
+//! way, see [`super::stream`]), so a write of at most `PIPE_BUF` bytes
+//! reaches the shared destination whole, as on a direct pipe, however
+//! many pieces a slow reader makes of pgrun's writes.
+//!
 //! A destination that is a pipe or a regular file can also take bytes
 //! kernel to kernel on Linux (`splice`), a pipe a copy of them (`tee`):
 //! the [`Dest`] says which, and forgets it for good once the kernel
@@ -19,8 +28,10 @@
 //! `watch_reader`).
 
 use crate::sys::pipe::{self, WriteKind};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::rc::Rc;
 
 /// At most this many writes to a pipe, socket or terminal per call of
 /// [`Outbox::flush`] (1 MiB in `PIPE_BUF` writes), before signals and the
@@ -114,9 +125,36 @@ impl Dest {
 pub struct Outbox {
     pieces: VecDeque<Vec<u8>>,
     written: usize,
+    /// The front piece has bytes at the destination already: `written`
+    /// of its own, or (pushed by [`Outbox::push_continuing`]) those
+    /// spliced there just before it. A shared destination is held then.
+    started: bool,
+    /// Shared with the other stream's outbox where both go to one
+    /// destination.
+    turn: Option<Turn>,
 }
 
+/// Whether one of two outboxes with one destination has its front piece
+/// there part-way written: the one that has `started` it (there is at
+/// most one, since the other writes nothing meanwhile).
+#[derive(Clone, Default)]
+struct Turn(Rc<Cell<bool>>);
+
 impl Outbox {
+    /// `a` and `b` write to one destination: from now on neither writes
+    /// there while the other's front piece is part-way written.
+    pub fn share(a: &mut Outbox, b: &mut Outbox) {
+        let turn = Turn::default();
+        (a.turn, b.turn) = (Some(turn.clone()), Some(turn));
+    }
+
+    /// Whether this outbox may write to its destination now: the other
+    /// one that shares it is not part-way through a piece there. Bytes
+    /// spliced to the destination wait for this too.
+    pub fn may_write(&self) -> bool {
+        self.started || !self.turn.as_ref().is_some_and(|turn| turn.0.get())
+    }
+
     /// Queue `piece` (nothing if it is empty).
     pub fn push(&mut self, piece: Vec<u8>) {
         if !piece.is_empty() {
@@ -124,29 +162,146 @@ impl Outbox {
         }
     }
 
+    /// Queue `piece`, which goes on from bytes just spliced to the
+    /// destination (the rest of one take, so that part of a write of the
+    /// command may be there already): the destination is held from now
+    /// until it is written whole. Nothing must be owed before it.
+    pub fn push_continuing(&mut self, piece: Vec<u8>) {
+        debug_assert!(self.pieces.is_empty(), "bytes spliced past what was owed");
+        if !piece.is_empty() && self.pieces.is_empty() {
+            self.pieces.push_back(piece);
+            self.set_written(0, true);
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.pieces.is_empty()
     }
 
-    /// Drop everything owed.
+    /// Drop everything owed (and give the destination back).
     pub fn clear(&mut self) {
         self.pieces.clear();
-        self.written = 0;
+        self.set_written(0, false);
     }
 
     /// Write what `dest` takes without waiting, at most
-    /// [`WRITES_PER_TURN`] writes; what is left waits for POLLOUT. An error
-    /// is the write's: the reader is gone, or the write failed.
+    /// [`WRITES_PER_TURN`] writes, and nothing while the other stream
+    /// holds a shared destination ([`Outbox::may_write`]); what is left
+    /// waits for POLLOUT. An error is the write's: the reader is gone, or
+    /// the write failed.
     pub fn flush(&mut self, dest: &Dest) -> std::io::Result<()> {
+        if !self.may_write() {
+            return Ok(());
+        }
         for _ in 0..WRITES_PER_TURN {
             let Some(front) = self.pieces.front() else { return Ok(()) };
             let Some(n) = dest.write_now(&front[self.written..])? else { return Ok(()) };
-            self.written += n;
-            if self.written == front.len() {
+            if self.written + n == front.len() {
                 self.pieces.pop_front();
-                self.written = 0;
+                self.set_written(0, false);
+            } else {
+                self.set_written(self.written + n, true);
             }
         }
         Ok(())
+    }
+
+    /// The front piece is written up to `written`, and has bytes at the
+    /// destination if `started`: a shared destination is held while it
+    /// does.
+    fn set_written(&mut self, written: usize, started: bool) {
+        (self.written, self.started) = (written, started);
+        if let Some(turn) = &self.turn {
+            turn.0.set(started);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::spawn::cloexec_pipe;
+
+    /// A destination pipe of the test's own with room for only `room`
+    /// more bytes (a multiple of the page size: the rest is filled).
+    fn pipe_with_room(room: usize) -> (OwnedFd, Dest) {
+        use nix::fcntl::{FcntlArg, fcntl};
+        let (read_end, write_end) = cloexec_pipe().unwrap();
+        let capacity = usize::try_from(fcntl(&read_end, FcntlArg::F_GETPIPE_SZ).unwrap()).unwrap();
+        assert_eq!(pipe::write(write_end.as_fd(), &vec![b'.'; capacity - room]).unwrap(), capacity - room);
+        // The relay borrows its destinations for good (pgrun's own fds).
+        let write_end: &'static OwnedFd = Box::leak(Box::new(write_end));
+        (read_end, Dest::new(write_end.as_fd()))
+    }
+
+    /// Everything the pipe `read_end` holds now.
+    fn drain(read_end: &OwnedFd) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut buf = vec![0; 65536];
+        while pipe::bytes_readable(read_end.as_fd()).unwrap() > 0 {
+            let n = pipe::read(read_end.as_fd(), &mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+        }
+        got
+    }
+
+    #[test]
+    fn a_piece_part_way_written_holds_a_shared_destination_until_it_is_whole() {
+        let (read_end, dest) = pipe_with_room(4096);
+        let (mut out, mut err) = (Outbox::default(), Outbox::default());
+        Outbox::share(&mut out, &mut err);
+        out.push(vec![b'o'; 6000]);
+        out.flush(&dest).unwrap();
+        assert!(!out.is_empty(), "6000 bytes went into a pipe with room for 4096");
+        assert!(out.may_write() && !err.may_write(), "a piece part-way written did not hold the destination");
+        err.push(b"e\n".to_vec());
+        err.flush(&dest).unwrap();
+        assert!(!err.is_empty(), "stderr wrote into stdout's piece");
+        // The reader takes everything: stdout's piece ends, then stderr's.
+        let mut got = Vec::new();
+        while !out.is_empty() || !err.is_empty() {
+            got.extend(drain(&read_end));
+            err.flush(&dest).unwrap();
+            out.flush(&dest).unwrap();
+        }
+        got.extend(drain(&read_end));
+        let ours: Vec<u8> = got.into_iter().filter(|&b| b != b'.').collect();
+        assert_eq!(ours, [vec![b'o'; 6000], b"e\n".to_vec()].concat());
+        assert!(out.may_write() && err.may_write());
+    }
+
+    #[test]
+    fn clearing_a_piece_part_way_written_gives_the_destination_back() {
+        let (_read_end, dest) = pipe_with_room(4096);
+        let (mut out, mut err) = (Outbox::default(), Outbox::default());
+        Outbox::share(&mut out, &mut err);
+        out.push(vec![b'o'; 6000]);
+        out.flush(&dest).unwrap();
+        assert!(!err.may_write());
+        out.clear();
+        assert!(err.may_write(), "a reader gone kept the other stream from writing");
+    }
+
+    #[test]
+    fn the_rest_of_a_take_after_a_splice_holds_a_shared_destination_until_written() {
+        let (_read_end, dest) = pipe_with_room(0);
+        let (mut out, mut err) = (Outbox::default(), Outbox::default());
+        Outbox::share(&mut out, &mut err);
+        out.push_continuing(b"rest of the line\n".to_vec());
+        out.flush(&dest).unwrap();
+        assert!(!err.may_write(), "the other stream may write inside a write spliced part-way");
+        let (mut alone, mut other) = (Outbox::default(), Outbox::default());
+        Outbox::share(&mut alone, &mut other);
+        alone.push_continuing(Vec::new());
+        assert!(other.may_write(), "an empty rest held the destination");
+    }
+
+    #[test]
+    fn outboxes_that_do_not_share_never_wait_for_each_other() {
+        let (_read_end, dest) = pipe_with_room(4096);
+        let (mut out, err) = (Outbox::default(), Outbox::default());
+        out.push(vec![b'o'; 6000]);
+        out.flush(&dest).unwrap();
+        assert!(!out.is_empty() && err.may_write());
     }
 }

@@ -38,6 +38,7 @@
 //! over, and everything pgrun read is written (SIGKILL ends pgrun, which
 //! holds nothing but its output by then).
 
+use super::dest::Outbox;
 use super::file::OutputFile;
 use super::rest::PIPE_CAPACITY;
 use super::shape::Shape;
@@ -48,7 +49,7 @@ use crate::sys::pipe;
 use crate::sys::wakeup::SignalSource;
 use crate::{say, verbose};
 use anyhow::{Context, Result};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
 
 /// One read's worth: large, so a fast writer costs few wake-ups.
@@ -96,6 +97,10 @@ impl Relay {
             scratch,
             file,
         };
+        if one_destination(stdout, stderr) {
+            let [out, err] = &mut relay.streams;
+            Outbox::share(&mut out.outbox, &mut err.outbox);
+        }
         if crate::test_hook::active(crate::test_hook::LONG_REST) {
             for s in &mut relay.streams {
                 s.rest.long_for_tests();
@@ -191,7 +196,7 @@ impl Relay {
 
     /// Stream `except`'s source turned readable in `set`: first take
     /// what every other source that rested (not polled in `set`, see
-    /// [`Relay::interest`]) holds now, a few reads' worth at most. A rest
+    /// [`Relay::interest`]) holds now, a few takes at most. A rest
     /// must not reorder the streams: where they share a destination
     /// (`2>&1`, a terminal) or go to the output file, bytes the command
     /// wrote to stdout during stdout's rest would otherwise come after
@@ -206,7 +211,7 @@ impl Relay {
             }
             for _ in 0..PIPE_CAPACITY.div_ceil(READ_SIZE) {
                 let s = &self.streams[i];
-                if !s.may_take() || !s.held().is_some_and(|held| held > 0) {
+                if !s.may_take() || s.held().is_none_or(|held| held == 0) {
                     break;
                 }
                 if !self.take(i) {
@@ -220,14 +225,14 @@ impl Relay {
     }
 
     /// Stream `i`'s source is readable: take from it
-    /// ([`Stream::on_readable`]); if that caught up with the writer, it
+    /// ([`Stream::take`]); if that caught up with the writer, it
     /// rests (see [`super::rest`]), unless another source rests already:
     /// at most one rests at a time, so that bytes the command writes to
     /// the other stream meanwhile wake pgrun, which takes the resting
     /// one's first ([`Relay::take_from_resting`]) and the streams keep
     /// their order. Returns whether bytes came.
     fn take(&mut self, i: usize) -> bool {
-        let came = self.streams[i].on_readable(&mut self.scratch, &mut self.file);
+        let came = self.streams[i].take(&mut self.scratch, &mut self.file);
         let now = Instant::now();
         if came {
             self.streams[i].widen_if_busy();
@@ -306,6 +311,17 @@ impl Relay {
         let end = self.end_so_far();
         RelayEnd { file_error: self.file.and_then(OutputFile::finish), ..end }
     }
+}
+
+/// Whether pgrun's stdout and stderr are one pipe, file or terminal
+/// (`2>&1`): the same device and inode (a question failing: no).
+fn one_destination(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let id = |fd: BorrowedFd<'_>| {
+        let meta = std::fs::File::from(fd.try_clone_to_owned().ok()?).metadata().ok()?;
+        Some((meta.dev(), meta.ino()))
+    };
+    id(a).is_some_and(|a| Some(a) == id(b))
 }
 
 #[cfg(all(test, linux_strengths))]

@@ -14,10 +14,21 @@
 //! head, and to a terminal, socket or device are read (to the file first,
 //! then on their way to the destination) and written.
 //!
+//! Each take is what the pipe held at that moment (`FIONREAD`): one
+//! splice or tee of all of it, or reads of all of it that go on as one
+//! piece; a splice or tee the destination has room for less of ends with
+//! a pipe buffer. A pipe keeps a write of at most `PIPE_BUF` bytes in one
+//! buffer and lets nobody see part of it, so a take never ends inside
+//! one: where stdout and stderr share a destination or the output file,
+//! the other stream's bytes come before or after it, never inside (the
+//! destination's part is [`Outbox`]'s). A read of 256 KiB from a pipe
+//! holding more would have (issue 30: a 3,000-byte line split around a
+//! stderr line).
+//!
 //! Head bytes are written as they arrive; while pgrun's own stdout cannot
-//! take them, they wait in the stream's outbox (at most one read's worth)
-//! and the stream's head is not read on, so the command waits, as it
-//! would on a direct pipe. Past the head, bytes go into the ring and
+//! take them, they wait in the stream's outbox (at most one take: what
+//! the pipe held, [`PIPE_CAPACITY`]) and the stream's head is not read
+//! on, so the command waits, as it would on a direct pipe. Past the head, bytes go into the ring and
 //! reading never stops. A whole stream is like a head that never ends: a
 //! stalled reader stops the reading of its stream (the output file then
 //! waits too, and still gets every byte in order).
@@ -43,6 +54,21 @@ use crate::sys::pipe;
 use crate::{say, verbose};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
+
+/// How [`Stream::read_piece`] knows how much the pipe holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Counted {
+    /// It said so, just now: read that much.
+    Exactly,
+    /// As `Exactly`, the rest of a take whose first bytes were just
+    /// spliced to the destination: the piece goes on from them.
+    Continuing,
+    /// It said so, and the run is over: read that much, and say an EAGAIN
+    /// before then as a read error once it has come a few times.
+    Drain,
+    /// Not known: read until it is empty or a read fills the buffer.
+    No,
+}
 
 /// One stream's relay: its pipe, its destination, its shape, what is owed.
 pub struct Stream {
@@ -136,34 +162,54 @@ impl Stream {
         self.source.as_ref().and_then(|fd| pipe::bytes_readable(fd.as_fd()).ok())
     }
 
-    /// The source is readable: if the next bytes need no looking at
-    /// ([`Stream::splice_budget`]), move up to that many kernel to kernel
-    /// (with an output file, tee'd on and spliced into the file); if the
-    /// destination has no room (EAGAIN: the source has bytes, and only
-    /// pgrun reads it), wait for it (POLLOUT, see the relay's interest)
-    /// before reading on, as for any write; else one read. Returns whether
-    /// bytes came.
-    pub fn on_readable(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) -> bool {
+    /// The source is readable: take what it holds now, as one piece
+    /// that ends where a write of the command ended (see the module doc).
+    /// What may pass unseen ([`Stream::splice_budget`]) goes in one splice
+    /// (with an output file, one tee on and a splice into the file); if
+    /// that was all of it, or the destination had room for less (the
+    /// splice then ends with a pipe buffer), that is the take; if the
+    /// destination has no room at all (EAGAIN: the source has bytes, and
+    /// only pgrun reads it), wait for it (POLLOUT, see the relay's
+    /// interest) before reading on, as for any write. The rest (all of it
+    /// where nothing may pass; past a splice up to near a cut, the rest,
+    /// which goes on from the spliced bytes) is read
+    /// ([`Stream::read_piece`]). Returns whether bytes came.
+    pub fn take(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) -> bool {
+        // Nothing counted: the end of the stream (or bytes that came just
+        // now), to be read.
+        let Some(held) = self.held().filter(|&held| held > 0) else {
+            return self.read_piece(scratch.len(), Counted::No, scratch, file);
+        };
         let copied = file.as_ref().is_some_and(OutputFile::is_open);
-        let budget = self.splice_budget(scratch.len(), copied);
+        let budget = self.splice_budget(held, copied);
         if budget > 0 {
             let moved = match file.as_mut().filter(|_| copied) {
                 Some(file) => self.tee_once(budget, file, scratch),
                 None => self.splice_once(budget),
             };
-            if let Some(moved) = moved {
-                return moved;
+            match moved {
+                // All of it, or what the destination had room for.
+                Some(moved) if moved < budget || budget == held => return moved > 0,
+                // Up to near a cut: the rest is read, and goes on from
+                // there, holding a shared destination until it is there.
+                Some(_) => {
+                    self.read_piece(held - budget, Counted::Continuing, scratch, file);
+                    return true;
+                }
+                None => {}
             }
         }
-        self.read_once(scratch, file)
+        self.read_piece(held, Counted::Exactly, scratch, file)
     }
 
     /// How many of the next bytes may go kernel to kernel, at most `len`:
     /// none if this stream cannot splice (or, with the output file still
-    /// being written, `copied`, cannot tee) or still owes bytes to its
-    /// destination (they come first); else what the shape lets pass.
+    /// being written, `copied`, cannot tee), still owes bytes to its
+    /// destination (they come first), or shares it with the other stream,
+    /// which is part-way through a piece there; else what the shape lets
+    /// pass.
     fn splice_budget(&self, len: usize, copied: bool) -> usize {
-        if !self.dest.splice || (copied && !self.dest.tee) || !self.outbox.is_empty() {
+        if !self.dest.splice || (copied && !self.dest.tee) || !self.outbox.is_empty() || !self.outbox.may_write() {
             return 0;
         }
         self.shape.as_ref().map_or(0, |shape| shape.may_pass(len))
@@ -178,30 +224,30 @@ impl Stream {
         }
     }
 
-    /// One splice of up to `len` bytes from a readable source;
-    /// `None` if the kernel refuses splicing here (then never again: plain
-    /// reads and writes say what failed and where).
-    fn splice_once(&mut self, len: usize) -> Option<bool> {
+    /// One splice of up to `len` bytes from a readable source: how many
+    /// moved; `None` if the kernel refuses splicing here (then never
+    /// again: plain reads and writes say what failed and where).
+    fn splice_once(&mut self, len: usize) -> Option<usize> {
         let source = self.source.as_ref()?;
         match pipe::splice_nowait(source.as_fd(), self.dest.fd(), len) {
             Ok(0) => {
                 self.end();
                 self.flush();
-                Some(false)
+                Some(0)
             }
             Ok(n) => {
                 self.passed(n);
-                Some(true)
+                Some(n)
             }
             // The source polled readable, so the destination is full
             // (were the source empty after all, POLLOUT comes at once).
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 self.wants_room = true;
-                Some(false)
+                Some(0)
             }
             Err(e) if e.raw_os_error() == Some(libc::EPIPE) => {
                 self.reader_gone(&e);
-                Some(false)
+                Some(0)
             }
             Err(e) => {
                 verbose!("cannot splice the command's {}: {e}; copying it instead", self.name);
@@ -213,17 +259,17 @@ impl Stream {
 
     /// One tee of up to `len` bytes from a readable source to a
     /// destination pipe, then the same bytes from the source into `file`,
-    /// so the file gets them in the order pgrun took them, as from a read.
-    /// `None` if the kernel refuses teeing here (then never again), or the
-    /// destination's reader left: a read then takes the next bytes into
-    /// the file, and its write says so, as without tee.
-    fn tee_once(&mut self, len: usize, file: &mut OutputFile, scratch: &mut [u8]) -> Option<bool> {
+    /// so the file gets them in the order pgrun took them, as from a read:
+    /// how many. `None` if the kernel refuses teeing here (then never
+    /// again), or the destination's reader left: a read then takes the
+    /// next bytes into the file, and its write says so, as without tee.
+    fn tee_once(&mut self, len: usize, file: &mut OutputFile, scratch: &mut [u8]) -> Option<usize> {
         let source = self.source.as_ref()?;
         match pipe::tee_nowait(source.as_fd(), self.dest.fd(), len) {
             Ok(0) => {
                 self.end();
                 self.flush();
-                Some(false)
+                Some(0)
             }
             Ok(n) => {
                 let taken = file.take_from_pipe(source.as_fd(), n, scratch);
@@ -231,13 +277,13 @@ impl Stream {
                 if let Err(e) = taken {
                     self.read_failed(&e);
                 }
-                Some(true)
+                Some(n)
             }
             // The source polled readable, so the destination is full
             // (were the source empty after all, POLLOUT comes at once).
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 self.wants_room = true;
-                Some(false)
+                Some(0)
             }
             Err(e) if e.raw_os_error() == Some(libc::EPIPE) => None,
             Err(e) => {
@@ -248,31 +294,82 @@ impl Stream {
         }
     }
 
-    /// One read (the loop comes back while there is more); returns whether
-    /// bytes came. They go to `file` first, then on their way to `dest`.
-    fn read_once(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) -> bool {
-        let Some(source) = &self.source else { return false };
-        match pipe::read(source.as_fd(), scratch) {
-            Ok(0) => {
+    /// Read `len` bytes, or what the pipe holds now if that is less, as
+    /// one piece: each read goes to `file` first, and what the shape makes
+    /// of them goes to `dest` in one piece once all are read (or the
+    /// stream ended, or a read failed). `Counted::Exactly`: the pipe said
+    /// it holds `len` (so `len` ends where a write ended); else a read
+    /// that leaves the pipe empty ends the piece, and one that fills the
+    /// scratch buffer may have ended inside a write: the piece goes on to
+    /// what the pipe holds then. Returns whether bytes came.
+    ///
+    /// Where the pipe said how much it holds, an EAGAIN before that much
+    /// came is no proof of "empty" (nothing but pgrun reads this pipe):
+    /// `Counted::Drain` retries it a few times, then says it as a read
+    /// error, never taken for the stream's end in silence.
+    fn read_piece(&mut self, len: usize, counted: Counted, scratch: &mut [u8], file: &mut Option<OutputFile>) -> bool {
+        const REFUSALS: u32 = 3;
+        let mut piece = Vec::new();
+        if !self.shape.as_ref().is_some_and(Shape::past_head) {
+            // Mapped, not touched, until bytes come.
+            piece.reserve(len.min(PIPE_CAPACITY));
+        }
+        let (mut left, mut counted, mut refused, mut came) = (len, counted, 0, false);
+        let ended = loop {
+            let Some(source) = &self.source else { break None };
+            if left == 0 {
+                break None;
+            }
+            let want = left.min(scratch.len());
+            match pipe::read(source.as_fd(), &mut scratch[..want]) {
+                Ok(0) => break Some(None),
+                Ok(n) => {
+                    self.taken = self.taken.saturating_add(n as u64);
+                    self.rest.taken_by(false);
+                    if let Some(file) = file {
+                        file.write(&scratch[..n]);
+                    }
+                    if let Some(shape) = &mut self.shape {
+                        shape.feed(&scratch[..n], &mut piece);
+                    }
+                    (came, refused, left) = (true, 0, left - n);
+                    if counted == Counted::No && n < want {
+                        // The pipe is empty: its bytes ended with a write.
+                        left = 0;
+                    } else if counted == Counted::No
+                        && left == 0
+                        && let Some(held) = self.held()
+                    {
+                        // A full read: on to where the pipe's bytes end.
+                        (left, counted) = (held, Counted::Exactly);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    refused += 1;
+                    if counted != Counted::Drain {
+                        break None;
+                    }
+                    if refused == REFUSALS {
+                        break Some(Some(e));
+                    }
+                }
+                Err(e) => break Some(Some(e)),
+            }
+        };
+        match counted {
+            Counted::Continuing => self.outbox.push_continuing(piece),
+            _ => self.outbox.push(piece),
+        }
+        match ended {
+            None => self.flush(),
+            // The end of the stream.
+            Some(None) => {
                 self.end();
                 self.flush();
-                false
             }
-            Ok(n) => {
-                self.taken = self.taken.saturating_add(n as u64);
-                self.rest.taken_by(false);
-                if let Some(file) = file {
-                    file.write(&scratch[..n]);
-                }
-                self.feed(&scratch[..n]);
-                true
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
-            Err(e) => {
-                self.read_failed(&e);
-                false
-            }
+            Some(Some(e)) => self.read_failed(&e),
         }
+        came
     }
 
     /// A read of the command's output failed: say so, and end the stream
@@ -285,50 +382,15 @@ impl Stream {
         self.flush();
     }
 
-    fn feed(&mut self, bytes: &[u8]) {
-        let Some(shape) = &mut self.shape else { return };
-        let mut head = Vec::new();
-        shape.feed(bytes, &mut head);
-        if !head.is_empty() {
-            self.outbox.push(head);
-            self.flush();
-        }
-    }
-
-    /// Read what the pipe holds right now, and no more: a writer outside
-    /// the run must not keep pgrun here. What the head gains is queued (at
-    /// most SIZE/2 in all), never waited for.
-    ///
-    /// Where the pipe said how much it holds, an EAGAIN before that much
-    /// came is no proof of "empty" (nothing but pgrun reads this pipe): it
-    /// is retried a few times, then said as a read error, never taken for
-    /// the stream's end in silence.
+    /// Read what the pipe holds right now, and no more, as one piece: a
+    /// writer outside the run must not keep pgrun here. What the head
+    /// gains is queued (at most SIZE/2 in all), never waited for.
     pub fn drain(&mut self, scratch: &mut [u8], file: &mut Option<OutputFile>) {
-        const REFUSALS: u32 = 3;
-        if self.source.is_none() {
-            return;
-        }
-        let counted = self.held();
-        let mut left = counted.unwrap_or(PIPE_CAPACITY);
-        let mut refused = 0;
-        while left > 0 {
-            let want = left.min(scratch.len());
-            if self.read_once(&mut scratch[..want], file) {
-                left = left.saturating_sub(want);
-                refused = 0;
-                continue;
-            }
-            // The end of the stream, or an error already said; else EAGAIN.
-            if self.source.is_none() || counted.is_none() {
-                break;
-            }
-            refused += 1;
-            if refused == REFUSALS {
-                let err = std::io::Error::from_raw_os_error(libc::EAGAIN);
-                self.read_failed(&err);
-                break;
-            }
-        }
+        match self.held() {
+            Some(held) => self.read_piece(held, Counted::Drain, scratch, file),
+            None if self.source.is_some() => self.read_piece(PIPE_CAPACITY, Counted::No, scratch, file),
+            None => false,
+        };
     }
 
     /// The stream has ended (end of file, or the run is over): close the

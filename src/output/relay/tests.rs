@@ -4,6 +4,7 @@
 //! destination, and when a destination is widened.
 
 use super::*;
+use crate::output::dest::Outbox;
 use crate::output::limit::Cut;
 use crate::output::rest::{BUSY_AFTER, CAUGHT_UP, REST};
 use crate::sys::spawn::cloexec_pipe;
@@ -267,4 +268,89 @@ fn a_pipe_already_wider_is_never_narrowed() {
         assert!(pipe::widen(wide_write.as_fd(), PIPE_CAPACITY));
         assert_eq!(fcntl(&wide_read, FcntlArg::F_GETPIPE_SZ).unwrap(), before);
     }
+}
+
+#[test]
+fn a_take_ends_where_a_write_of_the_command_ended() {
+    // 2>&1 into one regular file of the test's own; stdout's pipe holds
+    // more than one read's worth (READ_SIZE) in writes of 3000 bytes, and
+    // stderr a line: one turn takes all of stdout's, then stderr's, spliced
+    // or read.
+    let dir = tempfile::tempdir().unwrap();
+    for splice in [true, false] {
+        let path = dir.path().join(format!("dest-{splice}"));
+        let dest: &'static std::fs::File = Box::leak(Box::new(std::fs::File::create(&path).unwrap()));
+        let (source_out, command_out, wide) = pipe::output_pipe(PIPE_CAPACITY).unwrap();
+        let (source_err, command_err, _) = pipe::output_pipe(PIPE_CAPACITY).unwrap();
+        assert!(wide, "the inner pipe holds less than {PIPE_CAPACITY} bytes");
+        let streams = [
+            Stream::new("stdout", source_out, wide, dest.as_fd(), Shape::Whole(0)),
+            Stream::new("stderr", source_err, wide, dest.as_fd(), Shape::Whole(0)),
+        ];
+        let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None };
+        relay.streams[0].dest.splice &= splice;
+        let line = [vec![b'o'; 2999], vec![b'\n']].concat();
+        let lines = 200;
+        assert!(lines * line.len() > READ_SIZE);
+        for _ in 0..lines {
+            assert_eq!(pipe::write(command_out.as_fd(), &line).unwrap(), line.len());
+        }
+        pipe::write(command_err.as_fd(), b"e\n").unwrap();
+        assert!(turn(&mut relay));
+        let got = std::fs::read(&path).unwrap();
+        let want = [line.repeat(lines), b"e\n".to_vec()].concat();
+        assert!(
+            got == want,
+            "splice {splice}: {} bytes, a stderr line at {:?}",
+            got.len(),
+            got.iter().position(|&b| b == b'e')
+        );
+    }
+}
+
+#[test]
+fn the_rest_of_a_take_spliced_up_to_near_its_cut_goes_on_before_the_other_stream() {
+    use nix::fcntl::{FcntlArg, fcntl};
+    // 2>&1 into one pipe of the test's own with room for one more buffer;
+    // stdout under --max-output 1000 (spliced up to 484 bytes, then read),
+    // stderr whole. The command writes 601 bytes to stdout, then a line to
+    // stderr: the splice fills the pipe with the first 484, the rest of
+    // that write waits in stdout's outbox, and the stderr line behind it.
+    let (source_out, command_out, _) = pipe::output_pipe(PIPE_CAPACITY).unwrap();
+    let (source_err, command_err, _) = pipe::output_pipe(PIPE_CAPACITY).unwrap();
+    let (dest_read, dest_write) = cloexec_pipe().unwrap();
+    let dest: &'static OwnedFd = Box::leak(Box::new(dest_write));
+    let capacity = usize::try_from(fcntl(&dest_read, FcntlArg::F_GETPIPE_SZ).unwrap()).unwrap();
+    let filler = vec![b'.'; capacity - 4096];
+    assert_eq!(pipe::write(dest.as_fd(), &filler).unwrap(), filler.len());
+    let streams = [
+        Stream::new("stdout", source_out, true, dest.as_fd(), Shape::Cut(Cut::new(1000).unwrap())),
+        Stream::new("stderr", source_err, true, dest.as_fd(), Shape::Whole(0)),
+    ];
+    let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None };
+    let [out, err] = &mut relay.streams;
+    Outbox::share(&mut out.outbox, &mut err.outbox);
+    let write = [vec![b'o'; 600], vec![b'\n']].concat();
+    pipe::write(command_out.as_fd(), &write).unwrap();
+    pipe::write(command_err.as_fd(), b"e\n").unwrap();
+    assert!(turn(&mut relay));
+    assert!(!relay.streams[0].outbox.is_empty(), "the pipe had room for all of stdout's write");
+    // The reader reads; stderr's turn comes first (taken if it was not).
+    let mut got = Vec::new();
+    let mut buf = vec![0; 65536];
+    while pipe::bytes_readable(dest_read.as_fd()).unwrap() > 0 {
+        let n = pipe::read(dest_read.as_fd(), &mut buf).unwrap();
+        got.extend_from_slice(&buf[..n]);
+    }
+    relay.streams[1].wants_room = false;
+    relay.streams[1].take(&mut vec![0; READ_SIZE], &mut None);
+    relay.streams[1].flush();
+    relay.streams[0].flush();
+    relay.streams[1].flush();
+    while pipe::bytes_readable(dest_read.as_fd()).unwrap() > 0 {
+        let n = pipe::read(dest_read.as_fd(), &mut buf).unwrap();
+        got.extend_from_slice(&buf[..n]);
+    }
+    let ours = String::from_utf8(got[filler.len()..].to_vec()).unwrap();
+    assert_eq!(ours, format!("{}e\n", "o".repeat(500)), "stderr's line went inside stdout's write");
 }
