@@ -216,6 +216,9 @@ fn execute(
         Ok(pgid) => pgid,
         Err(early) => return (Outcome { contain: Some(run.scope.mode()), ..early.into() }, None),
     };
+    if let Some(relay) = &mut run.relay {
+        relay.command_started();
+    }
     let published = match publish(&mut run, pgid) {
         Ok(published) => published,
         Err(err) => return stop_unpublished(args, run, started, pgid, err),
@@ -249,7 +252,8 @@ fn prepare(args: &RunArgs, parent: Pid, report_temp: Option<crate::atomic_file::
     // Given back when dropped, on every way out, a failed spawn included.
     let terminal = Terminal::new(args.setsid);
     let (relay, child_ends) = start_relay(args, marker.as_deref())?.unzip();
-    let guard = start_guard(args, &scope, marker.as_deref(), report_temp).map_err(failure)?;
+    let temps = report_temp.into_iter().chain(relay.as_ref().and_then(Relay::file_temp)).collect();
+    let guard = start_guard(args, &scope, marker.as_deref(), temps).map_err(failure)?;
     test_hook::pause("guard-started");
     if let Some(guard) = &guard {
         scope.set_guard(guard.child());
@@ -272,9 +276,9 @@ fn prepare(args: &RunArgs, parent: Pid, report_temp: Option<crate::atomic_file::
 }
 
 /// The output relay, if the streams go through pgrun: `--max-output`
-/// bounds them, `--output-file` (opened and truncated only now, once the
-/// pid file is claimed: a run refused for a live one must not truncate its
-/// output) copies them. The file may not be one of the run's own files.
+/// bounds them, `--output-file` copies them (prepared beside its path only
+/// now, once the pid file is claimed, and put in place only once the
+/// command has started). The file may not be one of the run's own files.
 fn start_relay(args: &RunArgs, marker: Option<&Path>) -> Step<Option<(Relay, ChildEnds)>> {
     if !args.relays_output() {
         return Ok(None);
@@ -656,7 +660,7 @@ fn start_guard(
     args: &RunArgs,
     scope: &Scope,
     marker: Option<&std::path::Path>,
-    report_temp: Option<crate::atomic_file::Identity>,
+    temps: Vec<crate::atomic_file::Identity>,
 ) -> anyhow::Result<Option<Guard>> {
     if args.no_guard {
         return Ok(None);
@@ -666,7 +670,7 @@ fn start_guard(
         pidfile: args.pidfile.clone(),
         marker: marker.map(std::path::Path::to_path_buf),
         leaf: scope.leaf().map(|leaf| leaf.handed()),
-        report_temp,
+        temps,
     };
     let guard = Guard::start(plan).map_err(|e| anyhow!("cannot start the guard: {e}"))?;
     verbose!("guard {} started", guard.pid().unwrap_or(0));

@@ -55,19 +55,19 @@ pub struct Relayed {
 }
 
 /// A read of the command's output, or a write of it to pgrun's own fd or
-/// to the output file, failed (other than EPIPE: a reader that left is no
-/// error).
+/// to the output file, or the output file's rename into place, failed
+/// (other than EPIPE: a reader that left is no error).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamError {
-    /// The read failed (else the write).
-    pub reading: bool,
+    /// What failed: `read`, `write` or `rename`.
+    pub op: &'static str,
     pub errno: i32,
 }
 
 impl StreamError {
-    /// The error of a failed read (`reading`) or write `e`.
-    pub fn of(reading: bool, e: &std::io::Error) -> StreamError {
-        StreamError { reading, errno: e.raw_os_error().unwrap_or(libc::EIO) }
+    /// The error `e` of the operation `op` (`read`, `write`, `rename`).
+    pub fn of(op: &'static str, e: &std::io::Error) -> StreamError {
+        StreamError { op, errno: e.raw_os_error().unwrap_or(libc::EIO) }
     }
 
     /// What failed, without the `cannot read: ` in front: `Input/output
@@ -82,8 +82,7 @@ impl StreamError {
 impl std::fmt::Display for StreamError {
     /// `cannot read: Input/output error (EIO)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = if self.reading { "read" } else { "write" };
-        write!(f, "cannot {what}: {}", self.cause())
+        write!(f, "cannot {}: {}", self.op, self.cause())
     }
 }
 
@@ -93,9 +92,9 @@ mod tests {
 
     #[test]
     fn an_error_says_what_failed_and_why() {
-        let e = StreamError::of(true, &std::io::Error::from_raw_os_error(libc::EIO));
+        let e = StreamError::of("read", &std::io::Error::from_raw_os_error(libc::EIO));
         assert_eq!(e.to_string(), "cannot read: Input/output error (EIO)");
-        let e = StreamError::of(false, &std::io::Error::from_raw_os_error(libc::ENOSPC));
+        let e = StreamError::of("write", &std::io::Error::from_raw_os_error(libc::ENOSPC));
         assert_eq!(e.cause(), "No space left on device (ENOSPC)");
     }
 }

@@ -44,6 +44,7 @@ use super::rest::PIPE_CAPACITY;
 use super::shape::Shape;
 use super::stream::Stream;
 use super::{Limit, RelayEnd};
+use crate::atomic_file::Identity;
 use crate::sys::PollFd;
 use crate::sys::pipe;
 use crate::sys::wakeup::SignalSource;
@@ -107,6 +108,21 @@ impl Relay {
             }
         }
         Ok((relay, ChildEnds { stdout: out_write, stderr: err_write }))
+    }
+
+    /// The command has started: the output file takes its place (see
+    /// [`OutputFile::place`]); until now a run that ends leaves no trace
+    /// of it.
+    pub fn command_started(&mut self) {
+        if let Some(file) = &mut self.file {
+            file.place();
+        }
+    }
+
+    /// The output file's temporary file, until the command has started:
+    /// for the guard, which removes it should pgrun be killed first.
+    pub fn file_temp(&self) -> Option<Identity> {
+        self.file.as_ref().and_then(OutputFile::temp_identity)
     }
 
     /// The fds to poll and what for, into `set`; returns how many. A

@@ -375,7 +375,7 @@ impl Stream {
     /// A read of the command's output failed: say so, and end the stream
     /// (what it owes is still written).
     fn read_failed(&mut self, e: &std::io::Error) {
-        let error = StreamError::of(true, e);
+        let error = StreamError::of("read", e);
         say::line(format_args!("cannot read the command's {}: {}; the rest of it is lost", self.name, error.cause()));
         self.error.get_or_insert(error);
         self.end();
@@ -426,7 +426,7 @@ impl Stream {
         if err.raw_os_error() == Some(libc::EPIPE) {
             verbose!("cannot write the command's {}: {err}; no longer relaying it", self.name);
         } else {
-            let error = StreamError::of(false, err);
+            let error = StreamError::of("write", err);
             say::line(format_args!(
                 "cannot write the command's {}: {}; no longer relaying it",
                 self.name,
