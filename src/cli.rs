@@ -229,9 +229,9 @@ pub struct RunArgs {
     /// Also write stdout and stderr, complete and in read order, to PATH.
     ///
     /// Also write COMMAND's stdout and stderr, complete and in the order
-    /// pgrun read them, to PATH (created or truncated, mode 0644); the
-    /// streams still go to their own destinations, whole or bounded by
-    /// --max-output.
+    /// pgrun read them, to PATH (mode 0644, in place once COMMAND has
+    /// started); the streams still go to their own destinations, whole or
+    /// bounded by --max-output.
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub output_file: Option<PathBuf>,
 

@@ -126,9 +126,10 @@ pub struct Plan {
     /// pgrun's own cgroup leaf, if it had to move into one: left by the
     /// guard, the last process in it, once the run is gone.
     pub self_leaf: Option<crate::contain::cgroup::SelfLeaf>,
-    /// `--report`'s temporary file (pgrun places it only after releasing
-    /// the guard): removed if it is still that file.
-    pub report_temp: Option<crate::atomic_file::Identity>,
+    /// Temporary files not yet in place (`--report`'s, placed only after
+    /// the guard is released; `--output-file`'s, once the command has
+    /// started): each removed if it is still that file.
+    pub temps: Vec<crate::atomic_file::Identity>,
 }
 
 /// The guard's pid for as long as it is pgrun's child and not yet reaped;
@@ -427,11 +428,11 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     remove_pidfile_if_ours(plan.pidfile, identity(PIDFILE));
     let note = shared.slot(MARKER + 2).load(Ordering::Acquire) == MARKER_NOTE;
     remove_marker_if_ours(plan.marker, identity(MARKER), note.then_some(pgrun));
-    if let Some(temp) = &plan.report_temp
-        && let Err(e) = crate::atomic_file::remove_if_still(temp)
-    {
-        let what = crate::say::errno_text(&e);
-        say::line(format_args!("guard: warning: cannot remove {}: {what}", temp.path.display()));
+    for temp in &plan.temps {
+        if let Err(e) = crate::atomic_file::remove_if_still(temp) {
+            let what = crate::say::errno_text(&e);
+            say::line(format_args!("guard: warning: cannot remove {}: {what}", temp.path.display()));
+        }
     }
     if let Some(own) = &plan.self_leaf {
         own.leave();

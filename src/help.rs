@@ -446,13 +446,16 @@ Output limit:
 
 Output file:
   --output-file PATH writes every byte of COMMAND's stdout and stderr,
-  complete and in the order pgrun read them, to PATH (created or truncated,
-  mode 0644 whatever the umask), while the streams still reach their own
+  complete and in the order pgrun read them, to PATH (a new file, mode 0644
+  whatever the umask), while the streams still reach their own
   destinations: bounded by --max-output if given, else whole (a tee), as
   above. PATH gets the report path's checks before COMMAND starts (a
   missing folder, a symlink, a folder, a read-only or full file system, a
-  name too long, the pid file, the marker or the report: exit 125), and is
-  truncated only once the pid file is claimed. Nothing pgrun read is lost from it, however the run ends. A
+  name too long, the pid file, the marker or the report: exit 125); the
+  file is prepared beside it and takes its place (replacing what was there)
+  only once COMMAND has started: a run that never starts (125, 126, 127,
+  cancelled) leaves an existing PATH as it was and creates none. Nothing
+  pgrun read is lost from it, however the run ends. A
   failed write to it (a full disk) is said in one line and ends the copy,
   not the run: the file keeps what came before, the streams go on, and the
   report's output gains file_error. The report's output is an object with

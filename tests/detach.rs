@@ -306,7 +306,10 @@ fn a_detached_runs_output_goes_to_the_output_file() {
     let file = scratch.path("out.log");
     let report = scratch.path("report.json");
     let (pid, log, rep) = (pidfile.to_str().unwrap(), file.to_str().unwrap(), report.to_str().unwrap());
-    let seen = |n: usize| format!("until [ $(wc -l < {log}) -ge {n} ]; do sleep 0.01; done");
+    // (The file takes its place only once the command has started: the
+    // first looks may find none.)
+    let seen =
+        |n: usize| format!("until [ \"$(wc -l 2>/dev/null < {log})\" -ge {n} ] 2>/dev/null; do sleep 0.01; done");
     // The run waits for `go` at the end, so that its pid file can be read.
     let go = scratch.path("go");
     let payload = format!(

@@ -286,10 +286,12 @@ fn require_strace() {
 }
 
 /// The command of [`failed_file_write`]: "first" reaches the file before
-/// "second" is written.
+/// "second" is written. (The file takes its place only once the command
+/// has started: the first looks may find none.)
 fn first_then_the_rest(f: &str) -> String {
     format!(
-        "echo first; while [ \"$(cat {f})\" != first ]; do sleep 0.01; done; echo second; echo third >&2; echo fourth"
+        "echo first; while [ \"$(cat {f} 2>/dev/null)\" != first ]; do sleep 0.01; done; echo second; echo third >&2; \
+         echo fourth"
     )
 }
 
@@ -489,4 +491,114 @@ fn a_run_refused_for_a_live_pid_file_leaves_the_live_runs_file_alone() {
     assert_eq!(fs::read(&file).unwrap(), b"hello\n", "the refused run truncated the live run's output file");
     assert_status(&run(&mut pgrun(["cancel", p])), 0, "cancel");
     assert_eq!(guard.wait(index), 143);
+}
+
+/// The names in the test's folder other than `keep` (what pgrun left:
+/// the output file, its temporary file).
+fn left_besides(scratch: &Scratch, keep: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(scratch.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !keep.contains(&name.as_str()))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_run_that_never_starts_leaves_an_existing_file_as_it_was_and_creates_none() {
+    // 127 (no such command), 126 (not executable), 125 (pgrun panics with
+    // everything prepared, right before the spawn), 143 (a cancel marker
+    // found before the start); each once with an output file already there
+    // (its content kept) and once without (none made), and no temporary
+    // file left beside it.
+    let scratch = Scratch::new();
+    let file = scratch.path("out.log");
+    let f = file.to_str().unwrap();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let plain = scratch.path("plain");
+    fs::write(&plain, "echo no\n").unwrap();
+    fs::set_permissions(&plain, fs::Permissions::from_mode(0o644)).unwrap();
+    let cases: [(&str, i32, Vec<&str>, Option<&str>); 4] = [
+        ("not found", 127, vec!["--output-file", f, "--", "pgrun-test-no-such-command"], None),
+        ("not executable", 126, vec!["--output-file", f, "--", plain.to_str().unwrap()], None),
+        ("a panic before the spawn", 125, vec!["--output-file", f, "--", "echo", "ran"], Some("panic-before-spawn")),
+        ("cancelled before the start", 143, vec!["-p", p, "--output-file", f, "--", "echo", "ran"], None),
+    ];
+    let mut failed = Vec::new();
+    for (what, code, args, hook) in &cases {
+        for existing in [true, false] {
+            // Every case runs: the message says which of them failed.
+            let case = std::panic::AssertUnwindSafe(|| {
+                if existing {
+                    fs::write(&file, "the last run's output\n").unwrap();
+                }
+                if *code == 143 {
+                    fs::write(scratch.path("job.pid.cancel"), "").unwrap();
+                }
+                let mut cmd = pgrun(args);
+                cmd.stdin(Stdio::null());
+                if let Some(hook) = hook {
+                    cmd.env("PGRUN_TEST_HOOK", hook);
+                }
+                let out = run(&mut cmd);
+                assert_status(&out, *code, what);
+                assert!(!String::from_utf8_lossy(&out.stdout).contains("ran"), "{what}: the command ran");
+                if existing {
+                    assert_eq!(fs::read(&file).unwrap(), b"the last run's output\n", "{what}: the file was changed");
+                    fs::remove_file(&file).unwrap();
+                } else {
+                    assert!(!file.exists(), "{what}: an output file was created");
+                }
+                eventually(&format!("{what}: nothing of the output file left"), || {
+                    left_besides(&scratch, &["plain"]).is_empty()
+                });
+            });
+            if let Err(e) = std::panic::catch_unwind(case) {
+                let _ = fs::remove_file(&file);
+                let _ = fs::remove_file(scratch.path("job.pid.cancel"));
+                failed
+                    .push(format!("existing {existing}: {}", e.downcast_ref::<String>().cloned().unwrap_or_default()));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn a_pgrun_killed_before_the_start_leaves_the_file_as_it_was() {
+    // pgrun stopped with everything prepared (the guard forked, the
+    // command not yet), then SIGKILLed: the guard removes the temporary
+    // file, the output file stays as it was, or absent.
+    for existing in [true, false] {
+        let scratch = Scratch::new();
+        let file = scratch.path("out.log");
+        let pause = scratch.path("pause");
+        let ran = scratch.path("ran");
+        if existing {
+            fs::write(&file, "the last run's output\n").unwrap();
+        }
+        let mut guard = Guard::new();
+        let payload = format!("touch {}", ran.display());
+        let mut cmd = pgrun(["--output-file", file.to_str().unwrap(), "--", "sh", "-c", &payload]);
+        cmd.env("PGRUN_TEST_PAUSE", format!("guard-started={}", pause.display())).stdin(Stdio::null());
+        let index = guard.spawn(&mut cmd);
+        let reached = scratch.path("pause.reached");
+        eventually("pgrun paused before the spawn", || reached.exists());
+        let temps = left_besides(&scratch, &["out.log", "pause.reached"]);
+        assert!(temps.len() == 1 && temps[0].starts_with(".out.log.pgrun-"), "not one temporary file: {temps:?}");
+        assert_eq!(file.exists(), existing, "the output file was touched before the start");
+        send(guard.child(index).id() as i32, libc::SIGKILL);
+        assert_eq!(guard.wait(index), 128 + libc::SIGKILL);
+        eventually("the guard to remove the temporary file", || {
+            left_besides(&scratch, &["out.log", "pause.reached"]).is_empty()
+        });
+        if existing {
+            assert_eq!(fs::read(&file).unwrap(), b"the last run's output\n");
+        } else {
+            assert!(!file.exists(), "an output file was created");
+        }
+        assert!(!ran.exists(), "the command ran");
+    }
 }

@@ -22,6 +22,7 @@ mod limits;
 mod number_reuse;
 mod output;
 mod output_file;
+mod output_shared;
 mod output_splice;
 mod parent_death;
 mod properties;

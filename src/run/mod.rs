@@ -104,6 +104,10 @@ fn execute(
         Ok(pgid) => pgid,
         Err(early) => return (Outcome { contain: Some(run.scope.mode()), ..early.into() }, Withdrawn::default()),
     };
+    // The command has started: --output-file takes its place.
+    if let Some(relay) = &mut run.relay {
+        relay.command_started();
+    }
     let (published, failure) = match start::publish(&mut run, pgid) {
         Ok(published) => (published, None),
         Err(err) => (None, Some(err)),

@@ -14,7 +14,8 @@ use crate::contain::{Mode, Scope};
 use crate::exit::RunExit;
 use crate::guard::{self, Guard};
 use crate::output::file::OutputFile;
-use crate::output::relay::{ChildEnds, Limit, Relay};
+use crate::output::Limit;
+use crate::output::relay::{ChildEnds, Relay};
 use crate::parent_death::ParentWatch;
 use crate::pidfile::{self, Claimed};
 use crate::report::{Outcome, Reason};
@@ -121,7 +122,8 @@ pub fn prepare(plan: &RunPlan, parent: Pid, report_temp: Option<Identity>) -> St
     // Given back when dropped, on every way out, a failed spawn included.
     let terminal = Terminal::new(plan.setsid);
     let (relay, child_ends) = start_relay(plan, marker.as_deref())?.unzip();
-    let guard = start_guard(plan, &scope, self_leaf.as_ref(), marker.as_deref(), report_temp).map_err(failure)?;
+    let temps = report_temp.into_iter().chain(relay.as_ref().and_then(Relay::file_temp)).collect();
+    let guard = start_guard(plan, &scope, self_leaf.as_ref(), marker.as_deref(), temps).map_err(failure)?;
     test_hook::pause("guard-started");
     if let Some(guard) = &guard {
         scope.set_guard(guard.child());
@@ -146,9 +148,9 @@ pub fn prepare(plan: &RunPlan, parent: Pid, report_temp: Option<Identity>) -> St
 }
 
 /// The output relay, if the streams go through pgrun: `--max-output`
-/// bounds them, `--output-file` (opened and truncated only now, once the
-/// pid file is claimed: a run refused for a live one must not truncate its
-/// output) copies them. The file may not be one of the run's own files.
+/// bounds them, `--output-file` copies them (prepared beside its path only
+/// now, once the pid file is claimed, and put in place only once the
+/// command has started). The file may not be one of the run's own files.
 fn start_relay(plan: &RunPlan, marker: Option<&Path>) -> Step<Option<(Relay, ChildEnds)>> {
     let Some(output) = &plan.output else { return Ok(None) };
     if let Some(path) = &output.file {
@@ -267,7 +269,7 @@ fn start_guard(
     scope: &Scope,
     self_leaf: Option<&SelfLeaf>,
     marker: Option<&Path>,
-    report_temp: Option<Identity>,
+    temps: Vec<Identity>,
 ) -> anyhow::Result<Option<Guard>> {
     if !plan.guard {
         return Ok(None);
@@ -278,7 +280,7 @@ fn start_guard(
         marker: marker.map(Path::to_path_buf),
         leaf: scope.leaf().map(|leaf| leaf.handed()),
         self_leaf: self_leaf.map(SelfLeaf::handed),
-        report_temp,
+        temps,
     };
     let guard = Guard::start(guard_plan).map_err(|e| anyhow!("cannot start the guard: {e}"))?;
     verbose!("guard {} started", guard.pid().unwrap_or(0));
