@@ -21,7 +21,9 @@
 //! yet), `draining-census` (with `--wait-group`, the command has exited and
 //! the supervisor is about to ask whether only zombies it cannot reap are
 //! left), `leader-step` (the supervisor is about to decide whether a `leader:` step
-//! can still be sent), `run-gone` (the supervisor is done: the run is gone, nothing is
+//! can still be sent), `tree-listed` (a stop step's walk of `--contain
+//! tree` has read pgrun's own children list and not yet walked below it),
+//! `run-gone` (the supervisor is done: the run is gone, nothing is
 //! withdrawn or released yet), `exit` (all is done and written, pgrun is
 //! about to exit: its peak memory can be read).
 //!
