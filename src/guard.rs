@@ -24,15 +24,18 @@
 //! really gone (it was reparented: `getppid()` is no longer pgrun; an
 //! error of the wait alone proves nothing, and the guard waits again), then
 //! runs the stop sequence on the run (on the cgroup leaf in cgroup mode,
-//! then removes the leaf), removes the pid file if it is still the one
-//! pgrun published (same device and inode) and stale (no live run's lock
-//! on it: a new run may have published a file with the old inode number),
-//! and the marker if it is still what pgrun left there (its own stopping
-//! note, or the request that cancelled the run: a cancel may have made a
-//! request of the note since, for the next run), and `--report`'s
-//! temporary file if it is still the file pgrun made (same device and
-//! inode, held open while checked; pgrun places it only after releasing
-//! the guard), and exits.
+//! then removes the leaf) until the run is gone (a zombie is still a
+//! member of its group: once nothing else is left, the guard waits for
+//! its new parent to reap it, as long as the sequence's longest grace, at
+//! least a second, then gives up and says so), removes the pid file if it
+//! is still the one pgrun published (same device and inode) and stale (no
+//! live run's lock on it: a new run may have published a file with the
+//! old inode number), and the marker if it is still what pgrun left there
+//! (its own stopping note, or the request that cancelled the run: a
+//! cancel may have made a request of the note since, for the next run),
+//! and `--report`'s temporary file if it is still the file pgrun made
+//! (same device and inode, held open while checked; pgrun places it only
+//! after releasing the guard), and exits.
 //!
 //! The guard stops only what is the run's, and never signals a group
 //! number that may have been given to somebody else. A number is free
@@ -395,12 +398,26 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
         (None, None) => None,
     };
     // Silent when there is nothing left to stop (pgrun's panic hook may
-    // have killed the group already): only the files are withdrawn.
-    if let Some(target) = target
-        && !target.gone()
-    {
-        say::line(format_args!("guard: pgrun {pgrun} died; stopping {what}"));
-        if !unsupervised::stop(target, &plan.sequence, None) {
+    // have killed the group already): only zombies are waited for, then
+    // the files are withdrawn. The files go only once the run is gone (a
+    // zombie still holds its group, and `status` must not say the run is
+    // over while it does), or once the guard gave up on it.
+    if let Some(target) = target {
+        let ended = if target.gone() {
+            true
+        } else if target.only_zombies() {
+            unsupervised::wait_reaped(target, &plan.sequence)
+        } else {
+            say::line(format_args!("guard: pgrun {pgrun} died; stopping {what}"));
+            unsupervised::stop(target, &plan.sequence, None)
+        };
+        if !ended && target.only_zombies() {
+            let waited = crate::duration::describe(unsupervised::zombie_wait(&plan.sequence));
+            say::line(format_args!(
+                "guard: {what} still holds zombies {waited} after it was stopped (their parent has not reaped \
+                 them); giving up"
+            ));
+        } else if !ended {
             say::line(format_args!("guard: {what} is still there 1s after SIGKILL; giving up"));
         }
     }

@@ -23,6 +23,8 @@
 //! left), `leader-step` (the supervisor is about to decide whether a `leader:` step
 //! can still be sent), `tree-listed` (a stop step's walk of `--contain
 //! tree` has read pgrun's own children list and not yet walked below it),
+//! `zombies-left` (a guard whose pgrun died found nothing left of the run
+//! but zombies of another parent, and is about to wait for their reaping),
 //! `run-gone` (the supervisor is done: the run is gone, nothing is
 //! withdrawn or released yet), `exit` (all is done and written, pgrun is
 //! about to exit: its peak memory can be read).
