@@ -827,3 +827,86 @@ fn the_guard_gives_up_on_a_zombie_nobody_reaps_and_says_so() {
     assert!(!pidfile.exists(), "the guard gave up but left the pid file");
     fs::write(scratch.path("reap"), "").unwrap();
 }
+
+/// The guard's line saying how many processes pgrun handed it.
+fn handed_over(log: &str) -> Option<usize> {
+    let line = log.lines().find(|l| l.contains("guard: pgrun handed over "))?;
+    line.split("handed over ").nth(1)?.split_whitespace().next()?.parse().ok()
+}
+
+// pgrun hands its guard pidfds of the run's members, over a socket the
+// guard reads only once pgrun is dead. It handed every member, at each
+// stop start and again at the leader's reap (issue 30 item 10): fds without
+// bound, the same members over and over, past the fd limit dropped without
+// a word. Here 100 members that ignore TERM outlive their leader (the
+// leader's reap is one hand-over) and are then cancelled (the stop's start
+// is another); pgrun is SIGKILLed in the stop's long grace. The guard must
+// have been handed at most the bound (32 members and the command's own
+// process), and pgrun must have said that the rest is reached by the
+// group's number.
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn the_guard_is_handed_each_member_once_and_no_more_than_the_bound() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let log = scratch.path("stderr.log");
+    let payload = format!(
+        "for i in $(seq 100); do sh -c \"trap '' TERM; exec sleep 300\" & done; echo ready > {dir}/ready; exit 0"
+    );
+    let mut cmd = pgrun(["-v", "--wait-group", "-k", "300", "-p", scratch.path("job.pid").to_str().unwrap()]);
+    cmd.args(["--", "sh", "-c", &payload]).stdin(Stdio::null()).stderr(fs::File::create(&log).unwrap());
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let pgid: i32 = wait_line(&scratch.path("job.pid")).parse().unwrap();
+    guard.record_group(pgid);
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    wait_line(&scratch.path("ready"));
+    let said = || fs::read_to_string(&log).unwrap_or_default();
+    eventually("the leader to be reaped", || said().contains("command exited with status 0"));
+    send(pgrun_pid, libc::SIGTERM);
+    eventually("the stop to send its TERM", || said().contains(&format!("sending TERM to process group {pgid}")));
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    eventually("the guard to take what it was handed", || handed_over(&said()).is_some());
+    let handed = handed_over(&said()).unwrap();
+    assert!(handed <= 33, "the guard was handed {handed} processes for a run of 101: {}", said());
+    assert!(
+        said().contains("the rest it reaches by the group's number"),
+        "pgrun handed the guard only some of the members without saying so: {}",
+        said()
+    );
+    // Guard::drop kills the members (the group is recorded) and the guard.
+}
+
+// Past the bound the guard reaches the members by the group's number: 100
+// members left by their leader (handed over at its reap, 32 of them), then
+// pgrun SIGKILLed: the guard stops them all.
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn the_guard_stops_members_past_the_bound_by_the_groups_number() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pidfile = scratch.path("job.pid");
+    let log = scratch.path("stderr.log");
+    let payload = format!("for i in $(seq 100); do sleep 300 & done; echo ready > {dir}/ready; exit 0");
+    let mut cmd = pgrun(["-v", "--wait-group", "-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &payload]);
+    cmd.stdin(Stdio::null()).stderr(fs::File::create(&log).unwrap());
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let pgid: i32 = wait_line(&pidfile).parse().unwrap();
+    guard.record_group(pgid);
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    wait_line(&scratch.path("ready"));
+    let said = || fs::read_to_string(&log).unwrap_or_default();
+    eventually("the leader to be reaped", || said().contains("command exited with status 0"));
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    // SAFETY: kill with signal 0 only probes the run's group.
+    eventually("the guard to stop every member", || unsafe { libc::kill(-pgid, 0) } != 0);
+    wait_dead(keeper);
+    assert!(!pidfile.exists(), "the guard left the pid file: {}", said());
+}
