@@ -68,14 +68,20 @@ impl Source {
     }
 
     /// The children of `pid` (`again`: read again in this walk, so a scan
-    /// is made anew); `Ok(None)` if `pid` is gone (reaped).
-    fn children(&mut self, pid: Pid, again: bool) -> io::Result<Option<Vec<Pid>>> {
+    /// is made anew; `stat`: what `pid`'s stat said, if read: a process
+    /// with one thread, not a zombie, has its children in its main
+    /// thread's file alone); `Ok(None)` if `pid` is gone (reaped).
+    fn children(&mut self, pid: Pid, again: bool, stat: Option<&Stat>) -> io::Result<Option<Vec<Pid>>> {
         match self {
-            Source::Files => match proc::children(pid) {
-                Ok(children) => Ok(Some(children)),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(io::Error::new(e.kind(), format!("cannot list the children of process {pid}: {e}"))),
-            },
+            Source::Files => {
+                let one_thread = stat.is_some_and(|s| s.threads == 1 && s.state != b'Z');
+                let read = if one_thread { proc::main_thread_children(pid) } else { proc::children(pid) };
+                match read {
+                    Ok(children) => Ok(Some(children)),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(io::Error::new(e.kind(), format!("cannot list the children of process {pid}: {e}"))),
+                }
+            }
             Source::Scan(map) => {
                 if again {
                     *map = Self::scan();
@@ -93,14 +99,17 @@ pub struct Found<'a> {
     pub pidfd: &'a Pidfd,
 }
 
-/// Visit every live descendant of pgrun except `skip` (the guard), each
-/// before its children are listed, with a pidfd for each; see the module
-/// doc for how processes that move during the walk are found. An error
-/// says what could not be read or held (the walk went on past it); the
-/// first one is returned.
-pub fn walk(skip: Option<Pid>, visit: &mut dyn FnMut(Found<'_>)) -> io::Result<()> {
-    let mut walk = Walk { source: Source::new(), skip, seen: HashSet::new(), error: None, visit };
-    walk.children_of(sys::getpid(), None);
+/// Visit every live descendant of pgrun except `skip` (the guard) that
+/// `wanted` says is to be visited, each before its children are listed,
+/// with a pidfd for each; the others (which the caller reached before
+/// the walk: the group's members, which got the group's signal) are
+/// walked through. See the
+/// module doc for how processes that move during the walk are found. An
+/// error says what could not be read or held (the walk went on past it);
+/// the first one is returned.
+pub fn walk(skip: Option<Pid>, wanted: &dyn Fn(&Stat) -> bool, visit: &mut dyn FnMut(Found<'_>)) -> io::Result<()> {
+    let mut walk = Walk { source: Source::new(), skip, seen: HashSet::new(), error: None, wanted, visit };
+    walk.children_of(sys::getpid(), None, None);
     walk.error.map_or(Ok(()), Err)
 }
 
@@ -111,6 +120,7 @@ struct Walk<'v> {
     /// The processes visited (or found zombies) so far.
     seen: HashSet<Pid>,
     error: Option<io::Error>,
+    wanted: &'v dyn Fn(&Stat) -> bool,
     visit: &'v mut dyn FnMut(Found<'_>),
 }
 
@@ -121,14 +131,16 @@ impl Walk<'_> {
     }
 
     /// Take the children of `parent` not seen yet, each with its own
-    /// children; `held` is `parent`'s pidfd (`None`: pgrun itself). The
-    /// list is read again while something below exited during the last
-    /// reading. Returns whether something at or below `parent` exited
-    /// during the walk (what it left may have moved above `parent`).
-    fn children_of(&mut self, parent: Pid, held: Option<&Pidfd>) -> bool {
+    /// children; `held` is `parent`'s pidfd (`None`: pgrun itself), `stat`
+    /// its stat if read since it got the step (see [`Source::children`]).
+    /// The list is read again while something below exited during the
+    /// last reading. Returns whether something at or below `parent`
+    /// exited during the walk (what it left may have moved above
+    /// `parent`).
+    fn children_of(&mut self, parent: Pid, held: Option<&Pidfd>, stat: Option<&Stat>) -> bool {
         let mut exited = false;
         for reading in 0..READS_PER_LIST {
-            let children = match self.source.children(parent, reading > 0) {
+            let children = match self.source.children(parent, reading > 0, stat) {
                 Ok(Some(children)) => children,
                 Ok(None) => return true,
                 Err(e) => {
@@ -155,9 +167,10 @@ impl Walk<'_> {
         exited || held.is_some_and(Pidfd::exited)
     }
 
-    /// Hold `child`, listed as `parent`'s, check it still is, visit it and
-    /// take its children. Returns whether something exited (or moved) that
-    /// may have left processes above `parent`.
+    /// Take `child`, listed as `parent`'s (`held`: `parent`'s pidfd), if
+    /// it still is, held by a pidfd opened first, then checked: visit it
+    /// if wanted, and take its children. Returns whether something exited
+    /// (or moved) that may have left processes above `parent`.
     fn child(&mut self, parent: Pid, held: Option<&Pidfd>, child: Pid) -> bool {
         let fd = match Pidfd::hold(child) {
             Ok(Some(fd)) => fd,
@@ -185,10 +198,14 @@ impl Walk<'_> {
             return true;
         }
         self.seen.insert(child);
-        if stat.state != b'Z' {
+        let wanted = (self.wanted)(&stat);
+        if stat.state != b'Z' && wanted {
             (self.visit)(Found { pid: child, stat, pidfd: &fd });
         }
-        let below = self.children_of(child, Some(&fd));
+        // A process visited now got the step after its stat was read (a
+        // thread it made since may have children): listed thread by
+        // thread. The others got it before the walk (the group's signal).
+        let below = self.children_of(child, Some(&fd), (!wanted).then_some(&stat));
         below || fd.exited()
     }
 }
@@ -208,11 +225,9 @@ pub fn signal_escapees(
     reached: &mut BTreeSet<Pid>,
 ) -> io::Result<()> {
     let mut failed: Option<io::Error> = None;
-    let walked = walk(skip, &mut |found| {
+    let wanted = |stat: &Stat| members_too || stat.pgrp != pgid;
+    let walked = walk(skip, &wanted, &mut |found| {
         let member = found.stat.pgrp == pgid;
-        if member && !members_too {
-            return;
-        }
         match found.pidfd.signal(signal) {
             Ok(true) => {
                 if member {
@@ -256,7 +271,7 @@ pub fn has_children_besides(skip: Option<Pid>) -> bool {
 pub fn count_outside(root: Pid, pgid: Pid, skip_comm: &str) -> usize {
     let mut source = Source::new();
     // A count for a reader: what cannot be listed counts as no children.
-    let mut children = |pid: Pid| source.children(pid, false).ok().flatten().unwrap_or_default();
+    let mut children = |pid: Pid| source.children(pid, false, None).ok().flatten().unwrap_or_default();
     let mut seen = BTreeSet::new();
     let mut stack: Vec<Pid> =
         children(root).into_iter().filter(|&c| proc::comm(c).is_none_or(|name| name != skip_comm)).collect();
