@@ -202,6 +202,11 @@ impl Walk<'_> {
         if stat.state != b'Z' && wanted {
             (self.visit)(Found { pid: child, stat, pidfd: &fd });
         }
+        if fd.exited() {
+            // It has exited (every thread): its children moved up, none
+            // is left to list.
+            return true;
+        }
         // A process visited now got the step after its stat was read (a
         // thread it made since may have children): listed thread by
         // thread. The others got it before the walk (the group's signal).
