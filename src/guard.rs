@@ -326,11 +326,24 @@ impl Guard {
                 more = true;
                 break;
             }
-            match Pidfd::hold(pid) {
-                Ok(Some(fd)) if sys::proc::stat(pid).is_some_and(|s| s.pgrp == pgid) => members.push((pid, fd)),
-                // Gone, or not a member.
-                Ok(_) => {}
-                Err(e) => say::line(format_args!("warning: cannot hand process {pid} to the guard: {e}")),
+            // Held first, then checked to be a member: the pidfd names it.
+            let fd = match Pidfd::hold(pid) {
+                Ok(Some(fd)) => fd,
+                // Gone (reaped).
+                Ok(None) => continue,
+                Err(e) => {
+                    say::line(format_args!("warning: cannot hand process {pid} to the guard: {e}"));
+                    continue;
+                }
+            };
+            match sys::proc::stat(pid) {
+                Some(stat) if stat.pgrp == pgid => members.push((pid, fd)),
+                // Not a member; or gone: /proc/PID goes only once it is reaped.
+                Some(_) => {}
+                None if fd.exited() => {}
+                None => say::line(format_args!(
+                    "warning: cannot hand process {pid} to the guard: cannot read /proc/{pid}/stat"
+                )),
             }
         }
         // Reaped, the leader's number may have been taken by a newcomer
