@@ -21,6 +21,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--pgrun", required=True)
 ap.add_argument("--quick", action="store_true", help="few iterations, for CI")
 ap.add_argument("--fork-reference", help="bench/spawnwait.c built static: the cost of one fork")
+ap.add_argument("--compare", help="another pgrun binary (an older build): the cancel-at-scale rows measure both, taking turns")
 args = ap.parse_args()
 PGRUN = os.path.abspath(args.pgrun)
 QUICK = args.quick
@@ -263,6 +264,53 @@ def scale():
     elapsed = time.monotonic() - t0
     run.wait()
     row(f"scale: one group of {big} cancelled", ms(elapsed), f"survivors {group_members(pgid)}", "", "< 1 s")
+
+
+def cancel_one(pgrun, payload, members):
+    """Start `pgrun -p PIDFILE -- sh -c PAYLOAD`, wait for MEMBERS processes
+    in its group, and time `pgrun cancel` (the same binary) from its start
+    to its return; the run must be gone by then."""
+    pidfile = os.path.join(TMP, "storm.pid")
+    run = subprocess.Popen([pgrun, "-p", pidfile, "--", "sh", "-c", payload], stderr=subprocess.DEVNULL)
+    wait_until(lambda: os.path.exists(pidfile), what="pid file")
+    with open(pidfile) as f:
+        pgid = int(f.read())
+    OUR_GROUPS.add(pgid)
+    wait_until(lambda: group_members(pgid) >= members, limit=300, what=f"{members} members")
+    t0 = time.monotonic()
+    subprocess.run([pgrun, "cancel", pidfile], check=True)
+    elapsed = time.monotonic() - t0
+    run.wait()
+    assert not group_alive(pgid), "cancel returned with the group alive"
+    return elapsed
+
+
+def cancel_at_scale():
+    """`pgrun cancel` of one group of 4000 (a shell and its `sleep`s) and of
+    a fork storm (a shell forking `sleep`s without pause, cancelled once
+    2000 are up), from the cancel's start to its return. With --compare
+    OLD, OLD's runs and cancels take turns with ours, round by round in
+    alternating order, so that a busy phase of the machine hits both."""
+    rounds = 1 if QUICK else 9
+    big, storm = (400, 200) if QUICK else (4000, 2000)
+    binaries = [PGRUN] + ([os.path.abspath(args.compare)] if args.compare else [])
+    for name, payload, members in [
+        (f"cancel: one group of {big}", f"for i in $(seq {big - 1}); do sleep 300 & done; wait", big),
+        (f"cancel: a fork storm, at {storm} members", "while :; do sleep 300 & done", storm),
+    ]:
+        times = [[] for _ in binaries]
+        for r in range(rounds):
+            order = list(range(len(binaries)))
+            for i in (order if r % 2 == 0 else order[::-1]):
+                times[i].append(cancel_one(binaries[i], payload, members))
+        ours = statistics.median(times[0])
+        if len(binaries) == 1:
+            row(name, ms(ours), f"{rounds} rounds", "", "")
+            continue
+        old = statistics.median(times[1])
+        row(name, f"{ms(ours)} (rounds {ms(min(times[0]))}-{ms(max(times[0]))})",
+            f"{os.path.basename(binaries[1])} {ms(old)} (rounds {ms(min(times[1]))}-{ms(max(times[1]))})",
+            f"{ours / old:.2f}x (rounds: {spread(times[0], times[1])})", "<= 1.00x the previous landing")
 
 
 def output_relay():
@@ -521,7 +569,7 @@ def detach_latency():
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
     for measure in [startup, guard_startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
-                    idle_and_memory, scale, output_relay, output_file, wait_latency, detach_latency]:
+                    idle_and_memory, scale, cancel_at_scale, output_relay, output_file, wait_latency, detach_latency]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()
 finally:

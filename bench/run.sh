@@ -4,7 +4,8 @@
 # in the same run, as ratios. `bench/run.sh --quick` runs a few iterations of
 # everything (CI uses it so the script cannot rot); figures from it are not
 # meaningful. Nothing here asserts on time. PGRUN_BENCH_ONLY=scale,startup
-# (names of the functions in bench/measure.py) runs a subset.
+# (names of the functions in bench/measure.py) runs a subset. `--compare OLD_PGRUN`
+# measures the cancel-at-scale rows for an older build too, taking turns with this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

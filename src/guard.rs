@@ -24,15 +24,18 @@
 //! really gone (it was reparented: `getppid()` is no longer pgrun; an
 //! error of the wait alone proves nothing, and the guard waits again), then
 //! runs the stop sequence on the run (on the cgroup leaf in cgroup mode,
-//! then removes the leaf), removes the pid file if it is still the one
-//! pgrun published (same device and inode) and stale (no live run's lock
-//! on it: a new run may have published a file with the old inode number),
-//! and the marker if it is still what pgrun left there (its own stopping
-//! note, or the request that cancelled the run: a cancel may have made a
-//! request of the note since, for the next run), and `--report`'s
-//! temporary file if it is still the file pgrun made (same device and
-//! inode, held open while checked; pgrun places it only after releasing
-//! the guard), and exits.
+//! then removes the leaf) until the run is gone (a zombie is still a
+//! member of its group: once nothing else is left, the guard waits for
+//! its new parent to reap it, as long as the sequence's longest grace, at
+//! least a second, then gives up and says so), removes the pid file if it
+//! is still the one pgrun published (same device and inode) and stale (no
+//! live run's lock on it: a new run may have published a file with the
+//! old inode number), and the marker if it is still what pgrun left there
+//! (its own stopping note, or the request that cancelled the run: a
+//! cancel may have made a request of the note since, for the next run),
+//! and `--report`'s temporary file if it is still the file pgrun made
+//! (same device and inode, held open while checked; pgrun places it only
+//! after releasing the guard), and exits.
 //!
 //! The guard stops only what is the run's, and never signals a group
 //! number that may have been given to somebody else. A number is free
@@ -78,7 +81,7 @@
 
 use crate::backoff::Backoff;
 use crate::contain::cgroup::Leaf;
-use crate::contain::foreign::{ForeignGroup, held_members, members_of};
+use crate::contain::foreign::ForeignGroup;
 use crate::contain::{Guardian, OwnGroup};
 use crate::say;
 use crate::signame::Signal;
@@ -87,7 +90,7 @@ use crate::stop::unsupervised;
 use crate::sys::pidfd::Pidfd;
 use crate::sys::{self, Pid, guard_channel, lifetime, process};
 use crate::test_hook;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
@@ -107,6 +110,10 @@ const RELEASED: usize = 7;
 /// 1 once pgrun has seen the run's group empty: gone for good, and its
 /// number no longer the run's.
 const GROUP_GONE: usize = 8;
+
+/// How many members pgrun hands its guard in one run, at most (one
+/// message's worth): see [`Guard::hold_members`].
+pub const MEMBERS_HANDED: usize = 32;
 
 /// What the marker's third slot says besides "valid": pgrun's own
 /// stopping note, or a request it found (see [`Guard::marker`]).
@@ -165,6 +172,10 @@ pub struct Guard {
     shared: Rc<lifetime::SharedPage>,
     /// Told to exit already.
     released: bool,
+    /// The members handed over so far (at most [`MEMBERS_HANDED`]).
+    handed: RefCell<Vec<Pid>>,
+    /// pgrun said that the bound was reached.
+    said_bound: Cell<bool>,
 }
 
 impl Guard {
@@ -196,6 +207,8 @@ impl Guard {
                     tie: Some(pgrun_end),
                     shared,
                     released: false,
+                    handed: RefCell::new(Vec::new()),
+                    said_bound: Cell::new(false),
                 })
             }
         }
@@ -262,8 +275,8 @@ impl Guard {
     }
 
     /// Hand the guard pidfds of the members of `group` now, while pgrun
-    /// can tell the group is the run's, so that the guard can still reach
-    /// them if the leader's pidfd proves nothing by then (Linux). Called
+    /// can tell the group is the run's, so that the guard still reaches
+    /// them should they leave the group before pgrun dies (Linux). Called
     /// when a stop sequence starts (`leader_unreaped`: pgrun has not reaped
     /// the leader, so the number is the run's), and when pgrun reaps the
     /// leader and members may be left (the number is still in use if they
@@ -271,28 +284,88 @@ impl Guard {
     /// group ended). Never once pgrun has seen the group empty: the number
     /// is asked through [`OwnGroup::exists`], which says no for good from
     /// then on (and has told the guard the group is gone).
+    ///
+    /// Only members not handed over yet, and at most [`MEMBERS_HANDED`] in
+    /// the whole run: the guard reads the channel only once pgrun is dead,
+    /// so what is sent stays in flight (an fd each, counted against the
+    /// user's fd limit, in the socket's buffer) for the run's life. Past
+    /// the bound the guard reaches the members by the group's number,
+    /// which is the run's until pgrun sees the group empty (see the
+    /// module's doc), and finds them in `/proc` itself; pgrun says so once
+    /// (`-v`). A member that cannot be held or sent is said (a warning).
     pub fn hold_members(&self, group: &OwnGroup, leader_unreaped: bool) {
         let pgid = group.pgid();
-        if let Some(tie) = &self.tie
-            && guard_channel::HANDS_OVER
-            && pgid > 1
-            && group.exists()
-        {
-            // The run's processes all descend from pgrun (a subreaper, on
-            // Linux, the one place with pidfds): walking down from it costs
-            // what the run has, not what the machine has (a `/proc` scan
-            // per stop made 200 runs cancelled at once take 10 s).
-            let members = match sys::proc::descendants(sys::getpid(), sys::proc::MAX_PIDS) {
-                Some(below) => held_members(pgid, below.into_iter().filter(|&pid| Some(pid) != self.pid())),
-                None => members_of(pgid),
+        let Some(tie) = &self.tie else { return };
+        if !guard_channel::HANDS_OVER || pgid <= 1 || !group.exists() {
+            return;
+        }
+        let mut handed = self.handed.borrow_mut();
+        let room = MEMBERS_HANDED.saturating_sub(handed.len());
+        if room == 0 {
+            if !self.said_bound.replace(true) {
+                crate::verbose!(
+                    "the guard holds {MEMBERS_HANDED} members of process group {pgid}; \
+                     the rest it reaches by the group's number"
+                );
+            }
+            return;
+        }
+        // The run's processes all descend from pgrun (a subreaper, on
+        // Linux, the one place with pidfds): walking down from it costs
+        // what the run has, not what the machine has (a `/proc` scan per
+        // stop made 200 runs cancelled at once take 10 s); and only as far
+        // as it takes to find the members there is room for. The leader
+        // handed itself over (or pgrun did, [`Guard::hand_over`]).
+        let looked_at = (handed.len() + room) * 4;
+        let candidates = match sys::proc::descendants(sys::getpid(), looked_at) {
+            Some(below) => below,
+            None => sys::proc::scan().into_iter().filter(|(_, stat)| stat.pgrp == pgid).map(|(pid, _)| pid).collect(),
+        };
+        let mut members = Vec::new();
+        let mut more = false;
+        for pid in candidates {
+            if pid == pgid || Some(pid) == self.pid() || handed.contains(&pid) {
+                continue;
+            }
+            if members.len() == room {
+                more = true;
+                break;
+            }
+            // Held first, then checked to be a member: the pidfd names it.
+            let fd = match Pidfd::hold(pid) {
+                Ok(Some(fd)) => fd,
+                // Gone (reaped).
+                Ok(None) => continue,
+                Err(e) => {
+                    say::line(format_args!("warning: cannot hand process {pid} to the guard: {e}"));
+                    continue;
+                }
             };
-            if members.is_empty() || (!leader_unreaped && sys::proc::stat(pgid).is_some()) {
-                return;
+            match sys::proc::stat(pid) {
+                Some(stat) if stat.pgrp == pgid => members.push((pid, fd)),
+                // Not a member; or gone: /proc/PID goes only once it is reaped.
+                Some(_) => {}
+                None if fd.exited() => {}
+                None => say::line(format_args!(
+                    "warning: cannot hand process {pid} to the guard: cannot read /proc/{pid}/stat"
+                )),
             }
-            let held: Vec<_> = members.iter().map(|(pid, fd)| (*pid, fd)).collect();
-            if let Err(e) = guard_channel::send(tie.as_fd(), &held) {
-                say::line(format_args!("cannot hand the members of process group {pgid} to the guard: {e}"));
-            }
+        }
+        // Reaped, the leader's number may have been taken by a newcomer
+        // meanwhile: what was found by it proves nothing.
+        if members.is_empty() || (!leader_unreaped && sys::proc::stat(pgid).is_some()) {
+            return;
+        }
+        let held: Vec<_> = members.iter().map(|(pid, fd)| (*pid, fd)).collect();
+        match guard_channel::send(tie.as_fd(), &held) {
+            Ok(()) => handed.extend(members.iter().map(|(pid, _)| *pid)),
+            Err(e) => say::line(format_args!("cannot hand the members of process group {pgid} to the guard: {e}")),
+        }
+        if more && handed.len() == MEMBERS_HANDED && !self.said_bound.replace(true) {
+            crate::verbose!(
+                "the guard holds {MEMBERS_HANDED} members of process group {pgid}; \
+                 the rest it reaches by the group's number"
+            );
         }
     }
 
@@ -379,6 +452,7 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
             Vec::new()
         }
     };
+    crate::verbose!("guard: pgrun handed over {} process(es)", held.len());
     // The command's process is the leader of its own group: its pid is the
     // group's id, as pgrun stored it, or as the process handed itself over
     // (first on the channel).
@@ -413,12 +487,26 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
         (None, None) => None,
     };
     // Silent when there is nothing left to stop (pgrun's panic hook may
-    // have killed the group already): only the files are withdrawn.
-    if let Some(target) = target
-        && !target.gone()
-    {
-        say::line(format_args!("guard: pgrun {pgrun} died; stopping {what}"));
-        if !unsupervised::stop(target, &plan.sequence, None) {
+    // have killed the group already): only zombies are waited for, then
+    // the files are withdrawn. The files go only once the run is gone (a
+    // zombie still holds its group, and `status` must not say the run is
+    // over while it does), or once the guard gave up on it.
+    if let Some(target) = target {
+        let ended = if target.gone() {
+            true
+        } else if target.only_zombies() {
+            unsupervised::wait_reaped(target, &plan.sequence)
+        } else {
+            say::line(format_args!("guard: pgrun {pgrun} died; stopping {what}"));
+            unsupervised::stop(target, &plan.sequence, None)
+        };
+        if !ended && target.only_zombies() {
+            let waited = crate::duration::describe(unsupervised::zombie_wait(&plan.sequence));
+            say::line(format_args!(
+                "guard: {what} still holds zombies {waited} after it was stopped (their parent has not reaped \
+                 them); giving up"
+            ));
+        } else if !ended {
             say::line(format_args!("guard: {what} is still there 1s after SIGKILL; giving up"));
         }
     }

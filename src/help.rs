@@ -146,17 +146,21 @@ Guard (--no-guard to turn it off):
   nothing of pgrun outlives pgrun. When pgrun is killed (SIGKILL from a
   harness's timeout, the OOM killer, kill -9, a kill of its whole group),
   the guard runs the same stop sequence on the group (in cgroup mode on the
-  leaf, which it then removes), removes the pid file and the marker if they
-  are still the ones pgrun published, and the --report's temporary file
-  (.NAME.pgrun-PID.tmp beside it) if it is still the one pgrun made, and
-  exits. It is not the group's parent:
+  leaf, which it then removes), and once the run is gone removes the pid
+  file and the marker if they are still the ones pgrun published, and the
+  --report's temporary file (.NAME.pgrun-PID.tmp beside it) if it is still
+  the one pgrun made, and exits. It is not the group's parent:
   it checks for the group's end with a backoff, and gives up with a warning
-  1s after the final KILL. It acts only once pgrun is gone (it was
+  1s after the final KILL. A zombie still holds its group: when nothing
+  else is left, the guard waits for the zombie's new parent to reap it, as
+  long as the sequence's longest grace and at least 1s, then gives up with
+  a warning. It acts only once pgrun is gone (it was
   reparented), and stops only what it can prove is the run's: on Linux the
   processes pgrun handed it as pidfds (the command from the moment it
-  exists, the members when a stop starts or the leader is reaped) and the
-  members of the group found while one of those is not yet reaped; it never
-  signals a group by a number that may have been reused. Elsewhere it
+  exists; up to 32 members, each once, when a stop starts or the leader is
+  reaped), the members of the group found while one of those is not yet
+  reaped, and the group by its number while pgrun never saw it empty; it
+  never signals a group by a number that may have been reused. Elsewhere it
   signals the group by its number. In tree mode the descendants that had
   already left the group are out of its reach once pgrun is dead (they are
   reparented elsewhere); cgroup mode covers them. The guard holds the

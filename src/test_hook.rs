@@ -21,9 +21,14 @@
 //! yet), `draining-census` (with `--wait-group`, the command has exited and
 //! the supervisor is about to ask whether only zombies it cannot reap are
 //! left), `leader-step` (the supervisor is about to decide whether a `leader:` step
-//! can still be sent), `run-gone` (the supervisor is done: the run is gone, nothing is
+//! can still be sent), `tree-listed` (a stop step's walk of `--contain
+//! tree` has read pgrun's own children list and not yet walked below it),
+//! `zombies-left` (a guard whose pgrun died found nothing left of the run
+//! but zombies of another parent, and is about to wait for their reaping),
+//! `run-gone` (the supervisor is done: the run is gone, nothing is
 //! withdrawn or released yet), `withdrawn` (the run's files are removed and
-//! its report written, the pid file last; the guard not yet released), `exit` (all is done and written, pgrun is
+//! its report written, the pid file last; the guard not yet released),
+//! `exit` (all is done and written, pgrun is
 //! about to exit: its peak memory can be read).
 //!
 //! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise

@@ -463,3 +463,60 @@ fn a_leader_that_leaves_its_group_is_still_stopped_in_every_mode() {
         assert_eq!(signals, ["TERM", "KILL"], "{mode}: {report}\n{log}");
     }
 }
+
+// Tree mode finds escapees by walking down from pgrun. An escapee whose
+// parent dies while a step's walk is under way is moved to pgrun (the
+// subreaper) after pgrun's own children were listed, and is gone from its
+// parent's list when the walk gets there: it got no TERM, only the KILL one
+// grace later (issue 30 item 4). Held open at the `tree-listed` step: the
+// leader (it ignores TERM) is killed there and the escapee handed to pgrun
+// before the walk goes on.
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn an_escapee_handed_to_pgrun_during_a_steps_walk_still_gets_that_step() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("r.json");
+    let escapee = format!(
+        "import os, signal\n\
+         os.setsid()\n\
+         def term(n, f):\n    open('{dir}/got-term', 'w').close()\n    os._exit(0)\n\
+         signal.signal(signal.SIGTERM, term)\n\
+         open('{dir}/esc.tmp', 'w').write(str(os.getpid()) + '\\n')\n\
+         os.rename('{dir}/esc.tmp', '{dir}/esc.pid')\n\
+         while True: signal.pause()\n"
+    );
+    fs::write(scratch.path("escapee.py"), escapee).unwrap();
+    let payload = format!("{} {dir}/escapee.py & wait", python3());
+    let pause = Pause::new(&scratch, "tree-listed");
+    let mut cmd = pgrun(["--contain", "tree", "-k", "10s", "--report", report.to_str().unwrap()]);
+    pause.arm(&mut cmd).args(["--", "sh", "-c", &payload]).stderr(Stdio::null());
+    // The leader ignores TERM from its first instruction (the escapee sets
+    // its own handler): it dies only when the test kills it.
+    with_ignored(&mut cmd, libc::SIGTERM);
+    let index = guard.spawn(&mut cmd);
+    let pgrun_pid = guard.child(index).id() as i32;
+    let escapee = wait_pid(&scratch.path("esc.pid"), &mut guard);
+    let leader = ppid(escapee).expect("the escapee's parent");
+    guard.record(leader);
+    assert_ne!(pgrp(escapee), pgrp(leader), "the escapee left the group");
+    send(pgrun_pid, libc::SIGTERM);
+    pause.wait_reached();
+    // pgrun has listed its children (the leader, the guard) and walks on
+    // from there: the leader dies now, and its child is pgrun's.
+    send(leader, libc::SIGKILL);
+    eventually("the escapee to be handed to pgrun", || ppid(escapee) == Some(pgrun_pid));
+    pause.release();
+    let code = guard.wait(index);
+    assert!(
+        scratch.path("got-term").exists(),
+        "the escapee got no TERM (pgrun exited {code}; escapee dead: {})",
+        is_dead(escapee)
+    );
+    assert!(is_dead(escapee));
+    let r = json(&report);
+    assert_eq!(r["escaped"], 1, "{r}");
+    let signals: Vec<_> = r["signals"].as_array().unwrap().iter().map(|s| s["signal"].clone()).collect();
+    assert_eq!(signals, ["TERM"], "the run ended at the TERM: {r}");
+}

@@ -646,4 +646,9 @@ impl Target for Leaf {
     fn gone(&mut self) -> bool {
         !self.populated() && self.group.as_mut().is_none_or(|g| g.gone())
     }
+    /// The leaf is empty (zombies are not counted in it) and its group
+    /// holds only zombies.
+    fn only_zombies(&mut self) -> bool {
+        !self.populated() && self.group.as_mut().is_some_and(|g| g.only_zombies())
+    }
 }

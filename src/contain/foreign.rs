@@ -193,6 +193,16 @@ pub fn held_members(pgid: Pid, candidates: impl IntoIterator<Item = Pid>) -> Vec
 }
 
 impl Target for ForeignGroup {
+    /// A held group (the guard's) whose held processes have all exited and
+    /// whose number, still the run's, holds nothing but zombies (of a
+    /// parent outside: pgrun is gone). `pgrun cancel`'s groups say no.
+    fn only_zombies(&mut self) -> bool {
+        self.held
+            && self.number.in_use()
+            && self.members.iter().all(|(_, fd)| fd.exited())
+            && only_zombies_in(self.pgid)
+    }
+
     fn describe(&self) -> String {
         format!("process group {}", self.pgid)
     }
@@ -221,9 +231,9 @@ impl Target for ForeignGroup {
             // Nothing held can be signalled once it has exited.
             self.find_members();
             let held_exited = self.members.iter().all(|(_, fd)| fd.exited());
-            // While the number is the run's: until the group is empty, or
-            // holds only zombies (nothing left to stop).
-            return held_exited && (self.number_given_up() || only_zombies_in(self.pgid));
+            // While the number is the run's: until the group is empty (a
+            // zombie is still a member: the run is over once it is reaped).
+            return held_exited && self.number_given_up();
         }
         if !process::group_exists(self.pgid) {
             return true;

@@ -268,7 +268,9 @@ impl Target for Scope {
     /// the leader by its pid if it left the group and nothing else reached
     /// it (pgrun, its parent, may until it reaps it); `last` is the final
     /// KILL, which in cgroup mode is `cgroup.kill`. An error says the
-    /// signal could not be sent to the group, or to the leader outside it.
+    /// signal could not be sent to the group, or to the leader outside it,
+    /// or (tree mode) that a descendant could not be found, held or
+    /// signalled.
     fn signal(&mut self, signal: Signal, cont: bool, last: bool) -> std::io::Result<()> {
         let group = self.group.as_ref().expect("the run is signalled before the command started");
         let pgid = group.pgid();
@@ -281,12 +283,16 @@ impl Target for Scope {
         }
         // What this step reached outside the group.
         let mut reached = BTreeSet::new();
+        // Whether the tree's walk reached everything it found.
+        let mut walked = Ok(());
         match &self.beyond {
             Beyond::Nothing => {}
             // Once the group's number is taken for gone (it may be someone
             // else's), whatever of the run is still in the group is reached
             // as a descendant, by pidfd: a false ESRCH spares nothing.
-            Beyond::Tree => tree::signal_escapees(pgid, self.guard.pid(), signal, cont, group.ended(), &mut reached),
+            Beyond::Tree => {
+                walked = tree::signal_escapees(pgid, self.guard.pid(), signal, cont, group.ended(), &mut reached)
+            }
             Beyond::Cgroup(leaf) => {
                 // Count the members outside the group before the kill, then
                 // kill them all at once.
@@ -305,7 +311,7 @@ impl Target for Scope {
             reached.insert(pgid);
         }
         self.escaped.extend(reached);
-        sent.and(leader).map(|_| ())
+        sent.and(leader).and(walked.map(|()| true)).map(|_| ())
     }
 
     /// Through `kill(pid)`: pgrun is the leader's parent, so its pid is the

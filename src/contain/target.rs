@@ -36,8 +36,18 @@ pub trait Target {
         Ok(false)
     }
 
-    /// Whether nothing of the run is left.
+    /// Whether nothing of the run is left: the group is gone
+    /// (`killpg(pgid, 0)` is ESRCH: a zombie is still a member), and what
+    /// the target adds is too.
     fn gone(&mut self) -> bool;
+
+    /// Whether what is left of the run is only zombies that nothing here
+    /// can reap (their parent is someone else): nothing is left to signal,
+    /// and the run is over once their parent reaps them. Asked when the
+    /// target is not [`Target::gone`]; a target that cannot tell says no.
+    fn only_zombies(&mut self) -> bool {
+        false
+    }
 
     /// A fresh fd that signals a change with POLLPRI, if the target has
     /// one (a blocking driver waits on it instead of polling).

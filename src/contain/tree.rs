@@ -3,7 +3,7 @@
 //!
 //! pgrun is a child subreaper, so a descendant orphaned anywhere below it
 //! becomes its child: every process of the run is found by walking down
-//! from pgrun (`/proc/PID/task/TID/children`, or one `/proc` scan where the
+//! from pgrun (`/proc/PID/task/TID/children`, or a `/proc` scan where the
 //! kernel has no such files). A process found in a walk is signalled only
 //! through a pidfd opened while it was still a descendant: the pidfd is
 //! opened first, then its parent is checked to be the process the walk came
@@ -11,18 +11,43 @@
 //! If the pid was reused in between, the pidfd names the old, dead process,
 //! and the signal reaches nobody. pgrun's own children need no check: their
 //! pids cannot be reused before pgrun reaps them.
+//!
+//! A walk is not a snapshot: processes exit while it goes, and the
+//! children of one that exits move up to the nearest subreaper above it
+//! (pgrun, or a subreaper of the run's own), whose list the walk may have
+//! read already; from the list of the one that exited they are gone. So a
+//! step's walk reads a list again whenever something below it exited
+//! during its reading (exited, reaped, or found moved away), and takes the
+//! children it has not seen yet, up to the top: a process that was in the
+//! run when the step began is found where it went. A process gets the step
+//! before its children are listed, so a child it makes after that is born
+//! after the step (the next step finds it). A list is read at most
+//! [`READS_PER_LIST`] times in one walk. What cannot be read or held (a
+//! children file or stat that cannot be read, a pidfd that cannot be
+//! opened: EMFILE, a seccomp filter) is an error of the step, never taken
+//! for a process that is gone.
 
 use crate::signame::Signal;
 use crate::sys::pidfd::Pidfd;
 use crate::sys::proc::{self, Stat};
 use crate::sys::{self, Pid};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::io;
+
+/// How many times one walk reads one children list: again while something
+/// below it exited during the last reading. Each exit moves what it leaves
+/// up once, so a few readings find everything that was there; the bound
+/// is for a run that keeps forking and exiting below a list while it is
+/// read (what it makes past the bound, born during the step, gets the
+/// next one; the final KILL is repeated until the run is gone).
+pub const READS_PER_LIST: usize = 8;
 
 /// Where children lists come from.
 enum Source {
     /// `/proc/PID/task/TID/children`.
     Files,
-    /// One `/proc` scan: parent to children.
+    /// A `/proc` scan: parent to children (scanned again for a list read
+    /// again).
     Scan(BTreeMap<Pid, Vec<Pid>>),
 }
 
@@ -31,17 +56,38 @@ impl Source {
         if proc::children_files_exist() {
             return Source::Files;
         }
+        Source::Scan(Self::scan())
+    }
+
+    fn scan() -> BTreeMap<Pid, Vec<Pid>> {
         let mut map: BTreeMap<Pid, Vec<Pid>> = BTreeMap::new();
         for (pid, stat) in proc::scan() {
             map.entry(stat.ppid).or_default().push(pid);
         }
-        Source::Scan(map)
+        map
     }
 
-    fn children(&self, pid: Pid) -> Vec<Pid> {
+    /// The children of `pid` (`again`: read again in this walk, so a scan
+    /// is made anew; `stat`: what `pid`'s stat said, if read: a process
+    /// with one thread, not a zombie, has its children in its main
+    /// thread's file alone); `Ok(None)` if `pid` is gone (reaped).
+    fn children(&mut self, pid: Pid, again: bool, stat: Option<&Stat>) -> io::Result<Option<Vec<Pid>>> {
         match self {
-            Source::Files => proc::children(pid).unwrap_or_default(),
-            Source::Scan(map) => map.get(&pid).cloned().unwrap_or_default(),
+            Source::Files => {
+                let one_thread = stat.is_some_and(|s| s.threads == 1 && s.state != b'Z');
+                let read = if one_thread { proc::main_thread_children(pid) } else { proc::children(pid) };
+                match read {
+                    Ok(children) => Ok(Some(children)),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(io::Error::new(e.kind(), format!("cannot list the children of process {pid}: {e}"))),
+                }
+            }
+            Source::Scan(map) => {
+                if again {
+                    *map = Self::scan();
+                }
+                Ok(Some(map.get(&pid).cloned().unwrap_or_default()))
+            }
         }
     }
 }
@@ -53,39 +99,119 @@ pub struct Found<'a> {
     pub pidfd: &'a Pidfd,
 }
 
-/// Visit every live descendant of pgrun except `skip` (the guard), deepest
-/// first (a process's children are listed while it is still alive and
-/// their parent), with a pidfd for each.
-pub fn walk(skip: Option<Pid>, visit: &mut dyn FnMut(Found<'_>)) {
-    let source = Source::new();
-    let me = sys::getpid();
-    for child in source.children(me) {
-        if Some(child) == skip {
-            continue;
-        }
-        // Our own child: its pid is ours until we reap it (and we are not
-        // reaping now), so the pidfd names it.
-        let Some(fd) = Pidfd::open(child) else { continue };
-        let Some(stat) = proc::stat(child) else { continue };
-        if stat.ppid == me {
-            visit_below(&source, child, stat, fd, visit);
-        }
-    }
+/// Visit every live descendant of pgrun except `skip` (the guard) that
+/// `wanted` says is to be visited, each before its children are listed,
+/// with a pidfd for each; the others (which the caller reached before
+/// the walk: the group's members, which got the group's signal) are
+/// walked through. See the
+/// module doc for how processes that move during the walk are found. An
+/// error says what could not be read or held (the walk went on past it);
+/// the first one is returned.
+pub fn walk(skip: Option<Pid>, wanted: &dyn Fn(&Stat) -> bool, visit: &mut dyn FnMut(Found<'_>)) -> io::Result<()> {
+    let mut walk = Walk { source: Source::new(), skip, seen: HashSet::new(), error: None, wanted, visit };
+    walk.children_of(sys::getpid(), None, None);
+    walk.error.map_or(Ok(()), Err)
 }
 
-fn visit_below(source: &Source, pid: Pid, stat: Stat, fd: Pidfd, visit: &mut dyn FnMut(Found<'_>)) {
-    for child in source.children(pid) {
-        let Some(child_fd) = Pidfd::open(child) else { continue };
-        let Some(child_stat) = proc::stat(child) else { continue };
-        // Opened first, checked after: the parent is still `pid`, and `pid`
-        // has not exited, so the number `pid` still names our descendant.
-        if child_stat.ppid != pid || fd.exited() {
-            continue;
-        }
-        visit_below(source, child, child_stat, child_fd, visit);
+/// One walk's state.
+struct Walk<'v> {
+    source: Source,
+    skip: Option<Pid>,
+    /// The processes visited (or found zombies) so far.
+    seen: HashSet<Pid>,
+    error: Option<io::Error>,
+    wanted: &'v dyn Fn(&Stat) -> bool,
+    visit: &'v mut dyn FnMut(Found<'_>),
+}
+
+impl Walk<'_> {
+    fn fail(&mut self, e: io::Error) {
+        crate::verbose!("{e}");
+        self.error.get_or_insert(e);
     }
-    if stat.state != b'Z' {
-        visit(Found { pid, stat, pidfd: &fd });
+
+    /// Take the children of `parent` not seen yet, each with its own
+    /// children; `held` is `parent`'s pidfd (`None`: pgrun itself), `stat`
+    /// its stat if read since it got the step (see [`Source::children`]).
+    /// The list is read again while something below exited during the
+    /// last reading. Returns whether something at or below `parent`
+    /// exited during the walk (what it left may have moved above
+    /// `parent`).
+    fn children_of(&mut self, parent: Pid, held: Option<&Pidfd>, stat: Option<&Stat>) -> bool {
+        let mut exited = false;
+        for reading in 0..READS_PER_LIST {
+            let children = match self.source.children(parent, reading > 0, stat) {
+                Ok(Some(children)) => children,
+                Ok(None) => return true,
+                Err(e) => {
+                    self.fail(e);
+                    break;
+                }
+            };
+            if held.is_none() {
+                crate::test_hook::pause("tree-listed");
+            }
+            let mut exited_now = false;
+            for child in children {
+                if Some(child) != self.skip && !self.seen.contains(&child) {
+                    exited_now |= self.child(parent, held, child);
+                }
+            }
+            exited |= exited_now;
+            // Nothing below exited: nothing moved here meanwhile. Or
+            // `parent` itself exited: its children moved up, not here.
+            if !exited_now || held.is_some_and(Pidfd::exited) {
+                break;
+            }
+        }
+        exited || held.is_some_and(Pidfd::exited)
+    }
+
+    /// Take `child`, listed as `parent`'s (`held`: `parent`'s pidfd), if
+    /// it still is, held by a pidfd opened first, then checked: visit it
+    /// if wanted, and take its children. Returns whether something exited
+    /// (or moved) that may have left processes above `parent`.
+    fn child(&mut self, parent: Pid, held: Option<&Pidfd>, child: Pid) -> bool {
+        let fd = match Pidfd::hold(child) {
+            Ok(Some(fd)) => fd,
+            // Reaped since the list was read: it exited meanwhile.
+            Ok(None) => return true,
+            Err(e) => {
+                self.fail(io::Error::new(e.kind(), format!("cannot hold process {child} (a pidfd): {e}")));
+                return false;
+            }
+        };
+        let stat = match proc::stat(child) {
+            Some(stat) => stat,
+            // /proc/PID goes only when the process is reaped, after it exited.
+            None if fd.exited() => return true,
+            None => {
+                self.fail(io::Error::other(format!("cannot read /proc/{child}/stat")));
+                return false;
+            }
+        };
+        // Opened first, checked after: still `parent`'s child, and `parent`
+        // has not exited, so the number `child` still named our descendant
+        // when its pidfd was opened. Otherwise it moved up (its parent
+        // exited): it is found where it went.
+        if stat.ppid != parent || held.is_some_and(Pidfd::exited) {
+            return true;
+        }
+        self.seen.insert(child);
+        let wanted = (self.wanted)(&stat);
+        if stat.state != b'Z' && wanted {
+            (self.visit)(Found { pid: child, stat, pidfd: &fd });
+        }
+        if fd.exited() {
+            // It has exited (every thread): its children moved up, none
+            // is left to list.
+            return true;
+        }
+        // A process visited now got the step after its stat was read (a
+        // thread it made since may have children): listed thread by
+        // thread. The others got it before the walk (the group's signal).
+        let below = self.children_of(child, Some(&fd), (!wanted).then_some(&stat));
+        below || fd.exited()
     }
 }
 
@@ -93,7 +219,8 @@ fn visit_below(source: &Source, pid: Pid, stat: Stat, fd: Pidfd, visit: &mut dyn
 /// outside group `pgid` (the guard `skip` aside); `reached` collects their
 /// pids. With `members_too` (the group's number is no longer signalled:
 /// pgrun took it for gone), the descendants still in the group get it too,
-/// through the same pidfds, and are not counted as escaped.
+/// through the same pidfds, and are not counted as escaped. An error says
+/// a descendant could not be found, held or signalled (the first such).
 pub fn signal_escapees(
     pgid: Pid,
     skip: Option<Pid>,
@@ -101,24 +228,32 @@ pub fn signal_escapees(
     cont: bool,
     members_too: bool,
     reached: &mut BTreeSet<Pid>,
-) {
-    walk(skip, &mut |found| {
+) -> io::Result<()> {
+    let mut failed: Option<io::Error> = None;
+    let wanted = |stat: &Stat| members_too || stat.pgrp != pgid;
+    let walked = walk(skip, &wanted, &mut |found| {
         let member = found.stat.pgrp == pgid;
-        if member && !members_too {
-            return;
-        }
-        if let Ok(true) = found.pidfd.signal(signal) {
-            if member {
-                crate::verbose!("sending {} to process {} (of process group {pgid})", signal, found.pid);
-            } else {
-                crate::verbose!("sending {} to process {} (it left the group)", signal, found.pid);
-                reached.insert(found.pid);
+        match found.pidfd.signal(signal) {
+            Ok(true) => {
+                if member {
+                    crate::verbose!("sending {} to process {} (of process group {pgid})", signal, found.pid);
+                } else {
+                    crate::verbose!("sending {} to process {} (it left the group)", signal, found.pid);
+                    reached.insert(found.pid);
+                }
+                if cont {
+                    let _ = found.pidfd.signal(Signal::CONT);
+                }
             }
-            if cont {
-                let _ = found.pidfd.signal(Signal::CONT);
+            // It exited since it was found.
+            Ok(false) => {}
+            Err(e) => {
+                crate::verbose!("cannot send {} to process {}: {e}", signal, found.pid);
+                failed.get_or_insert(e);
             }
         }
     });
+    walked.and(failed.map_or(Ok(()), Err))
 }
 
 /// Whether pgrun has a child other than `skip` (the guard). With the
@@ -139,10 +274,12 @@ pub fn has_children_besides(skip: Option<Pid>) -> bool {
 /// counting a process named `skip_comm` directly below `root` (its guard).
 /// For `pgrun status`, which only reads.
 pub fn count_outside(root: Pid, pgid: Pid, skip_comm: &str) -> usize {
-    let source = Source::new();
+    let mut source = Source::new();
+    // A count for a reader: what cannot be listed counts as no children.
+    let mut children = |pid: Pid| source.children(pid, false, None).ok().flatten().unwrap_or_default();
     let mut seen = BTreeSet::new();
     let mut stack: Vec<Pid> =
-        source.children(root).into_iter().filter(|&c| proc::comm(c).is_none_or(|name| name != skip_comm)).collect();
+        children(root).into_iter().filter(|&c| proc::comm(c).is_none_or(|name| name != skip_comm)).collect();
     let mut count = 0;
     while let Some(pid) = stack.pop() {
         if !seen.insert(pid) {
@@ -154,7 +291,7 @@ pub fn count_outside(root: Pid, pgid: Pid, skip_comm: &str) -> usize {
         {
             count += 1;
         }
-        stack.extend(source.children(pid));
+        stack.extend(children(pid));
     }
     count
 }

@@ -9,6 +9,12 @@
 //! and so how it is signalled and when it is gone, the [`Target`]'s (a
 //! [`ForeignGroup`](crate::contain::ForeignGroup) held by pidfds, or the guard's cgroup leaf).
 //!
+//! A zombie is a member of its group until its parent reaps it, so the run
+//! is not gone while one is left. Where what is left is only zombies that
+//! the driver cannot reap (the guard's run, once pgrun is dead: their new
+//! parent reaps them), no step can do more: the driver waits for their
+//! reaping instead, at most [`zombie_wait`] ([`wait_reaped`]).
+//!
 //! A `leader:` step is sent only through a pidfd held on the leader (the
 //! member whose pid is the group's id, found in the group while the group
 //! was the run's), never with `kill(pid)`: whoever runs this is not the
@@ -28,12 +34,32 @@ use crate::contain::Target;
 /// Longest wait on a target's event fd before it is checked anyway.
 const EVENTS_CHECK: Duration = Duration::from_millis(100);
 
+/// How long a run left with only zombies is waited for (their parent, not
+/// the driver, reaps them; an init may take a second or more) before the
+/// driver gives up on it: as long as the sequence lets a step wait (its
+/// longest grace), at least [`crate::stop::plan::KILL_GRACE`].
+pub fn zombie_wait(sequence: &StopSequence) -> Duration {
+    let steps = sequence.steps();
+    let graces = steps[..steps.len() - 1].iter().map(|step| step.grace);
+    graces.fold(crate::stop::plan::KILL_GRACE, Duration::max)
+}
+
+/// How a wait for the target to be gone ended.
+enum Waited {
+    Gone,
+    /// Nothing but zombies that the driver cannot reap is left.
+    OnlyZombies,
+    /// The deadline passed.
+    Due,
+}
+
 /// Run `sequence` on `target` as a [`StopPlan`] says: each step signals
 /// it (then SIGCONT, see [`crate::stop::plan::needs_cont`]) and waits up to
 /// its grace for it to be gone; once `until` has passed, the remaining
 /// steps are skipped for the final KILL, which waits
-/// [`crate::stop::plan::KILL_GRACE`] and is not repeated. True if the
-/// target is gone.
+/// [`crate::stop::plan::KILL_GRACE`] and is not repeated. Once nothing but
+/// zombies the driver cannot reap is left, the steps left are pointless:
+/// [`wait_reaped`] instead. True if the target is gone.
 pub fn stop(target: &mut dyn Target, sequence: &StopSequence, until: Option<Instant>) -> bool {
     let mut plan = StopPlan::new(sequence, AfterKill::GiveUp, until);
     loop {
@@ -54,29 +80,52 @@ pub fn stop(target: &mut dyn Target, sequence: &StopSequence, until: Option<Inst
                 verbose!("sending {} to {}", send.signal, target.describe());
                 let _ = target.signal(send.signal, send.cont, send.last);
             }
-            Action::WaitUntil(until) => {
-                if wait_gone(target, until) {
-                    return true;
-                }
-            }
+            Action::WaitUntil(until) => match wait_gone(target, until) {
+                Waited::Gone => return true,
+                Waited::OnlyZombies => return wait_reaped(target, sequence),
+                Waited::Due => {}
+            },
             Action::GiveUp(_) => return false,
         }
     }
 }
 
-/// Wait until `target` is gone or `until` passes (`None`: until it is
-/// gone): on the target's event fd where it has one, else with a
-/// [`Backoff`].
-fn wait_gone(target: &mut dyn Target, until: Option<Instant>) -> bool {
-    let events = target.events();
+/// What is left of `target` is only zombies the caller cannot reap
+/// ([`Target::only_zombies`]): wait for their parent to reap them, at most
+/// [`zombie_wait`] of `sequence`. True if the target is gone by then;
+/// false is a give-up (the caller says so).
+pub fn wait_reaped(target: &mut dyn Target, sequence: &StopSequence) -> bool {
+    verbose!("only zombies are left of {}: waiting for their parent to reap them", target.describe());
+    crate::test_hook::pause("zombies-left");
+    // A grace too long to represent: no bound but the zombies' reaping.
+    let until = Instant::now().checked_add(zombie_wait(sequence));
     let mut backoff = Backoff::default();
     loop {
         if target.gone() {
             return true;
         }
+        if !backoff.pause_until(until) {
+            return target.gone();
+        }
+    }
+}
+
+/// Wait until `target` is gone, holds only zombies the caller cannot reap,
+/// or `until` passes (`None`: no deadline): on the target's event fd where
+/// it has one, else with a [`Backoff`].
+fn wait_gone(target: &mut dyn Target, until: Option<Instant>) -> Waited {
+    let events = target.events();
+    let mut backoff = Backoff::default();
+    loop {
+        if target.gone() {
+            return Waited::Gone;
+        }
+        if target.only_zombies() {
+            return Waited::OnlyZombies;
+        }
         let now = Instant::now();
         if until.is_some_and(|u| now >= u) {
-            return false;
+            return Waited::Due;
         }
         match &events {
             Some(fd) => {

@@ -29,6 +29,8 @@ pub struct Stat {
     pub state: u8,
     pub ppid: Pid,
     pub pgrp: Pid,
+    /// How many threads it has (`num_threads`).
+    pub threads: u32,
 }
 
 /// Parse a `/proc/PID/stat` line: the fields after the command name, which
@@ -40,7 +42,10 @@ pub fn parse_stat(stat: &[u8]) -> Option<Stat> {
     let state = *fields.next()?.as_bytes().first()?;
     let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
-    Some(Stat { state, ppid, pgrp })
+    // session, tty_nr, tpgid, flags, minflt, cminflt, majflt, cmajflt,
+    // utime, stime, cutime, cstime, priority, nice, then num_threads.
+    let threads = fields.nth(14)?.parse().ok()?;
+    Some(Stat { state, ppid, pgrp, threads })
 }
 
 /// `/proc/PID/stat`; `None` if the process is gone.
@@ -112,6 +117,14 @@ fn read_children_file(path: &str) -> io::Result<String> {
         }
     }
     String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// The children of `pid`'s main thread (all of them, for a process with
+/// one thread: half the reads of [`children`], which lists the threads
+/// first). `Err(NotFound)` for a gone process.
+pub fn main_thread_children(pid: Pid) -> io::Result<Vec<Pid>> {
+    let text = read_children_file(&format!("/proc/{pid}/task/{pid}/children"))?;
+    Ok(text.split_ascii_whitespace().filter_map(|p| p.parse::<Pid>().ok()).collect())
 }
 
 /// The children of the calling process's main thread (all of them, for a
@@ -203,8 +216,8 @@ mod tests {
 
     #[test]
     fn stat_with_odd_command_names() {
-        let s = parse_stat(b"42 (a) b (c)) S 7 42 42 0 -1").unwrap();
-        assert_eq!(s, Stat { state: b'S', ppid: 7, pgrp: 42 });
+        let s = parse_stat(b"42 (a) b (c)) S 7 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 3 0 5").unwrap();
+        assert_eq!(s, Stat { state: b'S', ppid: 7, pgrp: 42, threads: 3 });
         assert_eq!(parse_stat(b"42 (x"), None);
     }
 
