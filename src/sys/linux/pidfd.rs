@@ -33,23 +33,15 @@ impl Pidfd {
     /// other failure (EMFILE, ENFILE, ENOMEM, a seccomp filter's EPERM or
     /// ENOSYS) is an error, the process may well be there.
     pub fn hold(pid: Pid) -> io::Result<Option<Pidfd>> {
-        #[cfg(linux_strengths)]
-        {
-            use std::os::fd::FromRawFd;
-            // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-            if fd >= 0 {
-                // SAFETY: the kernel just gave us this fd; pidfds are close-on-exec.
-                return Ok(Some(Pidfd(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })));
-            }
-            let err = io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::ESRCH) { Ok(None) } else { Err(err) }
+        use std::os::fd::FromRawFd;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd >= 0 {
+            // SAFETY: the kernel just gave us this fd; pidfds are close-on-exec.
+            return Ok(Some(Pidfd(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })));
         }
-        #[cfg(not(linux_strengths))]
-        {
-            let _ = pid;
-            Ok(None)
-        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::ESRCH) { Ok(None) } else { Err(err) }
     }
 
     /// A pidfd another process opened and handed over (the guard's tie).

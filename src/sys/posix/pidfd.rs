@@ -22,6 +22,12 @@ impl Pidfd {
         None
     }
 
+    /// No process can be held here: always `Ok(None)`.
+    pub fn hold(pid: Pid) -> io::Result<Option<Pidfd>> {
+        let _ = pid;
+        Ok(None)
+    }
+
     /// Never called: no [`Pidfd`] exists.
     pub fn exited(&self) -> bool {
         match self.0 {}
