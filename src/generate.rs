@@ -9,7 +9,6 @@
 
 use crate::cli::{Artifact, with_long_help};
 use clap_complete::Shell;
-use std::io::Write;
 
 /// The man pages' date: when their prose last changed. Fixed, so that the
 /// generated files only change when the definitions do.
@@ -57,14 +56,7 @@ fn readme_exit_status() -> String {
 
 /// Print `what` to stdout; the status for `main`.
 pub fn print(what: Artifact) -> u8 {
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(&render(what)).and_then(|()| stdout.flush()) {
-        Ok(()) => 0,
-        Err(e) => {
-            crate::say::line(format_args!("cannot write to stdout: {e}"));
-            crate::exit::FAILURE
-        }
-    }
+    if crate::say::to_stdout(&render(what)) { 0 } else { crate::exit::FAILURE }
 }
 
 fn man_page(cmd: &clap::Command, title: &str, see_also: &[&str]) -> Vec<u8> {

@@ -34,4 +34,5 @@ mod stopping;
 mod stress;
 mod terminal;
 mod timeout_hint;
+mod usage;
 mod wait;

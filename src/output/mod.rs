@@ -6,15 +6,14 @@
 //! `--idle-timeout` uses the same relay, unbounded unless `--max-output` is
 //! given too, to see output go by.
 //!
-//! [`size`] parses SIZE, [`utf8`] knows where a cut may fall, [`limit`] is
-//! the pure cut of one stream, [`file`] the output file, and [`relay`]
-//! moves the bytes: it owns the pipes and is driven by the supervisor's
-//! event loop.
+//! [`utf8`] knows where a cut may fall, [`limit`] is the pure cut of one
+//! stream, [`file`] the output file, and [`relay`] moves the bytes: it owns
+//! the pipes and is driven by the supervisor's event loop. (SIZE itself is
+//! parsed by [`crate::size`], as every size is.)
 
 pub mod file;
 pub mod limit;
 pub mod relay;
-pub mod size;
 pub mod utf8;
 
 pub use limit::StreamStats;
