@@ -119,7 +119,7 @@ impl Scope {
             Mode::Tree => Beyond::Tree,
             Mode::Cgroup => match cgroup::Leaf::create(limits) {
                 Ok(leaf) => Beyond::Cgroup(leaf),
-                Err(why) => bail!("--contain cgroup: {why}"),
+                Err(why) => bail!("{}", crate::cgroup_limits::no_leaf(limits, &why)),
             },
             Mode::Auto if !linux => Beyond::Nothing,
             Mode::Auto => match cgroup::Leaf::create(limits) {
