@@ -223,9 +223,9 @@ pub struct RunArgs {
 
     /// Bound stdout and stderr to SIZE bytes each (64K, 1M): head and tail.
     #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size,
-          long_help = "Bound COMMAND's stdout and stderr to SIZE bytes each (e.g. 64K, 1M, 10MB): a \
-                       longer stream keeps its first and last SIZE/2 bytes around a line \
-                       `[pgrun: N bytes omitted]`.")]
+          long_help = "Bound COMMAND's stdout and stderr to SIZE bytes each (e.g. 64K, 1m, 1MiB, 10MB; \
+                       see Sizes below): a longer stream keeps its first and last SIZE/2 bytes around \
+                       a line `[pgrun: N bytes omitted]`.")]
     pub max_output: Option<u64>,
 
     /// Also write stdout and stderr, complete and in read order, to PATH.
@@ -280,7 +280,8 @@ of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)
     /// The run's memory, all its processes together: memory.max = SIZE and
     /// memory.swap.max = 0 in the run's cgroup leaf, and memory.oom.group =
     /// 1, so an out-of-memory kill ends the whole run (report reason oom,
-    /// exit 137). Needs --contain cgroup, which it makes the default.
+    /// exit 137). SIZE as for --max-output (512m, 2G; see Sizes below).
+    /// Needs --contain cgroup, which it makes the default.
     #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size)]
     pub memory_max: Option<u64>,
 

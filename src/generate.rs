@@ -12,7 +12,7 @@ use clap_complete::Shell;
 
 /// The man pages' date: when their prose last changed. Fixed, so that the
 /// generated files only change when the definitions do.
-const MAN_DATE: &str = "2026-11-30";
+const MAN_DATE: &str = "2026-12-03";
 
 /// Render `what` as bytes.
 pub fn render(what: Artifact) -> Vec<u8> {
