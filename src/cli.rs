@@ -103,6 +103,9 @@ pub enum Artifact {
     /// The exit-status tables of README.md (between its markers).
     #[value(hide = true)]
     ReadmeExitStatus,
+    /// The signal table of docs/design.md (between its markers).
+    #[value(hide = true)]
+    DesignSignals,
 }
 
 impl Artifact {
@@ -119,6 +122,7 @@ impl Artifact {
             Artifact::Elvish => "completions/pgrun.elv",
             Artifact::Powershell => "completions/_pgrun.ps1",
             Artifact::ReadmeExitStatus => "README.md",
+            Artifact::DesignSignals => "docs/design.md",
         }
     }
 }

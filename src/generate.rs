@@ -1,9 +1,10 @@
 //! `pgrun --generate WHAT`: the man pages and shell completions, generated
 //! from the clap definition so that they cannot drift from the flags.
 //!
-//! The generated files are committed under `man/` and `completions/`;
-//! `scripts/regenerate-docs` rewrites them and a test fails when they are
-//! stale. The man page takes NAME, SYNOPSIS, DESCRIPTION and OPTIONS from
+//! The generated files are committed under `man/` and `completions/`, with
+//! two Markdown tables (README.md's exit statuses, docs/design.md's
+//! signals); `scripts/regenerate-docs` rewrites them and a test fails when
+//! they are stale. The man page takes NAME, SYNOPSIS, DESCRIPTION and OPTIONS from
 //! clap_mangen and converts the `--help` prose (see `help`) into the
 //! remaining sections.
 
@@ -37,6 +38,7 @@ pub fn render(what: Artifact) -> Vec<u8> {
         Artifact::Elvish => Shell::Elvish,
         Artifact::Powershell => Shell::PowerShell,
         Artifact::ReadmeExitStatus => return readme_exit_status().into_bytes(),
+        Artifact::DesignSignals => return crate::signal_policy::markdown_table().into_bytes(),
     };
     clap_complete::generate(shell, &mut cmd, "pgrun", &mut out);
     out

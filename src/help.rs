@@ -563,6 +563,9 @@ Man pages and shell completions:
     pgrun --generate man > ~/.local/share/man/man1/pgrun.1
     pgrun --generate bash > ~/.local/share/bash-completion/completions/pgrun
     pgrun --generate fish > ~/.config/fish/completions/pgrun.fish
+    pgrun --generate zsh > ~/.local/share/zsh/site-functions/_pgrun
+  zsh looks there once ~/.zshrc has, before compinit:
+    fpath=(~/.local/share/zsh/site-functions $fpath)
 
 Examples:
   In a script, with a deadline and a longer grace:

@@ -26,8 +26,8 @@
 //!   [`timeout_hint`], [`signal_policy`] (which signal does what) and
 //!   [`signame`].
 //! - The documentation: [`help`] (the `--help` prose) and [`generate`]
-//!   (man pages, completions and README's exit statuses, from the
-//!   definitions).
+//!   (man pages, completions, README's exit statuses and docs/design.md's
+//!   signal table, from the definitions).
 //! - What everything stands on: [`sys`] (every contact with the kernel,
 //!   Linux strengths and portable paths behind one facade), and small
 //!   seams: [`atomic_file`] (write, then rename), [`exit_hooks`] (what an

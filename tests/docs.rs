@@ -34,18 +34,29 @@ fn committed_man_pages_and_completions_are_current() {
     }
 }
 
+/// The block of `file` between `<!-- NAME: ... -->` and `<!-- end NAME
+/// -->` is what `pgrun --generate WHAT` prints.
+fn assert_block_current(file: &str, name: &str, what: &str) {
+    let out = run(&mut pgrun(["--generate", what]));
+    assert_status(&out, 0, what);
+    let text = std::fs::read_to_string(repo(file)).unwrap();
+    let start = text.find(&format!("<!-- {name}:")).unwrap_or_else(|| panic!("{file} has no {name} marker"));
+    let body_start = start + text[start..].find('\n').unwrap() + 1;
+    let end = text.find(&format!("<!-- end {name} -->")).unwrap_or_else(|| panic!("{file} has no end {name} marker"));
+    assert!(
+        &text.as_bytes()[body_start..end] == out.stdout.as_slice(),
+        "{file}'s {name} is stale: run scripts/regenerate-docs, and commit it"
+    );
+}
+
 #[test]
 fn readme_exit_status_tables_are_current() {
-    let out = run(&mut pgrun(["--generate", "readme-exit-status"]));
-    assert_status(&out, 0, "readme-exit-status");
-    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
-    let start = readme.find("<!-- exit-status:").expect("README.md has the exit-status marker");
-    let body_start = start + readme[start..].find('\n').unwrap() + 1;
-    let end = readme.find("<!-- end exit-status -->").expect("README.md has the end marker");
-    assert!(
-        &readme.as_bytes()[body_start..end] == out.stdout.as_slice(),
-        "README.md's exit statuses are stale: run scripts/regenerate-docs, and commit it"
-    );
+    assert_block_current("README.md", "exit-status", "readme-exit-status");
+}
+
+#[test]
+fn design_signal_table_is_current() {
+    assert_block_current("docs/design.md", "signals", "design-signals");
 }
 
 #[test]

@@ -29,6 +29,7 @@ mod protocol;
 mod publish;
 mod resources;
 mod robustness;
+mod snippets;
 mod status;
 mod stopping;
 mod stress;
