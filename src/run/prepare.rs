@@ -234,7 +234,7 @@ fn take_marker_before_start(marker: Option<&Path>) -> Step<()> {
     match marker {
         Some(marker) if pidfile::consume_marker(marker, crate::sys::geteuid()) => {
             say::line(format_args!(
-                "cancelled before the start: a cancel was pending (cancel marker {})",
+                "cancelled before it started: a cancel was pending (cancel marker {})",
                 marker.display()
             ));
             Err(EarlyEnd::CancelledBeforeStart(libc::SIGTERM))
