@@ -1,4 +1,4 @@
-_pgrun() {
+_pgrun_options() {
     local i cur prev opts cmd
     COMPREPLY=()
     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
@@ -299,3 +299,36 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
 else
     complete -F _pgrun -o bashdefault -o default pgrun
 fi
+
+# COMMAND and its arguments are completed as a command line of their own,
+# pgrun's own words by _pgrun_options (clap's).
+_pgrun() {
+    local i=1 dashdash=
+    while (( i < COMP_CWORD )); do
+        case ${COMP_WORDS[i]} in
+            --) (( i++ )); dashdash=1; break ;;
+            -t|--timeout|--idle-timeout|-s|--signal|-k|--kill-after|--escalate|-p|--pidfile|--cancel-file|--report|--max-output|--output-file|--contain|--rlimit|--memory-max|--pids-max|--cpus|--generate) (( i += 2 )) ;;
+            -*) (( i++ )) ;;
+            cancel|status|wait)
+                if (( i == 1 )); then _pgrun_options "$@"; return; fi
+                break ;;
+            *) break ;;
+        esac
+    done
+    if (( i > COMP_CWORD )) || [[ -z $dashdash && $i -eq $COMP_CWORD && $2 == -* ]]; then
+        _pgrun_options "$@"
+        return
+    fi
+    if (( i < COMP_CWORD )); then
+        COMPREPLY=()
+        if declare -F _comp_command_offset >/dev/null; then
+            _comp_command_offset "$i"
+        elif declare -F _command_offset >/dev/null; then
+            _command_offset "$i"
+        fi
+        return 0
+    fi
+    COMPREPLY=()
+    [[ -n $dashdash ]] || _pgrun_options "$@"
+    COMPREPLY+=( $(compgen -c -- "$2") )
+}

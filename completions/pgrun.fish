@@ -7,8 +7,13 @@ function __fish_pgrun_needs_command
     # Figure out if the current invocation already has a command.
     set -l cmd (commandline -opc)
     set -e cmd[1]
+    # After `--`: COMMAND's words (see __fish_pgrun_command).
+    if contains -- -- $cmd
+        return 1
+    end
+    # A line that does not parse yet ends in an option waiting for its value.
     argparse -s (__fish_pgrun_global_optspecs) -- $cmd 2>/dev/null
-    or return
+    or return 0
     if set -q argv[1]
         # Also print the command, so this can be used to figure out what it is.
         echo $argv[1]
@@ -90,3 +95,34 @@ complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s t -l timeout -d 'Gi
 complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -l report -d 'The run\'s report (the PATH it was given): exit with the run\'s own status' -r -F
 complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s v -l verbose -d 'Say what wait does, on stderr'
 complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s h -l help -d 'Print help (see more with \'--help\')'
+
+# COMMAND's words, from its name to the word being completed: printed, and
+# true, where they are (after `--`, or from the first word that is neither
+# an option nor an option's value; cancel, status and wait first on the
+# line are modes).
+function __fish_pgrun_command
+    set -l words (commandline -opc) (commandline -ct)
+    set -e words[1]
+    set -l i 1
+    while set -q words[$i]
+        switch $words[$i]
+            case --
+                set -e words[1..$i]
+                printf '%s\n' $words
+                return 0
+            case -t --timeout --idle-timeout -s --signal -k --kill-after --escalate -p --pidfile --cancel-file --report --max-output --output-file --contain --rlimit --memory-max --pids-max --cpus --generate
+                set i (math $i + 2)
+            case '-*'
+                set i (math $i + 1)
+            case cancel status wait
+                test $i -gt 1; or return 1
+                break
+            case '*'
+                break
+        end
+    end
+    set -q words[$i]; or return 1
+    printf '%s\n' $words[$i..-1]
+end
+
+complete -c pgrun -n __fish_pgrun_command -x -a '(__fish_complete_subcommand --commandline (__fish_pgrun_command))'

@@ -58,6 +58,41 @@ impl CgroupLimits {
     }
 }
 
+/// What the user can do where the run's leaf cannot be had, or cannot get
+/// the controllers `limits` need, for the end of that error line: where a
+/// cgroup of one's own with controllers is had (a systemd scope or unit
+/// with `Delegate=yes`, in which pgrun is alone), and what works without
+/// one (`--rlimit as=SIZE` bounds each process's memory; `--contain auto`
+/// falls back to `tree`).
+pub fn what_to_do(limits: &CgroupLimits) -> String {
+    let delegated = "run pgrun in a cgroup delegated to you (systemd-run --user --scope -p Delegate=yes pgrun ..., \
+                     or a unit with Delegate=yes)";
+    let without = if limits.memory_max.is_some() {
+        ", or bound each process's memory without cgroups: --rlimit as=SIZE"
+    } else if limits.any() {
+        ""
+    } else {
+        ", or use --contain auto, which falls back to tree where no cgroup can be had"
+    };
+    format!("{delegated}{without}")
+}
+
+/// The error of a run whose leaf cannot be had (`why`), as the user
+/// should read it: named after what they typed. A limit implies `--contain
+/// cgroup`, so with limits the line names the first limit (where `why`
+/// does not already), never `--contain cgroup`.
+pub fn no_leaf(limits: &CgroupLimits, why: &str) -> String {
+    let option = [("--memory-max", limits.memory_max.is_some()), ("--pids-max", limits.pids_max.is_some())]
+        .into_iter()
+        .find_map(|(option, given)| given.then_some(option))
+        .or(limits.cpu_quota_us.map(|_| "--cpus"));
+    match option {
+        None => format!("--contain cgroup: {why}"),
+        Some(_) if why.starts_with("--") => why.to_string(),
+        Some(option) => format!("{option} needs a cgroup of its own: {why}"),
+    }
+}
+
 /// `--pids-max N`: a whole number of tasks, at least 1.
 pub fn parse_pids_max(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
@@ -115,6 +150,24 @@ mod tests {
         for bad in ["0", "", "-1", "+5", "5x", "max"] {
             assert!(parse_pids_max(bad).is_err(), "{bad:?} was accepted");
         }
+    }
+
+    #[test]
+    fn errors_name_what_was_typed_and_say_what_to_do() {
+        let none = CgroupLimits::default();
+        let memory = CgroupLimits { memory_max: Some(1 << 20), ..none };
+        let pids = CgroupLimits { pids_max: Some(5), ..none };
+        let cpus = CgroupLimits { cpu_quota_us: Some(50_000), ..none };
+        assert_eq!(no_leaf(&none, "read-only"), "--contain cgroup: read-only");
+        assert_eq!(no_leaf(&memory, "read-only"), "--memory-max needs a cgroup of its own: read-only");
+        assert_eq!(no_leaf(&cpus, "read-only"), "--cpus needs a cgroup of its own: read-only");
+        assert_eq!(no_leaf(&pids, "--pids-max needs the pids controller"), "--pids-max needs the pids controller");
+        for limits in [none, memory, pids, cpus] {
+            assert!(what_to_do(&limits).contains("systemd-run --user --scope -p Delegate=yes pgrun"));
+        }
+        assert!(what_to_do(&memory).ends_with("--rlimit as=SIZE"));
+        assert!(what_to_do(&none).contains("--contain auto"));
+        assert!(!what_to_do(&pids).contains("--rlimit") && !what_to_do(&pids).contains("--contain"));
     }
 
     #[test]

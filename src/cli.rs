@@ -75,7 +75,6 @@ pub struct Cli {
     #[arg(
         long,
         value_name = "WHAT",
-        hide_short_help = true,
         exclusive = true,
         hide_possible_values = true,
         long_help = "Print a man page or a shell's completion script to stdout and exit: WHAT is man, \
@@ -104,6 +103,9 @@ pub enum Artifact {
     /// The exit-status tables of README.md (between its markers).
     #[value(hide = true)]
     ReadmeExitStatus,
+    /// The signal table of docs/design.md (between its markers).
+    #[value(hide = true)]
+    DesignSignals,
 }
 
 impl Artifact {
@@ -120,6 +122,7 @@ impl Artifact {
             Artifact::Elvish => "completions/pgrun.elv",
             Artifact::Powershell => "completions/_pgrun.ps1",
             Artifact::ReadmeExitStatus => "README.md",
+            Artifact::DesignSignals => "docs/design.md",
         }
     }
 }
@@ -165,12 +168,15 @@ pub enum Action {
 #[derive(Args, Debug, Default)]
 pub struct RunArgs {
     /// Stop the run after DUR (30, 1.5, 250ms, 2m, 1h, 1d; 0 = none).
-    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration,
+    // Every DUR takes a value that begins with `-` (allow_hyphen_values):
+    // `-1` or `-5s` then reaches parse_duration, which says that a duration
+    // cannot be negative, instead of clap taking it for an unknown option.
+    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true,
           long_help = "Stop the run after DUR (e.g. 30, 1.5, 250ms, 2m, 1h, 1d; 0 = none) [default: none].")]
     pub timeout: Option<Duration>,
 
     /// Stop the run when COMMAND has written no output for DUR.
-    #[arg(long, value_name = "DUR", value_parser = parse_duration,
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true,
           long_help = "Stop the run, as --timeout does (124), when COMMAND has written nothing to \
                        stdout or stderr for DUR; both then go through pgrun (see Idle timeout \
                        below; 0 = none) [default: none].")]
@@ -183,7 +189,7 @@ pub struct RunArgs {
     pub signal: Option<StepSignal>,
 
     /// Grace between that signal and SIGKILL [default: 10s].
-    #[arg(short = 'k', long, value_name = "DUR", value_parser = parse_duration,
+    #[arg(short = 'k', long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true,
           long_help = "Grace between that signal and SIGKILL (0: KILL right after it) [default: 10s].")]
     pub kill_after: Option<Duration>,
 
@@ -220,10 +226,10 @@ pub struct RunArgs {
     pub report: Option<PathBuf>,
 
     /// Bound stdout and stderr to SIZE bytes each (64K, 1M): head and tail.
-    #[arg(long, value_name = "SIZE", value_parser = crate::output::size::parse_size,
-          long_help = "Bound COMMAND's stdout and stderr to SIZE bytes each (e.g. 64K, 1M, 10MB): a \
-                       longer stream keeps its first and last SIZE/2 bytes around a line \
-                       `[pgrun: N bytes omitted]`.")]
+    #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size,
+          long_help = "Bound COMMAND's stdout and stderr to SIZE bytes each (e.g. 64K, 1m, 1MiB, 10MB; \
+                       see Sizes below): a longer stream keeps its first and last SIZE/2 bytes around \
+                       a line `[pgrun: N bytes omitted]`.")]
     pub max_output: Option<u64>,
 
     /// Also write stdout and stderr, complete and in read order, to PATH.
@@ -278,8 +284,9 @@ of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)
     /// The run's memory, all its processes together: memory.max = SIZE and
     /// memory.swap.max = 0 in the run's cgroup leaf, and memory.oom.group =
     /// 1, so an out-of-memory kill ends the whole run (report reason oom,
-    /// exit 137). Needs --contain cgroup, which it makes the default.
-    #[arg(long, hide_short_help = true, value_name = "SIZE", value_parser = crate::output::size::parse_size)]
+    /// exit 137). SIZE as for --max-output (512m, 2G; see Sizes below).
+    /// Needs --contain cgroup, which it makes the default.
+    #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size)]
     pub memory_max: Option<u64>,
 
     /// At most N tasks in the run at once (cgroup pids.max).
@@ -287,7 +294,7 @@ of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)
     /// At most N tasks (processes and threads) in the run at once: pids.max
     /// in the run's cgroup leaf; a fork past it fails with EAGAIN inside the
     /// run. Needs --contain cgroup, which it makes the default.
-    #[arg(long, hide_short_help = true, value_name = "N", value_parser = crate::cgroup_limits::parse_pids_max)]
+    #[arg(long, value_name = "N", value_parser = crate::cgroup_limits::parse_pids_max)]
     pub pids_max: Option<u64>,
 
     /// CPU bandwidth worth X CPUs, e.g. 0.5 or 2 (cgroup cpu.max).
@@ -295,7 +302,7 @@ of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)
     /// CPU bandwidth worth X CPUs (0.5, 2): cpu.max = X*100000 per 100000
     /// µs in the run's cgroup leaf. Needs --contain cgroup, which it makes
     /// the default.
-    #[arg(long, hide_short_help = true, value_name = "X", value_parser = crate::cgroup_limits::parse_cpus)]
+    #[arg(long, value_name = "X", value_parser = crate::cgroup_limits::parse_cpus)]
     pub cpus: Option<u64>,
 
     /// Start COMMAND in a new session instead of a new group (no terminal).
@@ -316,11 +323,11 @@ of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)
 #[derive(Args, Debug)]
 pub struct CancelArgs {
     /// How long to wait for a pid file to appear.
-    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true, default_value = "5s")]
     pub wait_start: Duration,
 
     /// Bound the wait for the run to stop; past it, SIGKILL the group.
-    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration)]
+    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
     pub timeout: Option<Duration>,
 
     /// If no run appears, leave the marker so the run is cancelled when it starts.
@@ -368,11 +375,11 @@ pub struct StatusArgs {
 #[derive(Args, Debug)]
 pub struct WaitArgs {
     /// How long to wait for a pid file to appear.
-    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true, default_value = "5s")]
     pub wait_start: Duration,
 
     /// Give up after DUR (exit 124), leaving the run alone.
-    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration)]
+    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
     pub timeout: Option<Duration>,
 
     /// The run's report (the PATH it was given): exit with the run's own status.

@@ -11,6 +11,11 @@ use std::time::Duration;
 
 /// Parse a DUR; the error says what is wrong with the text.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    if let Some(magnitude) = text.strip_prefix('-')
+        && parse_duration(magnitude).is_ok()
+    {
+        return Err(format!("'{text}': a duration cannot be negative (0 means none)"));
+    }
     let invalid = || format!("invalid duration '{text}' (expected e.g. 30, 1.5, 250ms, 2m, 1h, 1d)");
     let (number, nanos_per_unit): (&str, u128) = if let Some(n) = text.strip_suffix("ms") {
         (n, 1_000_000)
@@ -120,6 +125,16 @@ mod tests {
             "1sec", "1..", "1 s", "１",
         ] {
             assert!(parse_duration(text).is_err(), "{text:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn a_negative_duration_is_named_as_such() {
+        for text in ["-1", "-1.5", "-250ms", "-0"] {
+            assert!(parse_duration(text).is_err_and(|e| e.contains("cannot be negative")), "{text:?}");
+        }
+        for text in ["-", "--1", "-x", "-1e3"] {
+            assert!(parse_duration(text).is_err_and(|e| e.starts_with("invalid duration")), "{text:?}");
         }
     }
 }

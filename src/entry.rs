@@ -57,13 +57,10 @@ pub fn main(args: Vec<OsString>) -> u8 {
 fn usage_error(err: clap::Error) -> u8 {
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let mut out = std::io::stdout().lock();
-            match write!(out, "{}", err.render()).and_then(|()| out.flush()) {
-                Ok(()) => 0,
-                Err(e) => {
-                    say::line(format_args!("cannot write to stdout: {e}"));
-                    FAILURE
-                }
+            if say::to_stdout(err.render().to_string().as_bytes()) {
+                0
+            } else {
+                FAILURE
             }
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingRequiredArgument
@@ -81,9 +78,10 @@ fn usage_error(err: clap::Error) -> u8 {
             // "...were not provided:" is followed by what was not: name it.
             match first.strip_suffix(':').zip(lines.next()) {
                 Some((what, detail)) => say::line(format_args!("{what}: {}", detail.trim())),
-                None => match valid_values(&err) {
-                    Some(valid) => say::line(format_args!("{first} (valid values: {valid})")),
-                    None => say::line(format_args!("{first}")),
+                None => match (valid_values(&err), tips(&text)) {
+                    (Some(valid), _) => say::line(format_args!("{first} (valid values: {valid})")),
+                    (None, Some(tips)) => say::line(format_args!("{first} ({tips})")),
+                    (None, None) => say::line(format_args!("{first}")),
                 },
             }
             hint();
@@ -102,6 +100,19 @@ fn valid_values(err: &clap::Error) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// clap's tips, which it prints on lines of their own below the error
+/// (`tip: a similar argument exists: '--timeout'`), joined into one; but
+/// "to pass '-x' as a value, use '-- -x'", which for pgrun would make `-x`
+/// the command.
+fn tips(rendered: &str) -> Option<String> {
+    let tips: Vec<&str> = rendered
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("tip: "))
+        .filter(|tip| !tip.starts_with("to pass "))
+        .collect();
+    (!tips.is_empty()).then(|| format!("tip: {}", tips.join("; ")))
 }
 
 fn hint() {

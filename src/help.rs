@@ -361,6 +361,15 @@ Resources:
   leaf says so far: memory_bytes (memory.current), pids (pids.current),
   user_ms and system_ms.
 
+Sizes:
+  A SIZE (--max-output, --memory-max, the byte limits of --rlimit) is a
+  number of bytes with an optional unit, as head -c takes it and as Docker's
+  --memory is written: K, M or G, in either case, alone or followed by iB,
+  is 1024-based (1k, 512m, 2G, 1KiB, 1MiB); followed by B it is 1000-based
+  (1kB, 1KB, 10MB). No fraction, sign or space; b alone (512-byte blocks to
+  head, bytes to Docker), kb and T are refused. 0 is refused but as a
+  --rlimit value (core=0).
+
 Limits:
   --memory-max SIZE, --pids-max N and --cpus X limit the run as a whole, in
   its cgroup leaf: memory.max = SIZE with memory.swap.max = 0 and
@@ -389,7 +398,7 @@ Limits:
   with prlimit, one value sets both the soft and the hard limit, SOFT:HARD
   each, SOFT: only the soft one and :HARD only the hard one (the other stays
   as pgrun has it). A value is unlimited, a SIZE for the byte limits (as,
-  core, data, fsize, memlock, stack: 64M, 1G, 512KB, plain bytes, 0), a DUR
+  core, data, fsize, memlock, stack: 64M, 1g, 512KB, plain bytes, 0), a DUR
   for cpu (rounded up to whole seconds; the kernel sends SIGXCPU at the soft
   limit and SIGKILL at the hard one, so on Linux one value gives SIGKILL,
   exit 137),
@@ -404,8 +413,8 @@ Limits:
 Output limit:
   --max-output SIZE bounds COMMAND's stdout and stderr, for harnesses that
   hand the output to a person or a model. SIZE is bytes, with K, M, G
-  (1024-based) or KB, MB, GB (1000-based), as head -c takes them; 0 is
-  refused. Each stream gets a pipe that pgrun reads and its own budget of
+  (1024-based) or KB, MB, GB (1000-based), as head -c takes them (see
+  Sizes); 0 is refused. Each stream gets a pipe that pgrun reads and its own budget of
   SIZE bytes; stdin and every other fd still pass through. A stream of at
   most SIZE bytes comes out byte-identical. A longer one comes out as its
   first SIZE/2 bytes, written as they arrive, then the line
@@ -561,6 +570,9 @@ Man pages and shell completions:
     pgrun --generate man > ~/.local/share/man/man1/pgrun.1
     pgrun --generate bash > ~/.local/share/bash-completion/completions/pgrun
     pgrun --generate fish > ~/.config/fish/completions/pgrun.fish
+    pgrun --generate zsh > ~/.local/share/zsh/site-functions/_pgrun
+  zsh looks there once ~/.zshrc has, before compinit:
+    fpath=(~/.local/share/zsh/site-functions $fpath)
 
 Examples:
   In a script, with a deadline and a longer grace:

@@ -26,16 +26,16 @@
 //!   [`timeout_hint`], [`signal_policy`] (which signal does what) and
 //!   [`signame`].
 //! - The documentation: [`help`] (the `--help` prose) and [`generate`]
-//!   (man pages, completions and README's exit statuses, from the
-//!   definitions).
+//!   (man pages, completions, README's exit statuses and docs/design.md's
+//!   signal table, from the definitions).
 //! - What everything stands on: [`sys`] (every contact with the kernel,
 //!   Linux strengths and portable paths behind one facade), and small
 //!   seams: [`atomic_file`] (write, then rename), [`exit_hooks`] (what an
 //!   abrupt end must undo, recorded from below and read by
 //!   [`panic_stop`]), [`backoff`] (waits no event announces), [`say`]
 //!   (pgrun's only voice on stderr, and `verbose!`), [`duration`] and
-//!   [`test_hook`] (pauses and faults for the test suite, debug builds
-//!   only).
+//!   [`size`] (DUR and SIZE arguments, one parser each) and [`test_hook`]
+//!   (pauses and faults for the test suite, debug builds only).
 //!
 //! Where a low module must tell a higher one something, it calls a small
 //! trait the higher one implements ([`contain::Guardian`]: the guard's pid,
@@ -66,6 +66,7 @@ pub mod run;
 pub mod say;
 pub mod signal_policy;
 pub mod signame;
+pub mod size;
 pub mod status;
 pub mod stop;
 pub mod sys;

@@ -90,7 +90,7 @@ const OPTIONS: &[Opt] = &[
         Some(())
     }),
     value("max-output", None, |a, v| {
-        a.max_output = Some(crate::output::size::parse_size(text(v)?).ok()?);
+        a.max_output = Some(crate::size::parse_size(text(v)?).ok()?);
         Some(())
     }),
     value("output-file", None, |a, v| {
@@ -120,7 +120,7 @@ const OPTIONS: &[Opt] = &[
         }),
     },
     value("memory-max", None, |a, v| {
-        a.memory_max = Some(crate::output::size::parse_size(text(v)?).ok()?);
+        a.memory_max = Some(crate::size::parse_size(text(v)?).ok()?);
         Some(())
     }),
     value("pids-max", None, |a, v| {

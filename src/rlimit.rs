@@ -67,16 +67,8 @@ fn parse_value(kind: Kind, text: &str) -> Result<Raw, String> {
             }
             text.parse().map_err(|_| format!("'{text}' is out of range"))?
         }
-        Unit::Bytes => {
-            let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-            let zero = digits > 0 && text[..digits].bytes().all(|b| b == b'0');
-            // SIZE refuses 0, which is a fine limit (core=0: no core dumps).
-            match crate::output::size::parse_size(text) {
-                Ok(n) => n,
-                Err(_) if zero && crate::output::size::parse_size(&format!("1{}", &text[digits..])).is_ok() => 0,
-                Err(e) => return Err(format!("{e} (or unlimited)")),
-            }
-        }
+        // A SIZE, 0 included (core=0: no core dumps).
+        Unit::Bytes => crate::size::parse_bytes(text).map_err(|e| format!("{e} (or unlimited)"))?,
         Unit::Seconds => {
             let d = crate::duration::parse_duration(text).map_err(|e| format!("{e} (or unlimited)"))?;
             d.as_secs().saturating_add(u64::from(d.subsec_nanos() > 0))

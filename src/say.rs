@@ -1,5 +1,5 @@
 //! pgrun's only voice on stderr: `--verbose` action lines and error lines,
-//! each prefixed `pgrun: `.
+//! each prefixed `pgrun: `; and its few writes to stdout ([`to_stdout`]).
 //!
 //! Writes ignore every error: a closed or broken stderr must never change
 //! what pgrun does or how it exits (SIGPIPE is blocked, so EPIPE comes back
@@ -81,6 +81,23 @@ fn without_os_error_numbers(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Write `bytes` to stdout and flush: `--help`, `--version` and
+/// `--generate`, pgrun's only writes to stdout. A reader that has gone
+/// (EPIPE: `pgrun --help | head -1`) is not a failure, as it is none for a
+/// filter that dies of SIGPIPE there; any other failure is said in one
+/// line. False if the write failed.
+pub fn to_stdout(bytes: &[u8]) -> bool {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
+        Err(e) => {
+            line(format_args!("cannot write to stdout: {e}"));
+            false
+        }
+    }
 }
 
 /// One `--verbose` line: `verbose!("sending {} to process group {}", sig, pgid)`.

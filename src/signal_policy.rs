@@ -97,10 +97,29 @@ fn set_of(keep: impl Fn(Handling) -> bool) -> SigSet {
 
 /// The "Signals sent to pgrun" table of `--help` and the man page.
 pub fn help_table() -> String {
+    let mut out = String::new();
+    for (signals, meaning) in rows() {
+        out.push_str(&wrap_row(&signals, &meaning));
+    }
+    out.pop();
+    out
+}
+
+/// The same table in Markdown, for docs/design.md (between its markers).
+pub fn markdown_table() -> String {
+    let mut out = String::from("| signals | what pgrun does |\n|---|---|\n");
+    for (signals, meaning) in rows() {
+        out.push_str(&format!("| {signals} | {meaning} |\n"));
+    }
+    out
+}
+
+/// The table's rows: the signals, and what pgrun does with them.
+fn rows() -> [(String, String); 7] {
     let names = |pick: &dyn Fn(Handling) -> bool| -> String {
         TABLE.iter().filter(|(_, how)| pick(*how)).map(|(s, _)| Signal(*s).name()).collect::<Vec<_>>().join(" ")
     };
-    let rows = [
+    [
         (names(&|h| h == Handling::Cancel), "a cancel request: run the stop sequence".to_string()),
         (names(&|h| h == FORWARD_THEN_CONT), "forwarded to the group once each, then SIGCONT".to_string()),
         (names(&|h| h == FORWARD) + " RTMIN..RTMAX", "forwarded to the group once each, as they are".to_string()),
@@ -119,13 +138,7 @@ pub fn help_table() -> String {
             "CHLD".to_string(),
             "read to reap; a caller that ignores it changes nothing: pgrun takes the default back for itself, and COMMAND still inherits it ignored".to_string(),
         ),
-    ];
-    let mut out = String::new();
-    for (signals, meaning) in rows {
-        out.push_str(&wrap_row(&signals, &meaning));
-    }
-    out.pop();
-    out
+    ]
 }
 
 /// `    SIGNALS     meaning`, both wrapped within 78 columns.

@@ -349,7 +349,13 @@ fn cgroup_mode_without_a_delegated_hierarchy_is_125_naming_the_reason() {
     let witness = scratch.path("ran");
     let out = run(&mut as_nobody(pgrun_path(), &["--contain", "cgroup", "--", "touch", witness.to_str().unwrap()]));
     assert_status(&out, 125, "cgroup mode as nobody");
-    assert!(stderr_of(&out).contains("not delegated"), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(err.starts_with("pgrun: --contain cgroup: ") && err.contains("not delegated"), "{err}");
+    // What to do about it, in the same line.
+    let first = err.lines().next().unwrap_or_default();
+    for advice in ["systemd-run --user --scope -p Delegate=yes pgrun", "a unit with Delegate=yes", "--contain auto"] {
+        assert!(first.contains(advice), "no {advice:?} in: {first}");
+    }
     assert!(!witness.exists(), "the command ran");
     let out = run(&mut as_nobody(pgrun_path(), &["--contain", "auto", "--", "touch", witness.to_str().unwrap()]));
     assert_status(&out, 0, "auto as nobody falls back to tree");

@@ -232,7 +232,7 @@ fn failures_before_the_start_come_back_to_the_caller() {
         ("bad report path", vec!["-p", pid, "--report", bad_report.to_str().unwrap(), "true"], 125, "report"),
         ("command not found", vec!["-p", pid, "pgrun-no-such-command"], 127, "cannot run"),
         ("not executable", vec!["-p", pid, not_executable.to_str().unwrap()], 126, "cannot run"),
-        ("cancel marker present", vec!["-p", pid, "sleep", "300"], 143, ""),
+        ("cancel marker present", vec!["-p", pid, "sleep", "300"], 143, "cancelled before it started"),
     ];
     for (i, (what, args, want, says)) in cases.into_iter().enumerate() {
         let before = if want == 143 {

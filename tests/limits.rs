@@ -210,3 +210,28 @@ fn cgroup_limits_without_a_leaf_or_with_bad_values_are_125() {
         refused(args, says);
     }
 }
+
+/// A limit where pgrun may not have the controller it needs (as the user
+/// nobody, pgrun can neither enable it nor create a cgroup): the error
+/// names the option the user typed, not `--contain cgroup` (which the
+/// limit only implies), and says what to do: where delegation is had, and
+/// what bounds memory without cgroups.
+#[test]
+fn a_limit_that_cannot_be_had_says_what_to_do() {
+    if cfg!(feature = "posix-fallback") || !require(Capability::Cgroup2) || !require(Capability::UnprivilegedUser) {
+        return;
+    }
+    let scratch = Scratch::new();
+    open_up(scratch.dir(), true);
+    let witness = scratch.path("ran");
+    let out = run(&mut as_nobody(pgrun_path(), &["--memory-max", "64M", "--", "touch", witness.to_str().unwrap()]));
+    assert_status(&out, 125, "--memory-max as nobody");
+    assert!(!witness.exists(), "the command ran");
+    let err = stderr_of(&out);
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.starts_with("pgrun: --memory-max needs "), "{err}");
+    for advice in ["systemd-run --user --scope -p Delegate=yes pgrun", "a unit with Delegate=yes", "--rlimit as=SIZE"] {
+        assert!(first.contains(advice), "no {advice:?} in: {first}");
+    }
+    assert!(!err.contains("--contain"), "{err}");
+}

@@ -445,7 +445,7 @@ fn a_reader_that_leaves_after_the_head_ends_only_its_stream() {
 
 #[test]
 fn size_zero_and_bad_sizes_are_usage_errors() {
-    for bad in ["0", "1k", "1.5M", "-1", "M"] {
+    for bad in ["0", "1kb", "1.5M", "-1", "M"] {
         let scratch = Scratch::new();
         let marker = scratch.path("ran");
         let out = run(&mut pgrun(["--max-output", bad, "--", "touch", marker.to_str().unwrap()]));

@@ -130,6 +130,12 @@ fn a_marker_before_the_start_means_143_and_nothing_runs() {
         witness.to_str().unwrap(),
     ]));
     assert_status(&out, 143, "pending cancel");
+    // Said, not a silent 143.
+    let marker = scratch.path("job.pid.cancel");
+    assert_eq!(
+        stderr_of(&out),
+        format!("pgrun: cancelled before it started: a cancel was pending (cancel marker {})\n", marker.display())
+    );
     assert!(!witness.exists(), "the command ran");
     assert!(!scratch.path("job.pid.cancel").exists(), "marker not taken");
     assert!(!pidfile.exists());
@@ -374,7 +380,9 @@ fn a_cancel_request_that_cannot_be_consumed_before_the_start_cancels_only_that_r
     assert!(!witness.exists(), "the command ran");
     let err = stderr_of(&out);
     assert!(err.starts_with("pgrun: warning: cannot remove cancel marker ") && err.contains("EIO"), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    // The warning, then the cancel itself.
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(err.lines().nth(1).unwrap().starts_with("pgrun: cancelled before it started: "), "{err}");
     let out = run(&mut pgrun(["-p", p, "--", "touch", w]));
     assert_status(&out, 0, "the next run");
     assert!(witness.exists(), "the next run did not run its command");

@@ -37,6 +37,56 @@ fn straggler_is_gone_when_pgrun_returns_and_status_is_kept() {
     assert!(is_dead(pid), "the background sleep survived pgrun");
 }
 
+/// COMMAND exits and leaves a member that ignores TERM: pgrun says so in
+/// one line a second after TERM, naming when KILL comes and the option
+/// that sets it, instead of sitting out the grace without a word. Not for
+/// a straggler that TERM ends, nor with --wait-group (a timeout's stop is
+/// one the user asked for).
+#[test]
+fn a_straggler_that_outlives_term_is_said_once() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("r.json");
+    let payload = |name: &str| format!("sleep 300 & echo $! > {dir}/{name}.pid; exit 3");
+    // TERM ignored from the sleep's first instruction (inherited).
+    let mut cmd = pgrun(["-k", "3", "--report", report.to_str().unwrap(), "--", "sh", "-c", &payload("a")]);
+    let out = run(with_ignored(&mut cmd, libc::SIGTERM));
+    let pid = wait_pid(&scratch.path("a.pid"), &mut guard);
+    assert_status(&out, 3, "a straggler that ignores TERM");
+    assert!(is_dead(pid), "the straggler survived pgrun");
+    let signals: Vec<String> =
+        json(&report)["signals"].as_array().unwrap().iter().map(|s| s["signal"].as_str().unwrap().into()).collect();
+    assert_eq!(signals, ["TERM", "KILL"], "the straggler did not outlive TERM");
+    let err = stderr_of(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let line = err.trim_end();
+    assert!(
+        line.starts_with("pgrun: 1 process left in the run is still there 1s after TERM; KILL in ")
+            && line.ends_with("s (--kill-after)"),
+        "{err}"
+    );
+
+    // A straggler that TERM ends: nothing to say. (Where pgrun is the
+    // subreaper, it reaps the orphan at once; on the portable paths its
+    // zombie waits for the machine's init, which may take a second or two
+    // here, and a zombie in the group cannot be told from a live member.)
+    let out = run(&mut pgrun(["-k", "3", "--", "sh", "-c", &payload("b")]));
+    assert_status(&out, 3, "a straggler that TERM ends");
+    wait_pid(&scratch.path("b.pid"), &mut guard);
+    if !cfg!(feature = "posix-fallback") {
+        assert_eq!(stderr_of(&out), "");
+    }
+
+    // --wait-group: the same straggler is waited for until the timeout,
+    // whose stop is the user's own: nothing said either.
+    let mut cmd = pgrun(["--wait-group", "-t", "0.5", "-k", "3", "--", "sh", "-c", &payload("c")]);
+    let out = run(with_ignored(&mut cmd, libc::SIGTERM));
+    wait_pid(&scratch.path("c.pid"), &mut guard);
+    assert_status(&out, 124, "--wait-group, then the timeout");
+    assert_eq!(stderr_of(&out), "");
+}
+
 #[test]
 fn wait_group_lets_a_short_straggler_finish() {
     let scratch = Scratch::new();

@@ -504,7 +504,8 @@ def start(
     args = [binary(), "--detach", *options, *extra_args, "--", *_command(argv)]
     done = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, cwd=cwd, env=env)
     if done.returncode > 128 and _pgrun_line(done.stderr) is None:
-        # pgrun says nothing when a cancel kept the run from starting.
+        # pgrun says nothing when a signal kept the run from starting (a
+        # pending cancel marker it names in a line, taken as its message).
         marker = cancel_file if cancel_file is not None else pidfile + ".cancel"
         if done.returncode == 143:
             how = f"a pending cancel marker ({marker}) was consumed, or pgrun got SIGTERM"

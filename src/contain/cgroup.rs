@@ -118,7 +118,7 @@ impl Leaf {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     verbose!("cgroup {} exists already; trying another name", dir.display())
                 }
-                Err(e) => return Err(why_not(&mount.point, &parent, &dir, &e)),
+                Err(e) => return Err(why_not(&mount.point, &parent, &dir, &e, limits)),
             }
         }
         Err(format!("cannot create a cgroup under {}: {NAME_TRIES} new names were all taken", parent.display()))
@@ -437,10 +437,11 @@ fn enable_controllers(parent: &Path, limits: &CgroupLimits) -> Result<Option<Sel
         .map_err(|e| format!("cannot read {}/cgroup.controllers: {e}", parent.display()))?;
     if let Some(missing) = needed.iter().find(|c| !offered.iter().any(|o| o == *c)) {
         return Err(format!(
-            "{} needs the {missing} controller, which cgroup {} does not have (not in its cgroup.controllers: {})",
+            "{} needs the {missing} controller, which cgroup {} does not offer ({} in its cgroup.controllers); {}",
             option_needing(missing),
             parent.display(),
-            if offered.is_empty() { "none".to_string() } else { offered.join(" ") }
+            if offered.is_empty() { "none".to_string() } else { format!("only {}", offered.join(" ")) },
+            crate::cgroup_limits::what_to_do(limits)
         ));
     }
     let enabled = cgroup::read_words(parent, "cgroup.subtree_control")
@@ -452,10 +453,11 @@ fn enable_controllers(parent: &Path, limits: &CgroupLimits) -> Result<Option<Sel
     let request = to_enable.iter().map(|c| format!("+{c}")).collect::<Vec<_>>().join(" ");
     let cannot = |e: &io::Error| {
         format!(
-            "{} needs the {} controller, which cannot be enabled in {}/cgroup.subtree_control: {e}",
+            "{} needs the {} controller, which cannot be enabled in {}/cgroup.subtree_control: {e}; {}",
             option_needing(to_enable[0]),
             to_enable.join(" and "),
-            parent.display()
+            parent.display(),
+            crate::cgroup_limits::what_to_do(limits)
         )
     };
     // Checked before anything is written: the kernel refuses a domain
@@ -470,11 +472,11 @@ fn enable_controllers(parent: &Path, limits: &CgroupLimits) -> Result<Option<Sel
         if others > 0 {
             return Err(format!(
                 "{} needs the {} controller, which cannot be enabled in cgroup {}: {others} other process(es) share it \
-                 with pgrun, and cgroup v2 hands controllers down only from a cgroup with no process of its own \
-                 (run pgrun alone in a cgroup, or in a delegated one with controllers)",
+                 with pgrun, and cgroup v2 hands controllers down only from a cgroup with no process of its own; {}",
                 option_needing(to_enable[0]),
                 to_enable.join(" and "),
                 parent.display(),
+                crate::cgroup_limits::what_to_do(limits)
             ));
         }
         if members.contains(&me) {
@@ -594,14 +596,15 @@ fn leaf_name(attempt: usize) -> String {
     format!("pgrun-{}-{:016x}", sys::getpid(), sys::random_bits())
 }
 
-fn why_not(mount: &Path, parent: &Path, dir: &Path, e: &io::Error) -> String {
+fn why_not(mount: &Path, parent: &Path, dir: &Path, e: &io::Error, limits: &CgroupLimits) -> String {
     match e.raw_os_error() {
         Some(libc::EROFS) => format!("the cgroup2 hierarchy at {} is read-only", mount.display()),
         Some(libc::EACCES) | Some(libc::EPERM) => format!(
-            "cgroup {} is not delegated to uid {} (cannot create {}: {e})",
+            "cgroup {} is not delegated to uid {} (cannot create {}: {e}); {}",
             parent.display(),
             sys::geteuid(),
-            dir.display()
+            dir.display(),
+            crate::cgroup_limits::what_to_do(limits)
         ),
         _ => format!("cannot create cgroup {}: {e}", dir.display()),
     }

@@ -131,7 +131,7 @@ impl Scope {
             Mode::Tree => Beyond::Tree,
             Mode::Cgroup => match cgroup::Leaf::create(limits) {
                 Ok(created) => made(created),
-                Err(why) => bail!("--contain cgroup: {why}"),
+                Err(why) => bail!("{}", crate::cgroup_limits::no_leaf(limits, &why)),
             },
             Mode::Auto if !linux => Beyond::Nothing,
             Mode::Auto => match cgroup::Leaf::create(limits) {

@@ -12,7 +12,8 @@
 //! [`rest`] is the rule that lets a busy source gather bytes before it is
 //! read again; [`shape`] says what a stream's limit makes of its bytes,
 //! [`limit`] is the pure head-and-tail cut, [`utf8`] knows where a cut may
-//! fall; [`file`] is the output file; [`size`] parses SIZE. This file holds
+//! fall; [`file`] is the output file (SIZE itself is parsed by [`crate::size`],
+//! as every size is). This file holds
 //! what they all speak of: the limit, what became of the streams, and
 //! their error.
 
@@ -22,7 +23,6 @@ pub mod limit;
 pub mod relay;
 pub mod rest;
 pub mod shape;
-pub mod size;
 pub mod stream;
 pub mod utf8;
 

@@ -25,7 +25,7 @@ use crate::sys::process;
 use crate::sys::sigmask::{self, SigSet};
 use crate::sys::wakeup::SignalSource;
 use crate::terminal::Terminal;
-use crate::{test_hook, verbose};
+use crate::{say, test_hook, verbose};
 use anyhow::anyhow;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -241,6 +241,10 @@ fn claim_pid_file(plan: &RunPlan) -> Step<Option<pidfile::Claim>> {
 fn take_marker_before_start(marker: Option<&Path>) -> Step<()> {
     match marker {
         Some(marker) if pidfile::consume_marker(marker, crate::sys::geteuid()) => {
+            say::line(format_args!(
+                "cancelled before it started: a cancel was pending (cancel marker {})",
+                marker.display()
+            ));
             Err(EarlyEnd::CancelledBeforeStart(libc::SIGTERM))
         }
         _ => Ok(()),

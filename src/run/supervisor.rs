@@ -169,6 +169,9 @@ struct Supervisor<'a> {
     poll_backoff: Backoff,
     /// When to look at the parent next, where no signal says it died.
     parent_check_at: Option<Instant>,
+    /// When to say that stragglers outlive the first signal (see
+    /// [`crate::stop::straggler_note`]).
+    straggler_note_at: Option<Instant>,
 }
 
 /// Supervise the group until it is gone. `stop_now` starts the stop
@@ -197,6 +200,7 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
         poll_backoff: Backoff::up_to(MAX_POLL),
         reap_due: true,
         parent_check_at,
+        straggler_note_at: None,
     };
     if let Some(reason) = stop_now {
         s.start_stop(reason);
@@ -494,6 +498,13 @@ impl Supervisor<'_> {
             self.start_stop(StopReason::IdleTimeout);
         }
         let Phase::Stopping(plan) = &self.phase else { return };
+        if self.straggler_note_at.is_some_and(|at| now >= at) && self.sent.len() == 1 {
+            let left = self.w.life.scope.group().left();
+            if let Some(line) = crate::stop::straggler_note::line(left, self.w.sequence, plan.deadline(), now) {
+                say::line(format_args!("{line}"));
+            }
+        }
+        self.straggler_note_at = self.straggler_note_at.filter(|&at| now < at);
         if plan.deadline().is_none_or(|at| now < at) {
             return;
         }
@@ -519,6 +530,9 @@ impl Supervisor<'_> {
         self.w.life.stopping(matches!(self.leader, Leader::Running));
         self.phase = Phase::Stopping(StopPlan::new(self.w.sequence, AfterKill::Repeat, None));
         self.advance_stop(Instant::now());
+        if reason == StopReason::Stragglers {
+            self.straggler_note_at = Instant::now().checked_add(crate::stop::straggler_note::AFTER);
+        }
     }
 
     /// Do what the stop plan says at `now`: send the next step, or KILL
@@ -610,6 +624,7 @@ impl Supervisor<'_> {
             Phase::Stopping(plan) => plan.deadline(),
         };
         let deadline = earliest(deadline, self.parent_check_at);
+        let deadline = earliest(deadline, self.straggler_note_at);
         // A source of the relay that rests after bytes it took.
         let deadline = earliest(deadline, self.w.relay.as_ref().and_then(|relay| relay.next_wake()));
         // Once the command has exited, members that are not pgrun's

@@ -6,8 +6,10 @@
 //! [`unsupervised`] (a blocking driver of the plan for a run no pgrun
 //! supervises: `pgrun cancel`'s fallback and the guard). The supervising
 //! pgrun drives the same plan from its event loop
-//! ([`crate::run::supervisor`]).
+//! ([`crate::run::supervisor`]), and says, with [`straggler_note`], when
+//! what COMMAND left behind outlives the first signal.
 
 pub mod plan;
 pub mod sequence;
+pub mod straggler_note;
 pub mod unsupervised;
