@@ -295,14 +295,14 @@ Cancel and status:
 Waiting for a run:
   `pgrun wait PIDFILE` waits, from any process of the run's user (or root),
   until the run published in PIDFILE is over: its pgrun has withdrawn it
-  (removed the pid file, let go of the lock and released its guard; it may
-  still be writing held output to a slow reader, which wait does not wait
-  for) or exited and, if that pgrun was killed, its guard has stopped the
+  (removed the pid file and let go of the lock; it may still be writing
+  held output to a slow reader, which wait does not wait for, guard or no
+  guard) or exited and, if that pgrun was killed, its guard has stopped the
   run and the group is gone. Like cancel, it waits up to --wait-start for a
-  run to publish and refuses the same pid files. Waiting is event-driven
-  (pidfds of the pgrun holding the lock and of its guard, on Linux; with
-  --no-guard, or a guard that died, the pgrun's exit): a waiter does not
-  wake up while the run runs. --timeout DUR gives up after DUR (124),
+  run to publish and refuses the same pid files. Waiting is event-driven (a
+  blocking read lock of byte 0, taken and let go of at once when the run's
+  lock is let go of; a pidfd of the pgrun holding the lock, on Linux): a
+  waiter does not wake up while the run runs. --timeout DUR gives up after DUR (124),
   leaving the run alone. --report PATH (the path the run was given) makes
   wait exit with the run's own status, read from that report, which pgrun
   writes as it withdraws the run. wait never signals anything and
