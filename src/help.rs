@@ -250,13 +250,24 @@ Cancel marker:
   starting run ignores a note; status says stopping only for the note of
   the pgrun holding the pid file; the next run that stops or ends there
   replaces or removes it; cancel turns a note into a request when it drops
-  its marker.
+  its marker. A run that withdraws itself with a marker there (it was
+  cancelled, or stopped) puts its stopping note in its place, write-locked
+  by pgrun, before it removes its pid file, and removes it as the last
+  thing before it exits: a cancel that comes while pgrun finishes (writes
+  its report and held output) finds the run's end under way and waits for
+  that pgrun to exit. Held or not, it is a note.
 
 Cancel and status:
   `pgrun cancel PIDFILE` drops the marker, then waits up to --wait-start
   (5s; a value too large to represent waits forever) for a live run to be
   published. It sends SIGTERM to the pgrun holding the lock (through a pidfd
-  on Linux) and waits until that pgrun has exited and the group is gone.
+  on Linux) and waits until that pgrun has exited (not only let go of its
+  lock: it does so before it writes its report and held output) and the
+  group is gone: on Linux on a pidfd of that pgrun, elsewhere on the lock
+  of the note pgrun holds until it exits (see Cancel marker; a run that had
+  no marker there leaves only its lock to go by). A cancel that finds no
+  pid file but that note (another cancel, or the run itself, is stopping
+  it) waits for that same exit and exits 0.
   --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself,
   if it still holds a process of that pgrun's run (on Linux, one of its
   descendants: pgrun is a child subreaper); a group that took the number
