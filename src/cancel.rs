@@ -12,6 +12,7 @@
 use crate::backoff::Backoff;
 use crate::cli::CancelArgs;
 use crate::contain::ForeignGroup;
+use crate::contain::group::GroupNumber;
 use crate::exit::CancelExit;
 use crate::pidfile::{self, Liveness, Marker, Record, RecordError};
 use crate::signame::Signal;
@@ -66,6 +67,10 @@ enum Waited {
     /// --timeout passed while it still held the lock.
     TimedOut,
 }
+
+/// The longest pause between two looks at the group while cancel waits
+/// with a --timeout (the supervisor's own fallback check goes up to this).
+const WATCH_LONGEST: Duration = Duration::from_millis(100);
 
 /// What cancel found of a stale pid file it removed.
 struct StaleRemoved {
@@ -286,10 +291,12 @@ impl Canceller<'_> {
         // (and so can tell): a pgrun may be finishing after its group ended,
         // and the number be somebody else's already. If that pgrun exited
         // while we looked, the answer proves nothing: the number is trusted,
-        // as before.
+        // as before. From here on the number is the run's until the group
+        // is seen empty (see `wait_run_exit`).
         let group_was_the_runs = own_namespace
             && (pidfile::group_holds_run_of(holder, pgid)
                 || record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder));
+        let number = GroupNumber::new(pgid, group_was_the_runs);
         verbose!("sending TERM to pgrun {holder} (process group {pgid})");
         let delivered = self.signal_holder(record, holder, handle.as_ref(), Signal::TERM)?;
         if delivered {
@@ -303,7 +310,7 @@ impl Canceller<'_> {
             return Ok(CancelExit::Gone);
         }
         test_hook::pause("cancel-signalled");
-        match self.wait_run_exit(record, holder, handle.as_ref())? {
+        match self.wait_run_exit(record, holder, handle.as_ref(), &number)? {
             Waited::Exited => verbose!("pgrun {holder} has exited"),
             Waited::Withdrawn => {
                 // pgrun let go of the lock: it withdraws its record only
@@ -314,9 +321,14 @@ impl Canceller<'_> {
                 verbose!("pgrun {holder} withdrew its run but is still finishing after --timeout (its output, say)");
             }
             Waited::TimedOut if own_namespace => {
-                if !pidfile::group_holds_run_of(holder, pgid) {
-                    // The group ended while its pgrun finishes: the number
-                    // may be somebody else's by now.
+                test_hook::pause("cancel-timed-out");
+                // The group is the run's while it holds a process of the
+                // run, or while its number has been in use since cancel
+                // found it the run's (a member the run cannot stop, say a
+                // zombie whose parent is outside the run, keeps it). A group
+                // that holds neither took the number after the run's group
+                // ended, while its pgrun was still finishing.
+                if !pidfile::group_holds_run_of(holder, pgid) && !number.exists() {
                     verbose!("process group {pgid} holds no process of pgrun {holder}'s run any more; not signalled");
                     return Ok(CancelExit::Gone);
                 }
@@ -347,7 +359,7 @@ impl Canceller<'_> {
             self.args.pidfile.display()
         );
         let exited = match &handle {
-            Some(fd) => self.wait_pidfd(fd)?,
+            Some(fd) => self.wait_pidfd(fd, None)?,
             None => self.wait_note_released(&ending)?,
         };
         if exited {
@@ -362,19 +374,29 @@ impl Canceller<'_> {
     /// `--timeout` passes. On Linux its pidfd says when it exits; without
     /// one, its lock is polled (with backoff) until let go of, and then, if
     /// it holds its ending note (see [`pidfile::ending_run`]), that note's
-    /// lock.
-    fn wait_run_exit(&self, record: &Record, holder: Pid, handle: Option<&Pidfd>) -> Result<Waited> {
+    /// lock. While the wait lasts and `number` is the run's, the group is
+    /// looked at with the same backoff: once seen empty, its number is
+    /// given up for good (it may be another group's by the time --timeout
+    /// passes).
+    fn wait_run_exit(
+        &self,
+        record: &Record,
+        holder: Pid,
+        handle: Option<&Pidfd>,
+        number: &GroupNumber,
+    ) -> Result<Waited> {
         let path = &self.args.pidfile;
         verbose!("waiting for pgrun {holder} to exit");
         let live = || record.liveness().map(|l| l == Liveness::Live(holder)).map_err(|e| lock_error(path, e));
         if let Some(fd) = handle {
-            if self.wait_pidfd(fd)? {
+            if self.wait_pidfd(fd, Some(number))? {
                 return Ok(Waited::Exited);
             }
             return Ok(if live()? { Waited::TimedOut } else { Waited::StillFinishing });
         }
-        let mut backoff = Backoff::default();
+        let mut backoff = Backoff::up_to(WATCH_LONGEST);
         while live()? {
+            self.watch(Some(number));
             if !backoff.pause_until(self.deadline) {
                 return Ok(if live()? { Waited::TimedOut } else { Waited::StillFinishing });
             }
@@ -387,14 +409,25 @@ impl Canceller<'_> {
     }
 
     /// Wait on a pidfd until its process exits (true) or `--timeout`
-    /// passes (false).
-    fn wait_pidfd(&self, fd: &Pidfd) -> Result<bool> {
+    /// passes (false), looking at the group `number` meanwhile (see
+    /// [`Canceller::watch`]).
+    fn wait_pidfd(&self, fd: &Pidfd, number: Option<&GroupNumber>) -> Result<bool> {
+        let mut backoff = Backoff::up_to(WATCH_LONGEST);
         loop {
-            let left = self.deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            self.watch(number);
+            let now = Instant::now();
+            let left = self.deadline.map(|d| d.saturating_duration_since(now));
             if left.is_some_and(|l| l.is_zero()) {
                 return Ok(fd.exited());
             }
-            if fd.wait_exited(left).map_err(|e| anyhow!("cannot wait for pgrun to exit: {e}"))? {
+            // Only while the number matters (a --timeout may kill by it)
+            // does the wait wake up to look at it.
+            let pause = self.watching(number).then(|| backoff.next_pause());
+            let wait = match (left, pause) {
+                (Some(l), Some(p)) => Some(l.min(p)),
+                (l, p) => l.or(p),
+            };
+            if fd.wait_exited(wait).map_err(|e| anyhow!("cannot wait for pgrun to exit: {e}"))? {
                 return Ok(true);
             }
         }
@@ -413,6 +446,23 @@ impl Canceller<'_> {
             }
         }
         Ok(true)
+    }
+
+    /// While the group's number is the run's and a --timeout may kill by
+    /// it: whether the group still exists (the first time it does not, the
+    /// number is given up for good).
+    fn watch(&self, number: Option<&GroupNumber>) {
+        if let Some(number) = number.filter(|n| self.watching(Some(n)))
+            && !number.exists()
+        {
+            verbose!("process group {} is empty: its number is no longer the run's", number.pgid());
+        }
+    }
+
+    /// Whether the group's number is to be watched: it is the run's, and a
+    /// --timeout may kill by it.
+    fn watching(&self, number: Option<&GroupNumber>) -> bool {
+        self.deadline.is_some() && number.is_some_and(GroupNumber::in_use)
     }
 
     /// Send `signal` to the pgrun holding the lock, through its pidfd where

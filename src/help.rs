@@ -268,9 +268,12 @@ Cancel and status:
   no marker there leaves only its lock to go by). A cancel that finds no
   pid file but that note (another cancel, or the run itself, is stopping
   it) waits for that same exit and exits 0.
-  --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself,
-  if it still holds a process of that pgrun's run (on Linux, one of its
-  descendants: pgrun is a child subreaper); a group that took the number
+  --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself
+  while it is still the run's: on Linux, while it holds a descendant of
+  that pgrun (pgrun is a child subreaper) or has not been seen empty since
+  cancel found it the run's (a member the run cannot stop, such as a zombie
+  whose parent is outside the run, keeps it so; cancel looks at it with a
+  backoff of at most 100 ms while it waits). A group that took the number
   after the run's group ended, while pgrun was still finishing, is left
   alone and cancel exits 0.
   Once that pgrun has exited, cancel stops the group itself only if the pid

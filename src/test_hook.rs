@@ -27,7 +27,8 @@
 //! about to exit: its peak memory can be read; the run is withdrawn, its
 //! lock let go of, the note at the marker path still held). And in `pgrun cancel`:
 //! `cancel-signalled` (the TERM is sent to the pgrun holding the lock, the
-//! wait for it has not begun).
+//! wait for it has not begun), `cancel-timed-out` (--timeout has passed
+//! with that pgrun still holding the lock, nothing is decided yet).
 //!
 //! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise
 //! loop panic when it reads SIGUSR1; [`PANIC_BEFORE_SPAWN`] panics with

@@ -444,6 +444,70 @@ fn start_paused_at_exit(
 }
 
 #[test]
+fn timeout_is_2_while_a_member_the_run_cannot_stop_keeps_its_group() {
+    // A process outside pgrun's tree (this test) puts a child into the
+    // run's group and does not reap it: a zombie member that no --contain
+    // mode can stop, whose parent is not the run's. The group is still the
+    // run's (it never went empty), so cancel --timeout SIGKILLs it and says
+    // 2 a second later, as the contract says, not 0 because the member
+    // does not descend from pgrun.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["-k", "100"], "exec sleep 300");
+    let mut member = Command::new("true");
+    member.process_group(pgid);
+    let z = guard.spawn(&mut member);
+    let zpid = guard.child(z).id() as i32;
+    eventually("the member to become a zombie", || state(zpid).as_deref() == Some("Z"));
+    assert_eq!(pgrp(zpid), Some(pgid), "the zombie is a member of the run's group");
+    let out = cancel(&["-v", "--timeout", "1", pidfile.to_str().unwrap()]);
+    assert_status(&out, 2, "the group survived the SIGKILL");
+    assert!(
+        stderr_of(&out).contains(&format!("process group {pgid} is still alive 1s after SIGKILL")),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun waits for its group too");
+    // Reaped, the zombie leaves the group empty: the run ends.
+    guard.wait(z);
+    assert_eq!(guard.wait(index), 143);
+}
+
+#[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "tree mode needs Linux")]
+fn timeout_never_kills_a_group_that_took_the_number_after_it_went_empty_during_the_wait() {
+    // Tree mode: the run's group is the run's when cancel finds it, then
+    // ends at cancel's TERM while an escapee that ignores TERM keeps pgrun
+    // (and its lock) going past cancel's --timeout. cancel saw the group
+    // empty while it waited; the number is then handed to an unrelated
+    // process (held at `cancel-timed-out` until it has been), and cancel's
+    // SIGKILL, which would reach it, must not be sent.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"{pg} --contain tree -k 100 -p job.pid -- sh -c 'setsid sh -c "trap \"\" TERM; echo \$\$ > esc.pid; exec sleep 300" & echo $$ > g.pid; exec sleep 300' &
+R=$!
+while [ ! -s g.pid ] || [ ! -s job.pid ] || [ ! -s esc.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+PGRUN_TEST_PAUSE=cancel-timed-out=gate {pg} cancel -v --timeout 2 job.pid 2> cancel.log &
+C=$!
+until grep -q "process group $G is empty" cancel.log; do sleep 0.01; done
+"#,
+        pg = pgrun_path()
+    );
+    let after = r#"touch gate
+wait "$C"; echo "cancel=$?"
+kill -KILL "$(cat esc.pid)"
+wait "$R"
+"#;
+    let script = format!("{before}{}{after}", crate::protocol::HAND_OVER);
+    crate::protocol::assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
+}
+
+#[test]
 fn cancel_returns_only_once_the_pgrun_it_stopped_has_exited() {
     // pgrun lets go of its lock when it withdraws its run, before it
     // writes its report and output and exits. cancel, held at
