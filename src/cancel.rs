@@ -9,9 +9,10 @@
 //! until that pgrun has exited and the group is gone. Nothing is reported
 //! gone before it is.
 
-use crate::backoff::{self, Backoff};
+use crate::backoff::Backoff;
 use crate::cli::CancelArgs;
 use crate::contain::ForeignGroup;
+use crate::contain::group::GroupNumber;
 use crate::exit::CancelExit;
 use crate::pidfile::{self, Liveness, Marker, Record, RecordError};
 use crate::signame::Signal;
@@ -19,6 +20,7 @@ use crate::stop::sequence::StopSequence;
 use crate::stop::unsupervised;
 use crate::sys::pidfd::Pidfd;
 use crate::sys::{self, Pid, process};
+use crate::test_hook;
 use crate::{say, verbose};
 use anyhow::{Result, anyhow, bail};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -52,6 +54,23 @@ struct Canceller<'a> {
     /// When cancel started: `--wait-start` counts from here.
     started: Instant,
 }
+
+/// How the wait for the pgrun cancel asked to stop came out.
+enum Waited {
+    /// That pgrun has exited.
+    Exited,
+    /// It let go of its lock; whether it has exited cannot be told here
+    /// (no pidfd, no ending note).
+    Withdrawn,
+    /// It let go of its lock but was still running at --timeout.
+    StillFinishing,
+    /// --timeout passed while it still held the lock.
+    TimedOut,
+}
+
+/// The longest pause between two looks at the group while cancel waits
+/// with a --timeout (the supervisor's own fallback check goes up to this).
+const WATCH_LONGEST: Duration = Duration::from_millis(100);
 
 /// What cancel found of a stale pid file it removed.
 struct StaleRemoved {
@@ -142,7 +161,14 @@ impl Canceller<'_> {
                         }
                     }
                 }
-                Err(RecordError::Missing) => {}
+                Err(RecordError::Missing) => {
+                    // Withdrawn already, by a pgrun that has not exited yet:
+                    // the run is being stopped, by another cancel or by
+                    // itself. Its end is this cancel's too.
+                    if let Some(ending) = pidfile::ending_run(&self.marker, sys::geteuid()) {
+                        return self.wait_ending(ending);
+                    }
+                }
                 Err(e) => bail!("cannot use pid file {}: {e}", path.display()),
             }
             if self.marker_error.is_none() && pidfile::marker(&self.marker, sys::geteuid()) == Marker::Absent {
@@ -265,10 +291,12 @@ impl Canceller<'_> {
         // (and so can tell): a pgrun may be finishing after its group ended,
         // and the number be somebody else's already. If that pgrun exited
         // while we looked, the answer proves nothing: the number is trusted,
-        // as before.
+        // as before. From here on the number is the run's until the group
+        // is seen empty (see `wait_run_exit`).
         let group_was_the_runs = own_namespace
             && (pidfile::group_holds_run_of(holder, pgid)
                 || record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder));
+        let number = GroupNumber::new(pgid, group_was_the_runs);
         verbose!("sending TERM to pgrun {holder} (process group {pgid})");
         let delivered = self.signal_holder(record, holder, handle.as_ref(), Signal::TERM)?;
         if delivered {
@@ -281,24 +309,160 @@ impl Canceller<'_> {
         if self.args.no_wait {
             return Ok(CancelExit::Gone);
         }
-        if !self.wait_run_exit(record, holder, handle) {
-            if own_namespace {
-                if !pidfile::group_holds_run_of(holder, pgid) {
-                    // The group ended while its pgrun finishes (a final
-                    // flush of held output, say): the number may be
-                    // somebody else's by now.
+        test_hook::pause("cancel-signalled");
+        match self.wait_run_exit(record, holder, handle.as_ref(), &number)? {
+            Waited::Exited => verbose!("pgrun {holder} has exited"),
+            Waited::Withdrawn => {
+                // pgrun let go of the lock: it withdraws its record only
+                // once its group is gone, and it has, or it died.
+                verbose!("pgrun {holder} let go of its lock; when it exits cannot be told here")
+            }
+            Waited::StillFinishing => {
+                verbose!("pgrun {holder} withdrew its run but is still finishing after --timeout (its output, say)");
+            }
+            Waited::TimedOut if own_namespace => {
+                test_hook::pause("cancel-timed-out");
+                // The group is the run's while it holds a process of the
+                // run, or while its number has been in use since cancel
+                // found it the run's (a member the run cannot stop, say a
+                // zombie whose parent is outside the run, keeps it). A group
+                // that holds neither took the number after the run's group
+                // ended, while its pgrun was still finishing.
+                if !pidfile::group_holds_run_of(holder, pgid) && !number.exists() {
                     verbose!("process group {pgid} holds no process of pgrun {holder}'s run any more; not signalled");
                     return Ok(CancelExit::Gone);
                 }
                 return Ok(self.kill_group(pgid));
             }
-            say::line(format_args!(
-                "pgrun {holder} is still stopping its run after --timeout; its process group is in another PID namespace and was not signalled"
-            ));
-            return Ok(CancelExit::Survived);
+            Waited::TimedOut => {
+                say::line(format_args!(
+                    "pgrun {holder} is still stopping its run after --timeout; its process group is in another PID namespace and was not signalled"
+                ));
+                return Ok(CancelExit::Survived);
+            }
         }
-        verbose!("pgrun {holder} has exited");
         Ok(self.after_holder_exit(record, holder, group_was_the_runs))
+    }
+
+    /// A pgrun that withdrew its run and has not exited yet (see
+    /// [`pidfile::ending_run`]): the run is being stopped, by another cancel
+    /// or by itself, and its end is this cancel's. Wait for that pgrun to
+    /// exit: on its pidfd (opened while the note's lock proved the pid
+    /// that pgrun's), else on the note's lock, which the kernel releases
+    /// at its exit. Its group is gone (withdrawn), so --timeout has nothing
+    /// left to kill: past it, cancel stops waiting.
+    fn wait_ending(&self, ending: pidfile::EndingRun) -> Result<CancelExit> {
+        let pgrun = ending.pgrun();
+        let handle = Pidfd::open(pgrun).filter(|_| ending.held().unwrap_or(false));
+        verbose!(
+            "pgrun {pgrun} has withdrawn the run at {} and is ending; waiting for it to exit",
+            self.args.pidfile.display()
+        );
+        let exited = match &handle {
+            Some(fd) => self.wait_pidfd(fd, None)?,
+            None => self.wait_note_released(&ending)?,
+        };
+        if exited {
+            verbose!("pgrun {pgrun} has exited");
+        } else {
+            verbose!("pgrun {pgrun} is still finishing after --timeout; its run is over");
+        }
+        Ok(CancelExit::Gone)
+    }
+
+    /// Wait until `holder`, whose lock was just seen held, has exited, or
+    /// `--timeout` passes. On Linux its pidfd says when it exits; without
+    /// one, its lock is polled (with backoff) until let go of, and then, if
+    /// it holds its ending note (see [`pidfile::ending_run`]), that note's
+    /// lock. While the wait lasts and `number` is the run's, the group is
+    /// looked at with the same backoff: once seen empty, its number is
+    /// given up for good (it may be another group's by the time --timeout
+    /// passes).
+    fn wait_run_exit(
+        &self,
+        record: &Record,
+        holder: Pid,
+        handle: Option<&Pidfd>,
+        number: &GroupNumber,
+    ) -> Result<Waited> {
+        let path = &self.args.pidfile;
+        verbose!("waiting for pgrun {holder} to exit");
+        let live = || record.liveness().map(|l| l == Liveness::Live(holder)).map_err(|e| lock_error(path, e));
+        if let Some(fd) = handle {
+            if self.wait_pidfd(fd, Some(number))? {
+                return Ok(Waited::Exited);
+            }
+            return Ok(if live()? { Waited::TimedOut } else { Waited::StillFinishing });
+        }
+        let mut backoff = Backoff::up_to(WATCH_LONGEST);
+        while live()? {
+            self.watch(Some(number));
+            if !backoff.pause_until(self.deadline) {
+                return Ok(if live()? { Waited::TimedOut } else { Waited::StillFinishing });
+            }
+        }
+        match pidfile::ending_run(&self.marker, sys::geteuid()).filter(|e| e.pgrun() == holder) {
+            Some(ending) if self.wait_note_released(&ending)? => Ok(Waited::Exited),
+            Some(_) => Ok(Waited::StillFinishing),
+            None => Ok(Waited::Withdrawn),
+        }
+    }
+
+    /// Wait on a pidfd until its process exits (true) or `--timeout`
+    /// passes (false), looking at the group `number` meanwhile (see
+    /// [`Canceller::watch`]).
+    fn wait_pidfd(&self, fd: &Pidfd, number: Option<&GroupNumber>) -> Result<bool> {
+        let mut backoff = Backoff::up_to(WATCH_LONGEST);
+        loop {
+            self.watch(number);
+            let now = Instant::now();
+            let left = self.deadline.map(|d| d.saturating_duration_since(now));
+            if left.is_some_and(|l| l.is_zero()) {
+                return Ok(fd.exited());
+            }
+            // Only while the number matters (a --timeout may kill by it)
+            // does the wait wake up to look at it.
+            let pause = self.watching(number).then(|| backoff.next_pause());
+            let wait = match (left, pause) {
+                (Some(l), Some(p)) => Some(l.min(p)),
+                (l, p) => l.or(p),
+            };
+            if fd.wait_exited(wait).map_err(|e| anyhow!("cannot wait for pgrun to exit: {e}"))? {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Wait until the ending note's lock is let go of (its pgrun exited:
+    /// true) or `--timeout` passes (false), with backoff.
+    fn wait_note_released(&self, ending: &pidfile::EndingRun) -> Result<bool> {
+        let held = || {
+            ending.held().map_err(|e| anyhow!("cannot read the lock of cancel marker {}: {e}", self.marker.display()))
+        };
+        let mut backoff = Backoff::default();
+        while held()? {
+            if !backoff.pause_until(self.deadline) {
+                return Ok(!held()?);
+            }
+        }
+        Ok(true)
+    }
+
+    /// While the group's number is the run's and a --timeout may kill by
+    /// it: whether the group still exists (the first time it does not, the
+    /// number is given up for good).
+    fn watch(&self, number: Option<&GroupNumber>) {
+        if let Some(number) = number.filter(|n| self.watching(Some(n)))
+            && !number.exists()
+        {
+            verbose!("process group {} is empty: its number is no longer the run's", number.pgid());
+        }
+    }
+
+    /// Whether the group's number is to be watched: it is the run's, and a
+    /// --timeout may kill by it.
+    fn watching(&self, number: Option<&GroupNumber>) -> bool {
+        self.deadline.is_some() && number.is_some_and(GroupNumber::in_use)
     }
 
     /// Send `signal` to the pgrun holding the lock, through its pidfd where
@@ -349,26 +513,6 @@ impl Canceller<'_> {
         }
         verbose!("pgrun {holder} died without withdrawing its record; stopping process group {pgid}");
         self.stop_group(pgid)
-    }
-
-    /// Wait for the pgrun holding the lock to exit; false if the deadline
-    /// passed first. The lock is released at exit even if the process lingers
-    /// as a zombie, so it is the portable signal; a pidfd makes it an event.
-    fn wait_run_exit(&self, record: &Record, holder: Pid, exit_handle: Option<Pidfd>) -> bool {
-        let ended = || record.liveness().ok() != Some(Liveness::Live(holder));
-        let Some(fd) = exit_handle else {
-            return backoff::poll_until(self.deadline, ended);
-        };
-        loop {
-            if ended() {
-                return true;
-            }
-            let now = Instant::now();
-            if self.deadline.is_some_and(|d| now >= d) {
-                return false;
-            }
-            let _ = fd.wait_exited(self.deadline.map(|d| d - now));
-        }
     }
 
     /// Run the default stop sequence on a group pgrun no longer watches

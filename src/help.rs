@@ -254,16 +254,30 @@ Cancel marker:
   starting run ignores a note; status says stopping only for the note of
   the pgrun holding the pid file; the next run that stops or ends there
   replaces or removes it; cancel turns a note into a request when it drops
-  its marker.
+  its marker. A run that withdraws itself with a marker there (it was
+  cancelled, or stopped) puts its stopping note in its place, write-locked
+  by pgrun, before it removes its pid file, and removes it as the last
+  thing before it exits: a cancel that comes while pgrun finishes (writes
+  its report and held output) finds the run's end under way and waits for
+  that pgrun to exit. Held or not, it is a note.
 
 Cancel and status:
   `pgrun cancel PIDFILE` drops the marker, then waits up to --wait-start
   (5s; a value too large to represent waits forever) for a live run to be
   published. It sends SIGTERM to the pgrun holding the lock (through a pidfd
-  on Linux) and waits until that pgrun has exited and the group is gone.
-  --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself,
-  if it still holds a process of that pgrun's run (on Linux, one of its
-  descendants: pgrun is a child subreaper); a group that took the number
+  on Linux) and waits until that pgrun has exited (not only let go of its
+  lock: it does so before it writes its report and held output) and the
+  group is gone: on Linux on a pidfd of that pgrun, elsewhere on the lock
+  of the note pgrun holds until it exits (see Cancel marker; a run that had
+  no marker there leaves only its lock to go by). A cancel that finds no
+  pid file but that note (another cancel, or the run itself, is stopping
+  it) waits for that same exit and exits 0.
+  --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself
+  while it is still the run's: on Linux, while it holds a descendant of
+  that pgrun (pgrun is a child subreaper) or has not been seen empty since
+  cancel found it the run's (a member the run cannot stop, such as a zombie
+  whose parent is outside the run, keeps it so; cancel looks at it with a
+  backoff of at most 100 ms while it waits). A group that took the number
   after the run's group ended, while pgrun was still finishing, is left
   alone and cancel exits 0.
   Once that pgrun has exited, cancel stops the group itself only if the pid
@@ -299,14 +313,14 @@ Cancel and status:
 Waiting for a run:
   `pgrun wait PIDFILE` waits, from any process of the run's user (or root),
   until the run published in PIDFILE is over: its pgrun has withdrawn it
-  (removed the pid file, let go of the lock and released its guard; it may
-  still be writing held output to a slow reader, which wait does not wait
-  for) or exited and, if that pgrun was killed, its guard has stopped the
+  (removed the pid file and let go of the lock; it may still be writing
+  held output to a slow reader, which wait does not wait for, guard or no
+  guard) or exited and, if that pgrun was killed, its guard has stopped the
   run and the group is gone. Like cancel, it waits up to --wait-start for a
-  run to publish and refuses the same pid files. Waiting is event-driven
-  (pidfds of the pgrun holding the lock and of its guard, on Linux; with
-  --no-guard, or a guard that died, the pgrun's exit): a waiter does not
-  wake up while the run runs. --timeout DUR gives up after DUR (124),
+  run to publish and refuses the same pid files. Waiting is event-driven (a
+  blocking read lock of byte 0, taken and let go of at once when the run's
+  lock is let go of; a pidfd of the pgrun holding the lock, on Linux): a
+  waiter does not wake up while the run runs. --timeout DUR gives up after DUR (124),
   leaving the run alone. --report PATH (the path the run was given) makes
   wait exit with the run's own status, read from that report, which pgrun
   writes as it withdraws the run. wait never signals anything and

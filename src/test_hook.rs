@@ -28,8 +28,12 @@
 //! `run-gone` (the supervisor is done: the run is gone, nothing is
 //! withdrawn or released yet), `withdrawn` (the run's files are removed and
 //! its report written, the pid file last; the guard not yet released),
-//! `exit` (all is done and written, pgrun is
-//! about to exit: its peak memory can be read).
+//! `exit` (all is done and written, pgrun is about to exit: its peak memory
+//! can be read; the run is withdrawn, its lock let go of, the note at the
+//! marker path still held). And in `pgrun cancel`: `cancel-signalled` (the
+//! TERM is sent to the pgrun holding the lock, the wait for it has not
+//! begun), `cancel-timed-out` (--timeout has passed with that pgrun still
+//! holding the lock, nothing is decided yet).
 //!
 //! `PGRUN_TEST_HOOK=NAME[,NAME...]`: [`PANIC_ON_USR1`] makes the supervise
 //! loop panic when it reads SIGUSR1; [`PANIC_BEFORE_SPAWN`] panics with

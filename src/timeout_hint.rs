@@ -9,10 +9,17 @@ use std::ffi::OsString;
 /// The hint for a run whose `command` was not found, if its first word is
 /// a duration (a duration holds no `/`, so it was looked for in `PATH`
 /// only, and is not there); the rest of the words quoted as a shell needs.
+/// A `--` right after the duration (`pgrun 30 -- make`, `timeout`'s way to
+/// end its options) was the end of options the hint writes itself: it is
+/// not repeated (a second `--` would be run as the command's name).
 pub fn for_missing_command(command: &[OsString]) -> Option<String> {
     let (first, rest) = command.split_first()?;
     let word = first.to_str()?;
     parse_duration(word).ok()?;
+    let rest = match rest.split_first() {
+        Some((separator, after)) if separator == "--" => after,
+        _ => rest,
+    };
     let mut line = format!("for a timeout, write: pgrun --timeout {word} --");
     if rest.is_empty() {
         line.push_str(" COMMAND");
@@ -50,6 +57,15 @@ mod tests {
             "for a timeout, write: pgrun --timeout 2m -- sh -c 'echo it'\\''s $HOME' ''"
         );
         assert_eq!(hint(&["1.5"]).unwrap(), "for a timeout, write: pgrun --timeout 1.5 -- COMMAND");
+    }
+
+    #[test]
+    fn a_separator_after_the_duration_is_not_repeated() {
+        assert_eq!(hint(&["30", "--", "true"]).unwrap(), "for a timeout, write: pgrun --timeout 30 -- true");
+        assert_eq!(hint(&["30", "--"]).unwrap(), "for a timeout, write: pgrun --timeout 30 -- COMMAND");
+        // A command named `--` stays one, behind the hint's own `--`.
+        assert_eq!(hint(&["30", "--", "--", "x"]).unwrap(), "for a timeout, write: pgrun --timeout 30 -- -- x");
+        assert_eq!(hint(&["30", "make", "--", "x"]).unwrap(), "for a timeout, write: pgrun --timeout 30 -- make -- x");
     }
 
     #[test]

@@ -1,26 +1,26 @@
 //! `pgrun wait PIDFILE`: wait, from another process, for a run to be over.
 //!
-//! wait only looks: it signals nothing, takes no lock and creates or
-//! removes no file, so any number of waiters can wait on one run and none
-//! changes what a starting run, `cancel` or `status` sees. Like cancel, it
+//! wait only looks: it signals nothing, creates or removes no file, and
+//! holds no lock but a read lock of byte 0 for an instant once the run's
+//! own is let go of (a read lock never makes a file look live), so any
+//! number of waiters can wait on one run and none changes what a starting
+//! run, `cancel` or `status` sees. Like cancel, it
 //! waits up to `--wait-start` for a run to publish, and refuses the pid
-//! files cancel refuses. A live run is then waited for by events: a pidfd
-//! of the pgrun holding the lock (readable when that pgrun exits) and one
-//! of its guard (a child of that pgrun found when the run was found), which
-//! exits when pgrun releases it: pgrun does so once the run is gone and it
-//! has removed the pid file and let go of the lock, and writes the report
-//! right after, before any output it still owes a slow reader. So the
-//! guard's exit with the lock let go of is the run's end, however long
-//! pgrun then writes (a guard that ends while the lock is held died during
-//! the run: then, as with `--no-guard`, pgrun's exit is waited for). A
-//! pgrun ends only once its run is gone, so its exit is the run's end too,
-//! unless it died (SIGKILL): then the pid file is still in place, and wait
-//! goes on waiting for the guard and for the group itself, which no event
-//! announces (a backoff). Without pidfds (off Linux, or the holder in a PID
-//! namespace we cannot see) the lock is polled with the same backoff. The
-//! file's group number is used only when the pgrun holding the lock shares
-//! our PID namespace. Unless pgrun was seen to exit, the report may still
-//! be on its way when the lock is let go of: wait gives it a moment.
+//! files cancel refuses. A live run is then waited for by events: the
+//! release of its lock (a thread blocks on a read lock of byte 0, and says
+//! when it gets it: see [`pidfile::ReleaseWatch`]) and, where there is one,
+//! a pidfd of the pgrun holding the lock. pgrun lets go of the lock once
+//! the run is gone and it has removed the pid file, and writes the report
+//! right after, before any output it still owes a slow reader: so the
+//! lock let go of with the file withdrawn is the run's end, however long
+//! pgrun then writes, with or without a guard. A pgrun ends only once its
+//! run is gone, so its exit is the run's end too, unless it died (SIGKILL):
+//! then the pid file is still in place, and wait goes on waiting for its
+//! guard (a child of that pgrun found when the run was found, on its
+//! pidfd) and for the group itself, which no event announces (a backoff).
+//! The file's group number is used only when the pgrun holding the lock
+//! shares our PID namespace. Unless pgrun was seen to exit, the report may
+//! still be on its way when the lock is let go of: wait gives it a moment.
 
 use crate::backoff::{self, Backoff};
 use crate::cancel::{check_safe, lock_error};
@@ -127,28 +127,21 @@ impl Waiter<'_> {
         }
         verbose!("waiting for pgrun {holder} (process group {})", record.pgid);
 
-        // 1. The pgrun holding the lock ends, or releases its guard with the
-        //    lock already let go of (the run is over and withdrawn; pgrun
-        //    may still be writing its output); without a pidfd, it lets go
-        //    of the lock.
-        let holder_exited = match &holder_fd {
-            Some(fd) => {
-                let released = || record.liveness().ok().is_some_and(|l| l != Liveness::Live(holder));
-                match self.wait_for_holder(fd.as_fd(), guard_fd.as_ref().map(AsFd::as_fd), released)? {
-                    None => return Ok(self.timed_out()),
-                    Some(exited) => exited,
-                }
+        // 1. The pgrun holding the lock lets go of it (the run is over and
+        //    withdrawn; pgrun may still be writing its output), or exits.
+        //    A thread blocked on the lock says when it is let go of; the
+        //    pidfd, when pgrun exits.
+        let holder_exited = if still_live {
+            let release = record
+                .watch_release()
+                .map_err(|e| anyhow!("cannot wait for the lock of pid file {}: {e}", path.display()))?;
+            match self.wait_for_holder(holder_fd.as_ref().map(AsFd::as_fd), &release)? {
+                None => return Ok(self.timed_out()),
+                Some(exited) => exited,
             }
-            None => {
-                let released = || record.liveness().ok().is_some_and(|l| l != Liveness::Live(holder));
-                if still_live && !backoff::poll_until(self.deadline, released) {
-                    return Ok(self.timed_out());
-                }
-                false
-            }
+        } else {
+            false
         };
-        verbose!("pgrun {holder} has {}", if holder_exited { "exited" } else { "released the pid file" });
-
         // 2. A pgrun that ended normally removed its pid file first, with
         //    its run gone. One whose file is still in place died: its
         //    guard, if it has one, is stopping the run.
@@ -186,22 +179,14 @@ impl Waiter<'_> {
         }
     }
 
-    /// Wait until pgrun `holder` (its pidfd) exits, or its guard (`guard`)
-    /// exits and `released` says the lock is let go of: pgrun releases its
-    /// guard only after removing the pid file, so that is the run's end,
-    /// announced before pgrun's last flush of output to a slow reader.
-    /// `Some(true)`: pgrun exited; `Some(false)`: released; `None`: the
-    /// deadline passed first. A guard that ends with the lock still held
-    /// died during the run: from then on only pgrun's exit is waited for.
-    fn wait_for_holder(
-        &self,
-        holder: BorrowedFd<'_>,
-        mut guard: Option<BorrowedFd<'_>>,
-        released: impl Fn() -> bool,
-    ) -> Result<Option<bool>> {
+    /// Wait until the lock is let go of (`release`) or pgrun `holder` (its
+    /// pidfd, where there is one) exits. `Some(true)`: pgrun exited;
+    /// `Some(false)`: the lock was let go of; `None`: the deadline passed
+    /// first.
+    fn wait_for_holder(&self, holder: Option<BorrowedFd<'_>>, release: &pidfile::ReleaseWatch) -> Result<Option<bool>> {
         loop {
-            let mut set = [sys::PollFd::read(holder); 2];
-            let n = match guard {
+            let mut set = [sys::PollFd::read(release.fd()); 2];
+            let n = match holder {
                 Some(fd) => {
                     set[1] = sys::PollFd::read(fd);
                     2
@@ -209,17 +194,15 @@ impl Waiter<'_> {
                 None => 1,
             };
             let left = self.deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            sys::poll(&mut set[..n], left).context("cannot wait for pgrun and its guard")?;
-            if set[0].ready {
+            sys::poll(&mut set[..n], left).context("cannot wait for pgrun")?;
+            if n == 2 && set[1].ready {
                 return Ok(Some(true));
             }
-            if n == 2 && set[1].ready {
-                if released() {
-                    return Ok(Some(false));
-                }
-                verbose!("the guard of the run ended while the run lives; waiting for pgrun alone");
-                guard = None;
-            } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            if set[0].ready {
+                release.outcome().context("cannot wait for the lock of the pid file")?;
+                return Ok(Some(false));
+            }
+            if self.deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(None);
             }
         }

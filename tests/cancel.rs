@@ -412,3 +412,161 @@ while True:
     send(middle, libc::SIGKILL);
     wait_dead(middle);
 }
+
+/// Spawn `pgrun cancel -v ARGS...` with its stderr in `log` (a file the
+/// test reads while cancel runs); `pause`, if given, armed on it.
+fn spawn_cancel(guard: &mut Guard, log: &std::path::Path, pause: Option<&Pause>, args: &[&str]) -> usize {
+    let mut all = vec!["cancel", "-v"];
+    all.extend_from_slice(args);
+    let mut cmd = pgrun(&all);
+    cmd.stderr(fs::File::create(log).unwrap());
+    if let Some(pause) = pause {
+        pause.arm(&mut cmd);
+    }
+    guard.spawn(&mut cmd)
+}
+
+/// Start `pgrun -p PIDFILE -- sh -c PAYLOAD` paused at `exit` (its run
+/// withdrawn: pid file removed, lock let go of, but pgrun not exited);
+/// returns its index, its pid and its group.
+fn start_paused_at_exit(
+    guard: &mut Guard,
+    pause: &Pause,
+    pidfile: &std::path::Path,
+    payload: &str,
+) -> (usize, i32, i32) {
+    let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", payload]);
+    let index = guard.spawn(pause.arm(&mut cmd));
+    let pgid: i32 = wait_line(pidfile).parse().expect("pid file holds a number");
+    guard.record_group(pgid);
+    let pid = guard.child(index).id() as i32;
+    (index, pid, pgid)
+}
+
+#[test]
+fn timeout_is_2_while_a_member_the_run_cannot_stop_keeps_its_group() {
+    // A process outside pgrun's tree (this test) puts a child into the
+    // run's group and does not reap it: a zombie member that no --contain
+    // mode can stop, whose parent is not the run's. The group is still the
+    // run's (it never went empty), so cancel --timeout SIGKILLs it and says
+    // 2 a second later, as the contract says, not 0 because the member
+    // does not descend from pgrun.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let (index, pgid) = start_published(&mut guard, &pidfile, &["-k", "100"], "exec sleep 300");
+    let mut member = Command::new("true");
+    member.process_group(pgid);
+    let z = guard.spawn(&mut member);
+    let zpid = guard.child(z).id() as i32;
+    eventually("the member to become a zombie", || state(zpid).as_deref() == Some("Z"));
+    assert_eq!(pgrp(zpid), Some(pgid), "the zombie is a member of the run's group");
+    let out = cancel(&["-v", "--timeout", "1", pidfile.to_str().unwrap()]);
+    assert_status(&out, 2, "the group survived the SIGKILL");
+    assert!(
+        stderr_of(&out).contains(&format!("process group {pgid} is still alive 1s after SIGKILL")),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun waits for its group too");
+    // Reaped, the zombie leaves the group empty: the run ends.
+    guard.wait(z);
+    assert_eq!(guard.wait(index), 143);
+}
+
+#[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "tree mode needs Linux")]
+fn timeout_never_kills_a_group_that_took_the_number_after_it_went_empty_during_the_wait() {
+    // Tree mode: the run's group is the run's when cancel finds it, then
+    // ends at cancel's TERM while an escapee that ignores TERM keeps pgrun
+    // (and its lock) going past cancel's --timeout. cancel saw the group
+    // empty while it waited; the number is then handed to an unrelated
+    // process (held at `cancel-timed-out` until it has been), and cancel's
+    // SIGKILL, which would reach it, must not be sent.
+    if !require(Capability::PidNamespaces) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let before = format!(
+        r#"{pg} --contain tree -k 100 -p job.pid -- sh -c 'setsid sh -c "trap \"\" TERM; echo \$\$ > esc.pid; exec sleep 300" & echo $$ > g.pid; exec sleep 300' &
+R=$!
+while [ ! -s g.pid ] || [ ! -s job.pid ] || [ ! -s esc.pid ]; do sleep 0.01; done
+G=$(cat g.pid)
+PGRUN_TEST_PAUSE=cancel-timed-out=gate {pg} cancel -v --timeout 2 job.pid 2> cancel.log &
+C=$!
+until grep -q "process group $G is empty" cancel.log; do sleep 0.01; done
+"#,
+        pg = pgrun_path()
+    );
+    let after = r#"touch gate
+wait "$C"; echo "cancel=$?"
+kill -KILL "$(cat esc.pid)"
+wait "$R"
+"#;
+    let script = format!("{before}{}{after}", crate::protocol::HAND_OVER);
+    crate::protocol::assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
+}
+
+#[test]
+fn cancel_returns_only_once_the_pgrun_it_stopped_has_exited() {
+    // pgrun lets go of its lock when it withdraws its run, before it
+    // writes its report and output and exits. cancel, held at
+    // `cancel-signalled` until pgrun is there (paused at `exit`), must not
+    // take the lock let go of for pgrun's exit.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let at_exit = Pause::new(&scratch, "exit");
+    let (index, pid, pgid) = start_paused_at_exit(&mut guard, &at_exit, &pidfile, "exec sleep 300");
+    let signalled = Pause::new(&scratch, "cancel-signalled");
+    let log = scratch.path("cancel.log");
+    let canceller = spawn_cancel(&mut guard, &log, Some(&signalled), &[pidfile.to_str().unwrap()]);
+    signalled.wait_reached();
+    at_exit.wait_reached();
+    assert!(!pidfile.exists() && is_dead(pgid), "pgrun pauses at exit with its run withdrawn");
+    signalled.release();
+    let mut ended = None;
+    eventually("cancel to wait for pgrun's exit, or return", || {
+        ended = guard.child(canceller).try_wait().unwrap();
+        ended.is_some() || fs::read_to_string(&log).unwrap().contains(&format!("waiting for pgrun {pid} to exit"))
+    });
+    assert!(ended.is_none(), "cancel returned {ended:?} while pgrun {pid} was still running");
+    assert!(
+        guard.child(canceller).try_wait().unwrap().is_none(),
+        "cancel returned while pgrun {pid} was still running"
+    );
+    at_exit.release();
+    assert_eq!(guard.wait(canceller), 0, "{}", fs::read_to_string(&log).unwrap());
+    assert!(is_dead(pid), "cancel returned before pgrun {pid} exited");
+    assert_eq!(guard.wait(index), 143);
+}
+
+#[test]
+fn a_second_cancel_of_a_run_being_stopped_waits_for_the_same_end() {
+    // A first cancel stopped the run: its pgrun has withdrawn it (no pid
+    // file) and not exited yet (paused at `exit`). A second cancel, called
+    // now, must wait for that end and say 0, not wait --wait-start for a
+    // new run and say 1.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let at_exit = Pause::new(&scratch, "exit");
+    let (index, pid, _) = start_paused_at_exit(&mut guard, &at_exit, &pidfile, "exec sleep 300");
+    let first = spawn_cancel(&mut guard, &scratch.path("first.log"), None, &[pidfile.to_str().unwrap()]);
+    at_exit.wait_reached();
+    assert!(!pidfile.exists(), "pgrun pauses at exit with its run withdrawn");
+    let log = scratch.path("second.log");
+    let second = spawn_cancel(&mut guard, &log, None, &["--wait-start", "0.5", pidfile.to_str().unwrap()]);
+    let mut ended = None;
+    eventually("the second cancel to wait for pgrun's exit, or return", || {
+        ended = guard.child(second).try_wait().unwrap();
+        ended.is_some() || fs::read_to_string(&log).unwrap().contains(&format!("pgrun {pid} has withdrawn the run"))
+    });
+    assert!(ended.is_none(), "the second cancel returned {ended:?}: {}", fs::read_to_string(&log).unwrap());
+    at_exit.release();
+    assert_eq!(guard.wait(second), 0, "{}", fs::read_to_string(&log).unwrap());
+    assert!(is_dead(pid), "the second cancel returned before pgrun {pid} exited");
+    assert_eq!(guard.wait(first), 0);
+    assert_eq!(guard.wait(index), 143);
+    assert!(!scratch.path("job.pid.cancel").exists(), "a marker was left");
+}

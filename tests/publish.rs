@@ -315,9 +315,10 @@ fn a_stopping_marker_that_cannot_be_removed_is_reported_and_cancels_no_later_run
 
 #[test]
 fn a_cancel_request_that_cannot_be_removed_at_exit_cancels_no_later_run() {
-    // cancel's (empty) marker stopped the run, which cannot remove it at
-    // exit: it is reported and overwritten with the run's note, so the next
-    // run on that pid file still runs.
+    // cancel's (empty) marker stopped the run, which puts its note in the
+    // request's place as it withdraws the run and cannot remove that note
+    // at exit: it is reported and left a note, so the next run on that pid
+    // file still runs.
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
@@ -334,7 +335,8 @@ fn a_cancel_request_that_cannot_be_removed_at_exit_cancels_no_later_run() {
     std::io::Read::read_to_string(&mut guard.child(run_index).stderr.take().unwrap(), &mut err).unwrap();
     assert!(err.starts_with("pgrun: warning: cannot remove cancel marker ") && err.contains("EIO"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(fs::read_to_string(&marker).unwrap().starts_with("pgrun-consumed "), "the request was marked consumed");
+    let left = fs::read_to_string(&marker).unwrap();
+    assert!(left.starts_with("pgrun-stopping "), "the request was replaced by the run's note: {left:?}");
     let witness = scratch.path("ran");
     let out = run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()]));
     assert_status(&out, 0, "the next run");

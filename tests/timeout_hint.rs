@@ -12,6 +12,8 @@ fn a_duration_that_names_no_command_gets_the_hint() {
         ("30", vec!["make", "test"], "pgrun --timeout 30 -- make test"),
         ("1.5", vec!["sh", "-c", "echo it's here"], "pgrun --timeout 1.5 -- sh -c 'echo it'\\''s here'"),
         ("250ms", vec!["sleep", "1"], "pgrun --timeout 250ms -- sleep 1"),
+        // `timeout`'s own end of options, where the hint puts its `--`.
+        ("30", vec!["--", "true"], "pgrun --timeout 30 -- true"),
     ] {
         let mut args = vec![word];
         args.extend(&rest);

@@ -404,7 +404,6 @@ fn unsafe_pid_files_are_refused_with_125() {
 }
 
 /// A process's context switches so far, from `/proc/PID/status`.
-#[cfg(not(feature = "posix-fallback"))]
 fn context_switches(pid: i32) -> u64 {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
@@ -414,8 +413,7 @@ fn context_switches(pid: i32) -> u64 {
         .sum()
 }
 
-/// With pidfds (the Linux build): the portable build polls the lock.
-#[cfg(not(feature = "posix-fallback"))]
+/// In both builds: the lock is waited for by a blocking lock, not polled.
 #[test]
 fn a_waiter_does_not_wake_up_while_the_run_runs() {
     let scratch = Scratch::new();
@@ -434,5 +432,32 @@ fn a_waiter_does_not_wake_up_while_the_run_runs() {
     assert!(woke <= 2, "wait woke up {woke} times in 0.5 s while the run simply ran");
     fs::write(scratch.path("gate"), "").unwrap();
     assert_eq!(guard.wait(waiter), 0);
+    assert_eq!(guard.wait(index), 0);
+}
+
+#[test]
+fn without_a_guard_wait_returns_once_the_run_is_withdrawn_not_once_pgrun_exits() {
+    // --no-guard: no guard's exit to announce the withdrawal. The run ends
+    // (the command exits, the pid file is withdrawn, the lock let go of)
+    // while its pgrun has not exited (paused at `exit`; in life, a long
+    // final flush to a slow reader): wait returns then, while pgrun lives.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pidfile = scratch.path("job.pid");
+    let at_exit = Pause::new(&scratch, "exit");
+    let payload = gated_payload(&dir, 0);
+    let mut cmd = pgrun(["--no-guard", "-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &payload]);
+    let index = guard.spawn(at_exit.arm(&mut cmd));
+    let pgid: i32 = wait_line(&pidfile).parse().expect("pid file holds a number");
+    guard.record_group(pgid);
+    wait_line(&scratch.path("ready"));
+    let waiter = spawn_waiting(&mut guard, &[pidfile.to_str().unwrap()]);
+    fs::write(scratch.path("gate"), "").unwrap();
+    at_exit.wait_reached();
+    assert_eq!(guard.wait(waiter), 0, "{}", rest_of_stderr(&mut guard, waiter));
+    assert!(!pidfile.exists() && is_dead(pgid), "wait returned before the run was over");
+    assert!(guard.child(index).try_wait().unwrap().is_none(), "pgrun is still paused at its exit");
+    at_exit.release();
     assert_eq!(guard.wait(index), 0);
 }

@@ -15,11 +15,22 @@
 //! a later run: that run ignores a note, and the next run to stop or end on
 //! the path replaces or removes it. A cancel that finds a note turns it
 //! into a request.
+//!
+//! One note says more while it is held: from the moment a run that was
+//! stopping (or cancelled) is withdrawn until its pgrun exits, that pgrun
+//! keeps its stopping note at the marker path write-locked
+//! ([`hold_ending_note`]). The pid file is gone by then, but a cancel that
+//! comes late still finds the run's end under way ([`ending_run`]: the note
+//! names the pgrun that holds its lock) and waits for that pgrun to exit
+//! instead of for a new run; the lock, released by the kernel at pgrun's
+//! exit however it exits, is also how a cancel without pidfds learns of
+//! that exit. Held or not, it is a note: no run takes it for a request.
 
 use crate::atomic_file::{self, TempFile, folder_of};
 use crate::say::errno_text;
+use crate::sys::lock::{self, Kind, Range};
 use crate::sys::{Pid, geteuid};
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -169,6 +180,11 @@ pub fn create_marker(marker: &Path) -> io::Result<bool> {
             if !matches!(self::marker(marker, geteuid()), Marker::Note(_)) {
                 return Ok(false);
             }
+            // The note of a run whose pgrun is ending it: that run is being
+            // stopped already (see `ending_run`), and the note is its.
+            if ending_run(marker, geteuid()).is_some() {
+                return Ok(false);
+            }
             let note = OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(marker)?;
             note.set_len(0)?;
             Ok(true)
@@ -260,6 +276,118 @@ pub fn remove_marker_at_exit(path: &Path, owner: u32, taken: Option<Taken>) {
             warn_left(path, &e, harmless);
         }
     }
+}
+
+/// The note a pgrun holds at the marker path from its run's withdrawal
+/// until it exits (see the module doc): removed when dropped, if the path
+/// still names it; its lock goes with the file.
+pub struct EndingNote {
+    path: PathBuf,
+    _locked: File,
+    dev: u64,
+    ino: u64,
+}
+
+/// The run of group `pgid` is gone and about to be withdrawn: if the
+/// marker at `path` is still the one the run took (`taken`: its stopping
+/// note, or the request that cancelled it), put this pgrun's stopping note
+/// there instead, write-locked by this pgrun until the returned note is
+/// dropped (it appears locked, by a rename over what was there). Anything
+/// else is left to [`remove_marker_at_exit`]'s rule (a note an earlier run
+/// left is removed, a request for the next run kept), and nothing is held:
+/// a run that was not stopping leaves no trace. A marker that cannot be
+/// replaced is removed as that function does.
+pub fn hold_ending_note(path: &Path, pgid: Pid, owner: u32, taken: Option<Taken>) -> Option<EndingNote> {
+    let me = crate::sys::getpid();
+    if !taken.is_some_and(|t| still_taken(path, t, me, owner)) {
+        remove_marker_at_exit(path, owner, taken);
+        return None;
+    }
+    match place_ending_note(path, pgid) {
+        Ok(note) => Some(note),
+        Err(e) => {
+            crate::verbose!("cannot put the ending note at {}: {}", path.display(), errno_text(&e));
+            remove_marker_at_exit(path, owner, taken);
+            None
+        }
+    }
+}
+
+fn place_ending_note(path: &Path, pgid: Pid) -> io::Result<EndingNote> {
+    let note = stopping_note(pgid);
+    let temp = TempFile::create(path, note.len())?;
+    temp.set_content(note.as_bytes())?;
+    if !lock::try_write_lock(temp.file(), Range::Record)? {
+        return Err(io::Error::other("its new file is locked by another process"));
+    }
+    // Known before it is placed (a rename keeps the inode): once in place,
+    // nothing is left to fail.
+    let meta = temp.file().metadata()?;
+    let file = temp.rename_into_place()?;
+    Ok(EndingNote { path: path.to_path_buf(), _locked: file, dev: meta.dev(), ino: meta.ino() })
+}
+
+impl EndingNote {
+    /// The note's device and inode.
+    pub fn id(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+}
+
+impl Drop for EndingNote {
+    /// pgrun is about to exit: remove the note if it is still this one (a
+    /// run that started since may have put its own there). One that cannot
+    /// be removed is a note all the same: reported, harmless.
+    fn drop(&mut self) {
+        let removed = match fs::symlink_metadata(&self.path) {
+            Ok(meta) if meta.dev() == self.dev && meta.ino() == self.ino => fs::remove_file(&self.path),
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = removed
+            && e.kind() != io::ErrorKind::NotFound
+        {
+            warn_left(&self.path, &e, true);
+        }
+    }
+}
+
+/// A pgrun that has withdrawn its run and not exited yet, as a reader
+/// finds it: the note at the marker path names it, and it holds the
+/// note's lock (so it is alive, and its pid is still its own).
+pub struct EndingRun {
+    file: File,
+    pgrun: Pid,
+}
+
+impl EndingRun {
+    /// The pgrun that is ending its run.
+    pub fn pgrun(&self) -> Pid {
+        self.pgrun
+    }
+
+    /// Whether that pgrun still holds the note's lock (has not exited). An
+    /// error says nothing either way: it is returned.
+    pub fn held(&self) -> io::Result<bool> {
+        Ok(lock::holder(&self.file, Range::FirstByte)?.is_some_and(|h| h.kind == Kind::Write && h.pid == self.pgrun))
+    }
+}
+
+/// The pgrun ending its run at the marker `path` (see the module doc):
+/// `None` unless `path` holds a stopping note of `owner`'s whose lock is
+/// held by the very pgrun it names. Anything that cannot be read proves
+/// nothing, and is `None`.
+pub fn ending_run(path: &Path, owner: u32) -> Option<EndingRun> {
+    let mut file = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.uid() != owner {
+        return None;
+    }
+    let mut text = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(&mut file, 64), &mut text).ok()?;
+    let pgrun = parse_note(&String::from_utf8_lossy(&text)).ok()??;
+    let run = EndingRun { file, pgrun };
+    (pgrun > 0 && run.held().ok()?).then_some(run)
 }
 
 /// Replace a request's content with `note`, in place (the note is written

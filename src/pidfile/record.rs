@@ -63,6 +63,43 @@ impl Record {
     }
 }
 
+/// The release of a record's lock, as an event a `poll` can wait for: a
+/// thread blocks until no process holds a write lock on byte 0 (see
+/// [`lock::wait_unlocked`]), then closes its end of a socket, so the other
+/// end turns readable. For `pgrun wait`, which must learn of a run's end
+/// when its pgrun lets go of the lock, not when that pgrun exits.
+pub struct ReleaseWatch {
+    wake: std::os::unix::net::UnixStream,
+    outcome: std::sync::mpsc::Receiver<io::Result<()>>,
+}
+
+impl Record {
+    /// Start watching for the release of this record's lock.
+    pub fn watch_release(&self) -> io::Result<ReleaseWatch> {
+        let file = self.file.try_clone()?;
+        let (wake, tell) = std::os::unix::net::UnixStream::pair()?;
+        let (send, outcome) = std::sync::mpsc::channel();
+        std::thread::Builder::new().name("lock-watch".into()).spawn(move || {
+            let _ = send.send(lock::wait_unlocked(&file, Range::FirstByte));
+            drop(tell);
+        })?;
+        Ok(ReleaseWatch { wake, outcome })
+    }
+}
+
+impl ReleaseWatch {
+    /// Readable once the lock was let go of (or the wait for it failed).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.wake)
+    }
+
+    /// Once [`ReleaseWatch::fd`] is readable: `Ok` if the lock was let go
+    /// of, the error that ended the wait otherwise.
+    pub fn outcome(&self) -> io::Result<()> {
+        self.outcome.recv().unwrap_or_else(|_| Err(io::Error::other("the wait for the lock ended without an answer")))
+    }
+}
+
 /// Why a pid file could not be read as a record.
 #[derive(Debug)]
 pub enum RecordError {

@@ -7,8 +7,9 @@
 //!    gone (bounded); the leaf's accounting is read while it exists.
 //! 2. Reading stops (what the output pipes still hold is read once).
 //! 3. The run's own files go, the pid file last: the cgroup leaf, the
-//!    cancel marker (only the one this run took, see
-//!    [`super::lifecycle::Lifecycle::remove_marker`]), then the report is
+//!    cancel marker (only the one this run took, which becomes the note
+//!    pgrun holds until it exits, see
+//!    [`super::lifecycle::Lifecycle::end_marker`]), then the report is
 //!    written, then the pid file is withdrawn (so a report is in place when
 //!    no run is published any more), and only then is the guard let go (a
 //!    SIGKILL before that leaves the guard to finish the clean-up).
@@ -54,7 +55,8 @@ pub struct Ending {
 
 /// End the run (see the module doc): what it came to, and what outlives
 /// it until pgrun exits (the guard let go of, to be reaped when dropped;
-/// pgrun's own cgroup leaf, left after that).
+/// pgrun's own cgroup leaf, left after that; the note pgrun holds at the
+/// marker path, removed last).
 pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Ending) -> (Outcome, Withdrawn) {
     let Ending { pgid, published, ended, failure } = ending;
     let (mut outcome, gone) = match ended {
@@ -90,10 +92,13 @@ pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Endin
     if let Some(relay) = &mut run.relay {
         relay.close();
     }
-    if gone {
-        outcome.cgroup_left = run.scope.remove_leaf();
-        run.life().remove_marker();
-    }
+    let held_note = match gone {
+        true => {
+            outcome.cgroup_left = run.scope.remove_leaf();
+            run.life().end_marker()
+        }
+        false => None,
+    };
     let relay = run.relay.take();
     let before_flush = relay.as_ref().map(Relay::end_so_far);
     outcome.take_relay_end(before_flush);
@@ -121,7 +126,7 @@ pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Endin
             super::report::write_again(plan, started, &outcome);
         }
     }
-    (outcome, Withdrawn { guard, self_leaf: run.self_leaf.take() })
+    (outcome, Withdrawn { guard, self_leaf: run.self_leaf.take(), ending: held_note })
 }
 
 /// Whether the kernel's OOM killer ended the run: the leaf counted an OOM

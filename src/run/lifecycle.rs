@@ -9,9 +9,10 @@
 //! kills the group a panic leaves behind), the guard ([`Guard`], which
 //! stops the run and removes its files if pgrun is killed), and the cancel
 //! marker (created when a stop starts, so that a marker next to a live pid
-//! file means "stopping"; consumed at the end). The run mode
-//! ([`crate::run`]) and the supervisor ([`crate::run::supervisor`]) say when
-//! each event happens; what it means to each party is said here.
+//! file means "stopping"; at the end held as pgrun's note until it exits).
+//! The run mode ([`crate::run`]) and the supervisor
+//! ([`crate::run::supervisor`]) say when each event happens; what it means
+//! to each party is said here.
 //!
 //! [`Lifecycle`] borrows the parties from the run mode for as long as one
 //! step needs them: no copies of their state, no thread, no callbacks.
@@ -116,13 +117,21 @@ impl Lifecycle<'_> {
         crate::exit_hooks::forget_group();
     }
 
-    /// The run is gone: remove the marker if the run took it (its note,
-    /// or the request that cancelled it), and a note an earlier run left;
-    /// never a request for the next run.
-    pub fn remove_marker(&self) {
-        if let Some(marker) = self.marker {
-            pidfile::remove_marker_at_exit(marker, crate::sys::geteuid(), *self.marker_taken);
+    /// The run is gone: the marker the run took (its note, or the request
+    /// that cancelled it) becomes the note pgrun holds until it exits (see
+    /// [`pidfile::hold_ending_note`]: a cancel that comes once the pid file
+    /// is gone finds the run's end under way and waits for that exit); a
+    /// note an earlier run left is removed; never a request for the next
+    /// run. Called before the pid file goes, so that a reader never finds
+    /// neither.
+    pub fn end_marker(&self) -> Option<pidfile::EndingNote> {
+        let marker = self.marker?;
+        let owner = crate::sys::geteuid();
+        let note = pidfile::hold_ending_note(marker, self.scope.pgid(), owner, *self.marker_taken)?;
+        if let Some(guard) = self.guard.as_ref() {
+            guard.marker(marker, true);
         }
+        Some(note)
     }
 
     /// The run is over and withdrawn (its leaf and files removed): release
@@ -152,9 +161,11 @@ impl Lifecycle<'_> {
 /// order: the released guard (reaped when dropped, after the report and
 /// the output's last flush), then pgrun's own cgroup leaf, if it had one
 /// (left once the guard is reaped: see
-/// [`crate::contain::cgroup::SelfLeaf`]).
+/// [`crate::contain::cgroup::SelfLeaf`]), then the note pgrun holds at the
+/// marker path (removed when dropped: the run's last trace).
 #[derive(Default)]
 pub struct Withdrawn {
     pub guard: Option<Guard>,
     pub self_leaf: Option<crate::contain::cgroup::SelfLeaf>,
+    pub ending: Option<pidfile::EndingNote>,
 }

@@ -67,7 +67,8 @@ pub fn run(plan: &RunPlan, started: Instant) -> u8 {
         report::hold_for_panic(target, plan, started);
     }
     // The guard, released once the run is withdrawn, is reaped when it is
-    // dropped, after the report and the output's last flush.
+    // dropped, after the report and the output's last flush; then the note
+    // at the marker path goes, the run's last trace.
     let (outcome, _withdrawn) = execute(plan, started, parent, publication, report_temp);
     let exit = report::exit_of(plan, &outcome);
     if let Some(err) = &outcome.error {
@@ -87,7 +88,8 @@ pub fn run(plan: &RunPlan, started: Instant) -> u8 {
 }
 
 /// The checklist, top to bottom: what the run came to, and, once the run
-/// was withdrawn, its released guard (reaped when dropped). Before the
+/// was withdrawn, what outlives that until pgrun exits (its released
+/// guard, reaped when dropped; the note at the marker path). Before the
 /// spawn, the guard goes with the rest of what was prepared.
 fn execute(
     plan: &RunPlan,

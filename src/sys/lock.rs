@@ -100,3 +100,20 @@ pub fn holder(file: &File, range: Range) -> io::Result<Option<Holder>> {
     };
     Ok(Some(Holder { kind, pid: lock.l_pid }))
 }
+
+/// `fcntl(F_SETLKW, F_RDLCK)` on `range`, then `F_UNLCK`: block until no
+/// other process holds a write lock there (its holder let go of it, or
+/// exited), the way `pgrun wait` learns of a run's end as an event. The
+/// read lock is held only for the instant between the two calls. EINTR is
+/// retried; any other error is returned (never read as "let go").
+pub fn wait_unlocked(file: &File, range: Range) -> io::Result<()> {
+    let lock = flock(range, libc::F_RDLCK as libc::c_short);
+    loop {
+        match fcntl(file, FcntlArg::F_SETLKW(&lock)) {
+            Ok(_) => break,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    unlock(file, range)
+}
