@@ -408,8 +408,11 @@ impl RunIds {
         Left { found, zombies, excused }
     }
 
+    /// The guard said it gave up on what is left of the run (its one line
+    /// that ends "giving up").
     fn guard_gave_up(&self) -> bool {
-        fs::read_to_string(&self.log).is_ok_and(|said| said.contains("1s after SIGKILL; giving up"))
+        fs::read_to_string(&self.log)
+            .is_ok_and(|said| said.lines().any(|l| l.starts_with("pgrun: guard: ") && l.ends_with("; giving up")))
     }
 }
 
@@ -586,20 +589,21 @@ fn status_call(pidfile: &Path, ids: &RunIds) -> Pending<Left> {
 /// in at that point); `ids` known (not for a short run, whose status may
 /// come before its pid file).
 fn check_status(r: &mut RunResult, when: &str, allowed: &[&str], ids: Option<&RunIds>, call: Pending<Left>) {
+    let run = format!("run {} ({:?}, {:?})", r.plan.index, r.plan.shape, r.plan.action);
     let done = match call.finish() {
         Ok(done) => done,
-        Err(e) => return r.fail("status-exit", format!("{when}: {e}")),
+        Err(e) => return r.fail("status-exit", format!("{run}, {when}: {e}")),
     };
     let answer: serde_json::Value = match serde_json::from_str(done.stdout.trim()) {
         Ok(v) => v,
         Err(_) => {
-            let what = format!("{when}: exit {}, stdout {:?}, stderr {:?}", done.code(), done.stdout, done.stderr);
-            return r.fail("status-answer", what);
+            let (code, out, err) = (done.code(), &done.stdout, &done.stderr);
+            return r.fail("status-answer", format!("{run}, {when}: exit {code}, stdout {out:?}, stderr {err:?}"));
         }
     };
     let state = answer["state"].as_str().unwrap_or("(none)").to_string();
     r.states.push(state.clone());
-    let said = format!("{when}: exit {}, {}", done.code(), done.stdout.trim());
+    let said = format!("{run}, {when}: exit {}, {}", done.code(), done.stdout.trim());
     match STATES.iter().find(|(s, _)| *s == state) {
         None => return r.fail("status-answer", format!("not a state of the contract's: {said}")),
         Some(&(_, code)) if code != done.code() => {
@@ -883,8 +887,14 @@ fn drive_run(plan: &Plan, ctx: &Ctx, guard: &mut Guard, r: &mut RunResult) {
         }
         if !pidfile_gone && fs::symlink_metadata(&pidfile).is_err() {
             pidfile_gone = true;
-            let what = format!("run {i} ({:?}, {:?})", plan.shape, plan.action);
-            r.fail_if_left("pidfile-removed-while-run-exists", &ids.left(), what);
+            let left = ids.left();
+            let what = format!(
+                "run {i} ({:?}, {:?}); pgrun said: {}",
+                plan.shape,
+                plan.action,
+                pgrun_said().replace('\n', " | ")
+            );
+            r.fail_if_left("pidfile-removed-while-run-exists", &left, what);
         }
         exit.is_some()
             && pidfile_gone
@@ -963,7 +973,9 @@ fn drive_run(plan: &Plan, ctx: &Ctx, guard: &mut Guard, r: &mut RunResult) {
     // them in its own time: the last answer is judged once they are gone.
     let reaped = poll(ctx.within(Duration::from_secs(15)), || ids.left().is_empty());
     let call = status_call(&pidfile, &ids);
-    let last: &[&str] = if marker_left { &["cancel-pending"] } else { &["not-running"] };
+    // A marker left behind (noted above) is a request (cancel-pending) or
+    // a stopping note nobody removed (not-running).
+    let last: &[&str] = if marker_left { &["not-running", "cancel-pending"] } else { &["not-running"] };
     check_status(r, "after the end", last, reaped.then_some(&ids), call);
 }
 
@@ -1122,10 +1134,21 @@ fn check_cancel(r: &mut RunResult, plan: &Plan, paired: bool, call: Pending<Left
 }
 
 /// A cancel that arrived after the run was over: it created the marker
-/// itself and never found the run's pid file (its `-v` lines).
+/// itself and never found the run, its pid file or its pgrun (its `-v`
+/// lines).
 fn cancel_late(stderr: &str) -> bool {
-    let saw_run = ["already there", "sending TERM", "stale pid file", "ended while cancel looked", "a run is starting"];
-    stderr.contains("created") && !saw_run.iter().any(|s| stderr.contains(s))
+    let saw_run = [
+        "already there",
+        "a run is starting",
+        "stale pid file",
+        "sending TERM",
+        "ended while cancel looked",
+        "withdrawn the run",
+        "withdrew its record",
+        "waiting for pgrun",
+        "has exited",
+    ];
+    stderr.contains(" created") && stderr.contains("no run at") && !saw_run.iter().any(|s| stderr.contains(s))
 }
 
 /// A wait's exit and what was there right after it. `run_code`: the
