@@ -265,7 +265,7 @@ fn plans(seed: u64, n: usize, tree: bool) -> Vec<Plan> {
             start_delay: rng.ms(200),
             action_delay: rng.ms(300),
             kill_delay: rng.ms(150),
-            timeout_ms: 3000 + rng.below(3001),
+            timeout_ms: 4000 + rng.below(3001),
             exit_code: [0, 1, 3, 42][rng.below(4) as usize],
             status_before: rng.chance(50),
             status_during: (0..rng.below(3)).map(|_| rng.ms(100)).collect(),
@@ -425,6 +425,8 @@ struct RunResult {
     failed: Vec<(&'static str, String)>,
     /// Each cancel that exited 0: its kind and how long it took.
     latencies: Vec<(&'static str, Duration)>,
+    /// The slowest cancel that exited 0: how long, and what it said.
+    slowest: Option<(Duration, String)>,
     cancels: usize,
     /// Cancels of a pair that came after the run was over (see
     /// `cancel_late`).
@@ -436,7 +438,8 @@ struct RunResult {
     waits_missed: usize,
     /// Checks passed under the contract's zombie exception (see [`Left`]).
     excused: usize,
-    /// Timeouts that fired before the test found the guard.
+    /// Timeouts that fired before the test saw the run ready or found its
+    /// guard.
     early_timeouts: usize,
     _guard: Option<Guard>,
 }
@@ -447,6 +450,7 @@ impl RunResult {
             plan,
             failed: Vec::new(),
             latencies: Vec::new(),
+            slowest: None,
             cancels: 0,
             late_paired: 0,
             states: Vec::new(),
@@ -749,6 +753,19 @@ fn drive_run(plan: &Plan, ctx: &Ctx, guard: &mut Guard, r: &mut RunResult) {
         }
         exited.is_some() || (named.is_some() && logged(&log).is_some())
     });
+    if let Some(status) = exited.filter(|_| plan.action == Action::Timeout) {
+        // The timeout fired before the test saw the run ready (a loaded
+        // machine): what is left to check is its end.
+        r.early_timeouts += 1;
+        if status.code() != Some(124) {
+            r.fail("pgrun-exit", format!("run {i} ({:?}, Timeout): {status}, want 124: {}", plan.shape, pgrun_said()));
+        }
+        let left = RunIds { procs: logged(&log).unwrap_or_default(), ..RunIds::default() }.left();
+        if !left.is_empty() {
+            r.fail("pgrun-exited-while-run-exists", format!("run {i} (exit {status}): {}", left.said()));
+        }
+        return;
+    }
     if !published || exited.is_some() {
         return r.fail("setup", format!("run {i} not published and ready (exit {exited:?}): {}", pgrun_said()));
     }
@@ -969,6 +986,11 @@ fn drive_run(plan: &Plan, ctx: &Ctx, guard: &mut Guard, r: &mut RunResult) {
         Ok(text) => {
             let reason = if plan.action == Action::Timeout { "timeout" } else { "cancelled" };
             check_report(r, plan, &text, &ids, (want_code, reason, Some(signal), signals));
+            if let Some((_, said)) = &mut r.slowest {
+                // Where the time went, for the figures: pgrun's own account.
+                let rep: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+                said.push_str(&format!("; report: signals {}, duration_ms {}", rep["signals"], rep["duration_ms"]));
+            }
         }
     }
     // The zombies a SIGKILLed pgrun's run leaves go to init, which reaps
@@ -1125,6 +1147,9 @@ fn check_cancel(r: &mut RunResult, plan: &Plan, paired: bool, call: Pending<Left
         _ => "TERM ends the run",
     };
     r.latencies.push((kind, done.took));
+    if r.slowest.as_ref().is_none_or(|(t, _)| *t < done.took) {
+        r.slowest = Some((done.took, format!("{what}, {kind}: {said}")));
+    }
     let pgrun_running = done.seen.found.iter().filter(|s| s.starts_with("its pgrun")).cloned().collect::<Vec<_>>();
     // Without pidfds (the portable path) cancel can only see pgrun let go
     // of a lock, which its exit does a moment before it is a zombie (and
@@ -1335,9 +1360,14 @@ fn figures(seed: u64, runs: usize, took: Duration, results: &[RunResult]) -> Str
         count(&|r| r.excused)
     ));
     text.push_str(&format!(
-        "timeouts that fired before the test found the run's guard: {}\n",
+        "timeouts that fired before the test saw the run ready or found its guard: {}\n",
         count(&|r| r.early_timeouts)
     ));
+    let mut slowest: Vec<_> = results.iter().filter_map(|r| r.slowest.as_ref()).collect();
+    slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
+    for (_, said) in slowest.iter().take(3) {
+        text.push_str(&format!("slow cancel: {said}\n"));
+    }
     let failed = count(&|r| r.failed.len());
     text.push_str(&format!("failed checks: {failed}"));
     text
