@@ -7,5 +7,6 @@
 mod util;
 
 mod fuzz;
+mod load;
 mod properties;
 mod stress;

@@ -19,6 +19,7 @@ mod idle;
 mod inheritance;
 mod leader;
 mod limits;
+mod load;
 mod number_reuse;
 mod output;
 mod output_file;

@@ -314,6 +314,29 @@ fn stat_fields(pid: i32) -> Option<Vec<String>> {
     Some(stat[close + 1..].split_whitespace().map(str::to_string).collect())
 }
 
+/// One read of `/proc/PID/stat`: what a test needs to tell a process apart
+/// from a later one with the same pid (`start`), and where it stands.
+#[derive(Clone, Debug)]
+pub struct ProcStat {
+    /// The state letter (`R`, `S`, `Z`...).
+    pub state: String,
+    pub pgrp: i32,
+    pub session: i32,
+    /// Start time in clock ticks since boot: with the pid, an identity.
+    pub start: u64,
+}
+
+/// [`ProcStat`] of `pid`, read at once; `None` if the process is gone.
+pub fn proc_stat(pid: i32) -> Option<ProcStat> {
+    let f = stat_fields(pid)?;
+    Some(ProcStat {
+        state: f[0].clone(),
+        pgrp: f[2].parse().ok()?,
+        session: f[3].parse().ok()?,
+        start: f[19].parse().ok()?,
+    })
+}
+
 /// Live descendants of `pid` (children, grandchildren...), from `/proc`.
 pub fn descendants(pid: i32) -> Vec<i32> {
     let mut parent_of = Vec::new();
