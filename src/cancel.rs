@@ -10,7 +10,6 @@
 //! gone before it is.
 
 use crate::backoff::Backoff;
-use crate::cli::CancelArgs;
 use crate::contain::ForeignGroup;
 use crate::contain::group::GroupNumber;
 use crate::exit::CancelExit;
@@ -27,8 +26,29 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// What `pgrun cancel` was asked to do (resolved from its command line by the
+/// entry point, so that this module reads no command line).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The pid file of the run to stop.
+    pub pidfile: PathBuf,
+    /// `--cancel-file`: the marker, if not PIDFILE.cancel.
+    pub cancel_file: Option<PathBuf>,
+    /// `--wait-start`: how long to wait for a run to publish.
+    pub wait_start: Duration,
+    /// `--timeout`: past it, SIGKILL the group.
+    pub timeout: Option<Duration>,
+    /// `--keep-pending`: leave the marker for a run that has not started.
+    pub keep_pending: bool,
+    /// `--no-wait`: return once the request is delivered.
+    pub no_wait: bool,
+    /// `--force`: stop a stale file's group.
+    pub force: bool,
+    pub verbose: bool,
+}
+
 /// `pgrun cancel`: stop the run, or say the one error; the exit status.
-pub fn cancel(args: &CancelArgs) -> CancelExit {
+pub fn cancel(args: &Options) -> CancelExit {
     say::set_verbose(args.verbose);
     match Canceller::arm(args).and_then(|c| c.finish()) {
         Ok(exit) => exit,
@@ -40,7 +60,7 @@ pub fn cancel(args: &CancelArgs) -> CancelExit {
 }
 
 struct Canceller<'a> {
-    args: &'a CancelArgs,
+    args: &'a Options,
     marker: PathBuf,
     /// Whether this cancel created the marker (and so may remove it).
     created: bool,
@@ -81,7 +101,7 @@ struct StaleRemoved {
 
 impl<'a> Canceller<'a> {
     /// Check the arguments and drop the marker (step 1 of the contract).
-    fn arm(args: &'a CancelArgs) -> Result<Canceller<'a>> {
+    fn arm(args: &'a Options) -> Result<Canceller<'a>> {
         let marker = args.cancel_file.clone().unwrap_or_else(|| pidfile::default_marker(&args.pidfile));
         if pidfile::same_file(&marker, &args.pidfile) {
             bail!("--cancel-file {} names the pid file itself", marker.display());

@@ -3,7 +3,7 @@
 //! Usage errors are answered here, with one `pgrun: ` line, a hint and
 //! [`FAILURE`] (never clap's 2).
 
-use crate::cli::{Action, Cli};
+use crate::cli::{Action, CancelArgs, Cli, StatusArgs, WaitArgs};
 use crate::exit::{FAILURE, StatusExit};
 use crate::{cancel, generate, panic_stop, run, say, status, sys, test_hook, wait};
 use clap::Parser;
@@ -46,9 +46,9 @@ pub fn main(args: Vec<OsString>) -> u8 {
     }
     match cli.action {
         None => run::run(&run::RunPlan::new(&cli.run), started),
-        Some(Action::Cancel(args)) => cancel::cancel(&args).code(),
-        Some(Action::Status(args)) => status::status(&args).code(),
-        Some(Action::Wait(args)) => wait::wait(&args).code(),
+        Some(Action::Cancel(args)) => cancel::cancel(&cancel_options(args)).code(),
+        Some(Action::Status(args)) => status::status(&status_options(args)).code(),
+        Some(Action::Wait(args)) => wait::wait(&wait_options(args)).code(),
     }
 }
 
@@ -117,4 +117,22 @@ fn tips(rendered: &str) -> Option<String> {
 
 fn hint() {
     let _ = writeln!(std::io::stderr(), "Try 'pgrun --help' for more information.");
+}
+
+/// The plain request `pgrun cancel` acts on.
+fn cancel_options(args: CancelArgs) -> cancel::Options {
+    let CancelArgs { wait_start, timeout, keep_pending, no_wait, force, cancel_file, verbose, pidfile } = args;
+    cancel::Options { pidfile, cancel_file, wait_start, timeout, keep_pending, no_wait, force, verbose }
+}
+
+/// The plain question `pgrun status` answers.
+fn status_options(args: StatusArgs) -> status::Options {
+    let StatusArgs { json, cancel_file, pidfile } = args;
+    status::Options { pidfile, cancel_file, json }
+}
+
+/// The plain request `pgrun wait` acts on.
+fn wait_options(args: WaitArgs) -> wait::Options {
+    let WaitArgs { wait_start, timeout, report, verbose, pidfile } = args;
+    wait::Options { pidfile, wait_start, timeout, report, verbose }
 }

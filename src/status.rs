@@ -2,7 +2,6 @@
 //! its lock and its marker alone. Read-only: it signals nothing and changes
 //! no file.
 
-use crate::cli::StatusArgs;
 use crate::contain::Mode;
 use crate::exit::StatusExit;
 use crate::pidfile::{self, Liveness, Marker, RecordError};
@@ -12,6 +11,7 @@ use anyhow::anyhow;
 use serde::Serialize;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 #[derive(Serialize, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +50,20 @@ struct Answer {
     resources: Option<crate::resources::Live>,
 }
 
+/// What `pgrun status` was asked (resolved from its command line by the
+/// entry point, so that this module reads no command line).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The pid file of the run to look at.
+    pub pidfile: PathBuf,
+    /// `--cancel-file`: the marker, if not PIDFILE.cancel.
+    pub cancel_file: Option<PathBuf>,
+    /// `--json`: one JSON object instead of a line.
+    pub json: bool,
+}
+
 /// `pgrun status`: answer, or say the one error; the exit status.
-pub fn status(args: &StatusArgs) -> StatusExit {
+pub fn status(args: &Options) -> StatusExit {
     match answer(args) {
         Ok(exit) => exit,
         Err((exit, err)) => {
@@ -62,7 +74,7 @@ pub fn status(args: &StatusArgs) -> StatusExit {
 }
 
 /// Look at the pid file, its locks and its marker, and print the answer.
-fn answer(args: &StatusArgs) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
+fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
     let unknown = |err: anyhow::Error| (StatusExit::Unknown, err);
     let path = &args.pidfile;
     let marker = args.cancel_file.clone().unwrap_or_else(|| pidfile::default_marker(path));

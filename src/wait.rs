@@ -24,7 +24,6 @@
 
 use crate::backoff::{self, Backoff};
 use crate::cancel::{check_safe, lock_error};
-use crate::cli::WaitArgs;
 use crate::exit::WaitExit;
 use crate::pidfile::{self, Liveness, Record, RecordError};
 use crate::sys::{self, Pid, process};
@@ -32,14 +31,30 @@ use crate::{say, verbose};
 use anyhow::{Context, Result, anyhow, bail};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// How long wait gives a pgrun that released its lock (and guard) to
 /// write its report (it does so right after).
 const REPORT_SETTLE: Duration = Duration::from_secs(5);
 
+/// What `pgrun wait` was asked to do (resolved from its command line by the
+/// entry point, so that this module reads no command line).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The pid file of the run to wait for.
+    pub pidfile: PathBuf,
+    /// `--wait-start`: how long to wait for a run to publish.
+    pub wait_start: Duration,
+    /// `--timeout`: past it, wait exits 124 and leaves the run alone.
+    pub timeout: Option<Duration>,
+    /// `--report`: the run's report, whose exit status wait exits with.
+    pub report: Option<PathBuf>,
+    pub verbose: bool,
+}
+
 /// `pgrun wait`: wait for the run, or say the one error; the exit status.
-pub fn wait(args: &WaitArgs) -> WaitExit {
+pub fn wait(args: &Options) -> WaitExit {
     say::set_verbose(args.verbose);
     let started = Instant::now();
     let deadline = args.timeout.filter(|t| !t.is_zero()).and_then(|t| started.checked_add(t));
@@ -54,7 +69,7 @@ pub fn wait(args: &WaitArgs) -> WaitExit {
 }
 
 struct Waiter<'a> {
-    args: &'a WaitArgs,
+    args: &'a Options,
     started: Instant,
     /// `--timeout`: past it, the run is left alone and wait exits 124.
     deadline: Option<Instant>,

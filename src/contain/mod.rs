@@ -41,7 +41,7 @@ use std::collections::BTreeSet;
 use std::os::fd::{BorrowedFd, RawFd};
 
 /// What the run is: the `--contain` values (the command line has its own
-/// copy, [`crate::cli::Contain`], so that this module knows nothing of clap).
+/// copy, `cli::Contain`, so that this module knows nothing of clap).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// The command's process group only.

@@ -134,17 +134,16 @@ impl Lifecycle<'_> {
         Some(note)
     }
 
-    /// The run is over and withdrawn (its leaf and files removed): release
-    /// the guard (its handle knows whether it died during the run and was
-    /// reaped, and then never signals or waits for its pid again). The
-    /// guard is returned, to be reaped when dropped (after the output's
-    /// last flush).
-    pub fn release_guard(self) -> Option<Guard> {
-        let mut guard = self.guard.take();
-        if let Some(guard) = &mut guard {
-            guard.release();
-        }
-        guard
+    /// The run is over and withdrawn (its leaf and files removed): the
+    /// guard is handed back, still armed, to be released and reaped when
+    /// dropped, once pgrun's last work (the output's last flush) is done
+    /// and the note it holds at the marker path is removed: a SIGKILL of
+    /// pgrun until then still leaves the guard to remove what is left (its
+    /// handle knows whether it died during the run and was reaped, and then
+    /// never signals or waits for its pid again; it knows the group was
+    /// seen gone, and never signals its number).
+    pub fn keep_guard_to_the_end(self) -> Option<Guard> {
+        self.guard.take()
     }
 
     /// pgrun ends while the run may not be gone (it could not stop it):
@@ -158,14 +157,14 @@ impl Lifecycle<'_> {
 }
 
 /// What outlives the run's withdrawal until pgrun exits, dropped in this
-/// order: the released guard (reaped when dropped, after the report and
-/// the output's last flush), then pgrun's own cgroup leaf, if it had one
+/// order (after the report and the output's last flush): the note pgrun
+/// holds at the marker path (removed: the run's last trace), then the
+/// guard (released and reaped), then pgrun's own cgroup leaf, if it had one
 /// (left once the guard is reaped: see
-/// [`crate::contain::cgroup::SelfLeaf`]), then the note pgrun holds at the
-/// marker path (removed when dropped: the run's last trace).
+/// [`crate::contain::cgroup::SelfLeaf`]).
 #[derive(Default)]
 pub struct Withdrawn {
+    pub ending: Option<pidfile::EndingNote>,
     pub guard: Option<Guard>,
     pub self_leaf: Option<crate::contain::cgroup::SelfLeaf>,
-    pub ending: Option<pidfile::EndingNote>,
 }
