@@ -399,22 +399,25 @@ fn pgrun_killed_while_the_spawn_waits_for_the_exec_leaves_nothing_running() {
 }
 
 /// Start a run on `scratch`'s `job.pid` whose member ignores TERM (logging
-/// it), with `-k 300` and `extra`; SIGKILL pgrun so that its guard sends
-/// TERM and then waits out the long grace. Returns (pgid, member, guard).
-fn guard_in_a_long_grace(guard: &mut Guard, scratch: &Scratch, extra: &[&str]) -> (i32, i32, i32) {
-    let (index, pgid, member) = start_stubborn_with(guard, scratch, &[&["-k", "300"], extra].concat());
+/// it), with `-k 300`; with `stopping`, cancel it first (SIGTERM to pgrun:
+/// pgrun sends TERM and writes its stopping note), once the member is
+/// ready (a timeout could come before the member's trap); SIGKILL pgrun
+/// so that its guard sends TERM and then waits out the long grace.
+/// Returns (pgid, member, guard).
+fn guard_in_a_long_grace(guard: &mut Guard, scratch: &Scratch, stopping: bool) -> (i32, i32, i32) {
+    let (index, pgid, member) = start_stubborn_with(guard, scratch, &["-k", "300"]);
     let pgrun_pid = guard.child(index).id() as i32;
     let keeper = guard_of(pgrun_pid);
     guard.record(keeper);
     eventually("the guard to block", || state(keeper).as_deref() == Some("S"));
-    if !extra.is_empty() {
-        // A stop was asked for: pgrun itself sends TERM and writes its note.
+    if stopping {
+        send(pgrun_pid, libc::SIGTERM);
         assert_eq!(wait_line(&scratch.path("member.log")), "TERM");
     }
     send(pgrun_pid, libc::SIGKILL);
     assert_eq!(guard.wait(index), 137);
     eventually("the guard to send TERM", || {
-        fs::read_to_string(scratch.path("member.log")).is_ok_and(|l| l.lines().count() > usize::from(!extra.is_empty()))
+        fs::read_to_string(scratch.path("member.log")).is_ok_and(|l| l.lines().count() > usize::from(stopping))
     });
     (pgid, member, keeper)
 }
@@ -451,7 +454,7 @@ fn the_guard_never_removes_a_live_runs_pid_file_even_on_the_old_inode() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
-    let (_pgid, member, keeper) = guard_in_a_long_grace(&mut guard, &scratch, &[]);
+    let (_pgid, member, keeper) = guard_in_a_long_grace(&mut guard, &scratch, false);
     let live = fs::OpenOptions::new().read(true).write(true).open(&pidfile).unwrap();
     lock_as_a_live_run(&live);
     send(member, libc::SIGKILL);
@@ -470,7 +473,7 @@ fn the_guard_never_removes_a_cancel_request_made_of_its_note() {
     let mut guard = Guard::new();
     let pidfile = scratch.path("job.pid");
     let marker = scratch.path("job.pid.cancel");
-    let (_pgid, member, keeper) = guard_in_a_long_grace(&mut guard, &scratch, &["-t", "0.1"]);
+    let (_pgid, member, keeper) = guard_in_a_long_grace(&mut guard, &scratch, true);
     assert!(fs::read_to_string(&marker).unwrap().starts_with("pgrun-stopping "), "no stopping note");
     let out =
         run(pgrun(["cancel", "--keep-pending", "--wait-start", "0.1", pidfile.to_str().unwrap()]).stdin(Stdio::null()));
