@@ -1156,7 +1156,7 @@ fn check_cancel(r: &mut RunResult, plan: &Plan, paired: bool, call: Pending<Left
     // of a lock, which its exit does a moment before it is a zombie (and
     // a SIGKILLed pgrun at once): the man page says so.
     if !pgrun_running.is_empty() && !cfg!(feature = "posix-fallback") {
-        r.fail("cancel-before-pgrun-exit", format!("{what}, after {took} ms: {}", pgrun_running.join(", ")));
+        r.fail("cancel-before-pgrun-exit", format!("{what}: {}; cancel {said}", pgrun_running.join(", ")));
     }
     let rest =
         Left { found: done.seen.found.iter().filter(|s| !s.starts_with("its pgrun")).cloned().collect(), ..done.seen };
