@@ -501,6 +501,9 @@ impl RunResult {
 /// at the run (`at_exit`).
 struct Pending<T> {
     pid: i32,
+    /// Set the moment its thread has reaped it: its pid is free from then
+    /// on, and never signalled.
+    reaped: Arc<std::sync::atomic::AtomicBool>,
     what: String,
     done: mpsc::Receiver<Done<T>>,
     /// `wait -v`: a note once it has found the live run and waits for it.
@@ -537,40 +540,36 @@ fn start<T: Send + 'static>(
     let began = Instant::now();
     let mut child = cmd.spawn().expect("spawn");
     let pid = child.id() as i32;
+    let reaped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reaper = reaped.clone();
+    let set_reaped = move || reaper.store(true, std::sync::atomic::Ordering::SeqCst);
     thread::Builder::new()
         .stack_size(128 << 10)
         .spawn(move || {
-            let (stdout, mut stderr) = (String::new(), String::new());
-            let status = match watch {
+            let (status, stdout, stderr) = match watch {
                 Some(text) => {
                     let mut lines = std::io::BufReader::new(child.stderr.take().expect("piped stderr"));
-                    let mut note = Some(note);
-                    let mut line = String::new();
+                    let (mut note, mut said, mut line) = (Some(note), String::new(), String::new());
                     while lines.read_line(&mut line).unwrap_or(0) > 0 {
                         if line.contains(text)
                             && let Some(note) = note.take()
                         {
                             let _ = note.send(());
                         }
-                        stderr.push_str(&line);
+                        said.push_str(&line);
                         line.clear();
                     }
                     drop(note);
-                    child.wait().expect("wait")
+                    let status = child.wait().expect("wait");
+                    set_reaped();
+                    (status, String::new(), said)
                 }
                 None => {
                     drop(note);
                     let out = child.wait_with_output().expect("wait");
-                    let took = began.elapsed();
-                    let seen = at_exit();
-                    let _ = tx.send(Done {
-                        status: out.status,
-                        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-                        took,
-                        seen,
-                    });
-                    return;
+                    set_reaped();
+                    let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+                    (out.status, text(out.stdout), text(out.stderr))
                 }
             };
             let took = began.elapsed();
@@ -578,21 +577,23 @@ fn start<T: Send + 'static>(
             let _ = tx.send(Done { status, stdout, stderr, took, seen });
         })
         .expect("a thread to reap it");
-    Pending { pid, what, done, waiting: watch.map(|_| waiting) }
+    Pending { pid, reaped, what, done, waiting: watch.map(|_| waiting) }
 }
 
 impl<T> Pending<T> {
     /// Its end, or a note that it did not end in time: by the test's
-    /// deadline, or 5 s from now if that is later (then it is killed: it
-    /// is the test's child, not reaped yet, since its thread has not
-    /// reported).
+    /// deadline, or 5 s from now if that is later (then it is killed,
+    /// unless its thread has reaped it meanwhile).
     fn finish(self) -> Result<Done<T>, String> {
         let until = test_deadline().max(Instant::now() + Duration::from_secs(5));
         match self.done.recv_timeout(until.saturating_duration_since(Instant::now())) {
             Ok(done) => Ok(done),
             Err(_) => {
-                // SAFETY: kill with the pid of the test's own unreaped child.
-                unsafe { libc::kill(self.pid, libc::SIGKILL) };
+                if !self.reaped.load(std::sync::atomic::Ordering::SeqCst) {
+                    // SAFETY: kill with the pid of the test's own child,
+                    // not reaped yet (its thread says so once it has).
+                    unsafe { libc::kill(self.pid, libc::SIGKILL) };
+                }
                 let _ = self.done.recv_timeout(Duration::from_secs(5));
                 Err(format!("{} (pid {}) did not end in time: killed", self.what, self.pid))
             }
@@ -1179,7 +1180,7 @@ fn check_cancel(r: &mut RunResult, plan: &Plan, paired: bool, call: Pending<Left
     // of a lock, which its exit does a moment before it is a zombie (and
     // a SIGKILLed pgrun at once): the man page says so.
     if !pgrun_running.is_empty() && !cfg!(feature = "posix-fallback") {
-        r.fail("cancel-before-pgrun-exit", format!("{what}, after {took} ms: {}", pgrun_running.join(", ")));
+        r.fail("cancel-before-pgrun-exit", format!("{what}: {}; cancel {said}", pgrun_running.join(", ")));
     }
     let rest =
         Left { found: done.seen.found.iter().filter(|s| !s.starts_with("its pgrun")).cloned().collect(), ..done.seen };
