@@ -10,7 +10,8 @@
 //! mount and network namespaces (so `/tmp`, ports and `pgrep` are its
 //! own, and everything it leaves running dies with it), a fresh tmpfs on
 //! `/tmp`, the built `pgrun` first on `PATH`, the Python module on
-//! `PYTHONPATH`, `HOME` in `/tmp/home`, and `/tmp/work` as its folder.
+//! `PYTHONPATH` (both bound under a private `/mnt` first, so that a
+//! checkout under `/tmp` works too), `HOME` in `/tmp/home`, and `/tmp/work` as its folder.
 //! A shell, Python or make block must exit 0.
 //!
 //! An HTML comment on the line before a block speaks to this test only:
@@ -97,7 +98,13 @@ fn blocks(path: &Path) -> Vec<Block> {
 
 /// Run `args` in a sandbox of its own (see the module doc), after `setup`.
 fn in_sandbox(setup: &str, args: &[&str]) -> std::process::Output {
-    let inside = "mount -t tmpfs tmpfs /tmp && mkdir /tmp/bin /tmp/home /tmp/work \
+    // The binary and the Python module are bound under a private /mnt
+    // first: the checkout (and so the build) may itself live under /tmp,
+    // which the sandbox's own /tmp hides.
+    let inside = "mount -t tmpfs tmpfs /mnt && mkdir /mnt/bin /mnt/python \
+                  && mount --bind \"${PGRUN%/*}\" /mnt/bin && mount --bind \"$PGRUN_PYTHON\" /mnt/python \
+                  && PGRUN=\"/mnt/bin/${PGRUN##*/}\" && export PGRUN \
+                  && mount -t tmpfs tmpfs /tmp && mkdir /tmp/bin /tmp/home /tmp/work \
                   && ln -s \"$PGRUN\" /tmp/bin/pgrun && cd /tmp/work && eval \"$SETUP\" && \"$@\"";
     let mut cmd = Command::new("timeout");
     // KILL of unshare (--kill-child) ends the namespace, and all in it,
@@ -109,7 +116,8 @@ fn in_sandbox(setup: &str, args: &[&str]) -> std::process::Output {
         .env("SETUP", setup)
         .env("HOME", "/tmp/home")
         .env("PATH", format!("/tmp/bin:{}", std::env::var("PATH").unwrap_or_default()))
-        .env("PYTHONPATH", repo("python"))
+        .env("PGRUN_PYTHON", repo("python"))
+        .env("PYTHONPATH", "/mnt/python")
         .stdin(Stdio::null());
     run(default_signals(&mut cmd))
 }

@@ -11,13 +11,13 @@
 //!    pgrun holds until it exits, see
 //!    [`super::lifecycle::Lifecycle::end_marker`]), then the report is
 //!    written, then the pid file is withdrawn (so a report is in place when
-//!    no run is published any more).
+//!    no run is published any more), and only then is the guard let go (a
+//!    SIGKILL before that leaves the guard to finish the clean-up).
 //! 4. The output still held is written, which waits for its readers as
-//!    long as they take; a write of it that fails (other than EPIPE) has
-//!    the report written again, with the error.
-//! 5. Only when pgrun exits is the note removed and the guard let go (see
-//!    [`Withdrawn`]): a SIGKILL of pgrun at any point before leaves the
-//!    guard to finish the clean-up.
+//!    long as they take (a stalled reader holds only pgrun); a write of it
+//!    that fails (other than EPIPE) has the report written again, with the
+//!    error. The note at the marker path goes when pgrun exits (see
+//!    [`Withdrawn`]).
 //!
 //! A run pgrun could not end (supervising failed and SIGKILL did not end
 //! it) keeps its pid file and its guard armed: the guard stops it once
@@ -56,7 +56,8 @@ pub struct Ending {
 }
 
 /// End the run (see the module doc): what it came to, and what outlives
-/// it until pgrun exits (the guard, released and reaped when dropped;
+/// it until pgrun exits (the note at the marker path; the guard, released,
+/// reaped when dropped;
 /// pgrun's own cgroup leaf, left after that; the note pgrun holds at the
 /// marker path, removed last).
 pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Ending) -> (Outcome, Withdrawn) {
@@ -111,7 +112,7 @@ pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Endin
                 published.remove();
             }
             crate::test_hook::pause("withdrawn");
-            run.life().keep_guard_to_the_end()
+            run.life().release_guard()
         }
         false => {
             // The pid file stays published (its lock goes with pgrun): the

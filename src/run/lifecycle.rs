@@ -134,16 +134,18 @@ impl Lifecycle<'_> {
         Some(note)
     }
 
-    /// The run is over and withdrawn (its leaf and files removed): the
-    /// guard is handed back, still armed, to be released and reaped when
-    /// dropped, once pgrun's last work (the output's last flush) is done
-    /// and the note it holds at the marker path is removed: a SIGKILL of
-    /// pgrun until then still leaves the guard to remove what is left (its
-    /// handle knows whether it died during the run and was reaped, and then
-    /// never signals or waits for its pid again; it knows the group was
-    /// seen gone, and never signals its number).
-    pub fn keep_guard_to_the_end(self) -> Option<Guard> {
-        self.guard.take()
+    /// The run is over and withdrawn (its leaf and files removed): release
+    /// the guard before the output's last flush, which may wait on a slow
+    /// reader as long as it takes (a stalled reader then holds only pgrun).
+    /// Its handle knows whether it died during the run and was reaped, and
+    /// then never signals or waits for its pid again. The guard is
+    /// returned, to be reaped when dropped.
+    pub fn release_guard(self) -> Option<Guard> {
+        let mut guard = self.guard.take();
+        if let Some(guard) = &mut guard {
+            guard.release();
+        }
+        guard
     }
 
     /// pgrun ends while the run may not be gone (it could not stop it):
@@ -158,9 +160,10 @@ impl Lifecycle<'_> {
 
 /// What outlives the run's withdrawal until pgrun exits, dropped in this
 /// order (after the report and the output's last flush): the note pgrun
-/// holds at the marker path (removed: the run's last trace), then the
-/// guard (released and reaped), then pgrun's own cgroup leaf, if it had one
-/// (left once the guard is reaped: see
+/// holds at the marker path (removed first: a SIGKILL of pgrun after the
+/// guard's release can leave it only during that flush, and a note never
+/// cancels anything), then the released guard (reaped), then pgrun's own
+/// cgroup leaf, if it had one (left once the guard is reaped: see
 /// [`crate::contain::cgroup::SelfLeaf`]).
 #[derive(Default)]
 pub struct Withdrawn {
