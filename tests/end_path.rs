@@ -116,21 +116,3 @@ fn a_cancel_of_a_finishing_run_does_not_cancel_the_next_run() {
     assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 0, "the next run");
     assert!(witness.exists(), "the next run was cancelled by a request meant for the run before");
 }
-
-/// Read child `index`'s stderr (piped) until a line contains `what`.
-fn read_stderr_until(guard: &mut Guard, index: usize, what: &str) {
-    let stderr = guard.child(index).stderr.as_mut().expect("stderr piped");
-    let mut line = Vec::new();
-    loop {
-        let mut byte = [0u8];
-        let n = std::io::Read::read(stderr, &mut byte).expect("read stderr");
-        assert!(n == 1, "ended before saying {what:?}: {}", String::from_utf8_lossy(&line));
-        line.push(byte[0]);
-        if byte[0] == b'\n' {
-            if String::from_utf8_lossy(&line).contains(what) {
-                return;
-            }
-            line.clear();
-        }
-    }
-}

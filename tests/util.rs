@@ -648,17 +648,24 @@ pub fn spawn_waiting(guard: &mut Guard, args: &[&str]) -> usize {
     let mut all = vec!["wait", "-v"];
     all.extend_from_slice(args);
     let index = guard.spawn(pgrun(&all).stdout(Stdio::piped()).stderr(Stdio::piped()));
-    let stderr = guard.child(index).stderr.as_mut().unwrap();
+    read_stderr_until(guard, index, "waiting for pgrun");
+    index
+}
+
+/// Read child `index`'s stderr (piped) until a line contains `what`; the
+/// rest stays in the pipe (one byte at a time: nothing after the line is
+/// taken).
+pub fn read_stderr_until(guard: &mut Guard, index: usize, what: &str) {
+    let stderr = guard.child(index).stderr.as_mut().expect("stderr piped");
     let mut line = Vec::new();
     loop {
         let mut byte = [0u8];
-        // One byte at a time: nothing after the line is taken from the pipe.
-        let n = std::io::Read::read(stderr, &mut byte).unwrap();
-        assert!(n == 1, "wait ended before it waited: {}", String::from_utf8_lossy(&line));
+        let n = std::io::Read::read(stderr, &mut byte).expect("read stderr");
+        assert!(n == 1, "ended before saying {what:?}: {}", String::from_utf8_lossy(&line));
         line.push(byte[0]);
         if byte[0] == b'\n' {
-            if String::from_utf8_lossy(&line).contains("waiting for pgrun") {
-                return index;
+            if String::from_utf8_lossy(&line).contains(what) {
+                return;
             }
             line.clear();
         }
