@@ -111,6 +111,34 @@ fn a_refused_clone3_starts_the_command_the_other_way() {
     }
 }
 
+// Where the command's peak is not reported, its process is created with
+// clone(CLONE_VM | CLONE_VFORK), whose child hands itself to the guard
+// before its exec; a seccomp filter that refuses that clone (EPERM,
+// ENOSYS) must not stop the command from starting: pgrun falls back to
+// fork, whose child does the same steps, and the guard still holds it.
+#[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the portable build creates the command without that clone")]
+fn a_refused_vfork_clone_starts_the_command_with_fork() {
+    let scratch = Scratch::new();
+    let trace = record(&scratch, &["--", "true"], 0);
+    let n = nth_call(&trace, "clone", |l| l.contains("CLONE_VM|CLONE_VFORK"));
+    for errno in ["EPERM", "ENOSYS"] {
+        let trace = scratch.path("trace");
+        let out =
+            run(&mut under_strace(&trace, &[&format!("clone:error={errno}:when={n}")], &["--", "sh", "-c", "exit 3"]));
+        assert_status(&out, 3, &format!("the vfork clone failing with {errno}"));
+        assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+        let calls = fs::read_to_string(&trace).unwrap();
+        assert!(
+            calls.contains("CLONE_VM|CLONE_VFORK")
+                && calls.contains(&format!("= -1 {errno}"))
+                && calls.contains("(INJECTED)"),
+            "the clone was not refused:\n{calls}"
+        );
+        assert!(calls.contains("pidfd_open("), "the forked child did not hand itself over:\n{calls}");
+    }
+}
+
 // Issue 18 #15: a set-up step of the child (its new group, its stdout)
 // failing is pgrun's failure to create the process (125, "cannot start"),
 // not the command's (126), and the command never runs.

@@ -351,8 +351,8 @@ fn a_failed_wait_of_the_guard_is_not_taken_for_pgruns_death() {
     ignore = "the portable path has no pidfds nor /proc: the guard learns the group once the spawn returns"
 )]
 fn pgrun_killed_while_the_spawn_waits_for_the_exec_leaves_nothing_running() {
-    // The spawn holds pgrun (it waits on the exec-status pipe) until the
-    // command's exec, so pgrun cannot hand the process to its guard before
+    // The spawn holds pgrun (vfork, or its wait on the exec-status pipe)
+    // until the command's exec, so pgrun cannot hand the process to its guard before
     // then (the process hands itself over). strace holds the child's execve
     // there for a second; pgrun is SIGKILLed meanwhile.
     let mut strace = strace();
@@ -386,10 +386,12 @@ fn pgrun_killed_while_the_spawn_waits_for_the_exec_leaves_nothing_running() {
     guard.record(child);
     let keeper = guard_of(pgrun_pid);
     guard.record(keeper);
-    // Waiting in the spawn: asleep in the kernel's pipe read (`pipe_read`,
-    // `anon_pipe_read` in newer kernels).
-    eventually("pgrun to wait on the exec-status pipe", || {
-        fs::read_to_string(format!("/proc/{pgrun_pid}/wchan")).is_ok_and(|w| w.ends_with("pipe_read"))
+    // Waiting in the spawn: held by vfork (state D) where the child shares
+    // its memory, or asleep in the kernel's pipe read (`pipe_read`,
+    // `anon_pipe_read` in newer kernels) on the exec-status pipe.
+    eventually("pgrun to wait in the spawn", || {
+        state(pgrun_pid).as_deref() == Some("D")
+            || fs::read_to_string(format!("/proc/{pgrun_pid}/wchan")).is_ok_and(|w| w.ends_with("pipe_read"))
     });
     send(pgrun_pid, libc::SIGKILL);
     wait_dead(child);

@@ -3,6 +3,10 @@
 //! modules of `sys` reach it as `platform::NAME`, whichever it is.
 
 #[cfg(linux_strengths)]
-pub use super::linux::{CAN_CONTAIN, guard_channel, lifetime, pidfd, pipe, poll, proc, process, random, wakeup};
+pub use super::linux::{
+    CAN_CONTAIN, guard_channel, lifetime, pidfd, pipe, poll, proc, process, random, shared_spawn, wakeup,
+};
 #[cfg(not(linux_strengths))]
-pub use super::posix::{CAN_CONTAIN, guard_channel, lifetime, pidfd, pipe, poll, proc, process, random, wakeup};
+pub use super::posix::{
+    CAN_CONTAIN, guard_channel, lifetime, pidfd, pipe, poll, proc, process, random, shared_spawn, wakeup,
+};

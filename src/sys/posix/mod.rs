@@ -11,6 +11,7 @@ pub mod poll;
 pub mod proc;
 pub mod process;
 pub mod random;
+pub mod shared_spawn;
 pub mod wakeup;
 
 /// Whether pgrun can follow what leaves the command's group here: no (no

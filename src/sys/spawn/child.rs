@@ -1,4 +1,4 @@
-//! The steps of the command's process between its fork and its exec (see
+//! The steps of the command's process between its creation (fork or clone) and its exec (see
 //! [`super`]): raw, async-signal-safe calls only, on memory prepared before
 //! it exists, and no allocation. A failed step is said on the exec-status
 //! page ([`super::status_page`]) as its step byte and errno.
@@ -7,7 +7,7 @@ use super::super::sigmask::SigSet;
 use super::status_page::StatusPage;
 use super::{Detach, SpawnOptions};
 
-/// The step that failed in the forked child, as it says it on the
+/// The step that failed in the child, as it says it on the
 /// exec-status page. Every step but the exec is a set-up step: its failure
 /// is pgrun's, not the command's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,8 +65,8 @@ pub(super) struct Plan<'a> {
     pub status: &'a StatusPage,
 }
 
-/// The child's side of [`super::spawn`], in the forked child. Only
-/// async-signal-safe calls on memory prepared before the fork; no
+/// The child's side of [`super::spawn`], in the child. Only
+/// async-signal-safe calls on memory prepared before the child exists; no
 /// allocation; what it says goes to the exec-status page.
 pub(super) fn run(plan: &Plan<'_>) -> ! {
     let (argv, options, status) = (plan.argv, plan.options, plan.status);
@@ -74,7 +74,7 @@ pub(super) fn run(plan: &Plan<'_>) -> ! {
     // here on (see `StatusPage::child_starts`).
     status.child_starts();
     // SAFETY (whole function): every call below is async-signal-safe and works
-    // on memory that was fully prepared before the fork; `argv` is a
+    // on memory that was fully prepared before the child existed; `argv` is a
     // NULL-terminated array of valid C strings.
     unsafe {
         if let Some(pause) = options.pause_in_child {
@@ -142,7 +142,7 @@ pub(super) fn run(plan: &Plan<'_>) -> ! {
 /// on Linux. Async-signal-safe; returns 0 or -1.
 ///
 /// # Safety
-/// Only a valid `SigSet`; called in the forked child.
+/// Only a valid `SigSet`; called in the child.
 unsafe fn set_mask_exactly(mask: &SigSet) -> libc::c_int {
     #[cfg(target_os = "linux")]
     // SAFETY: a valid sigset_t pointer (128 bytes); the kernel reads the
@@ -167,7 +167,7 @@ unsafe fn set_mask_exactly(mask: &SigSet) -> libc::c_int {
 /// Say that `step` failed, with the errno it left, and `_exit(127)`.
 ///
 /// # Safety
-/// Only to be called in the forked child.
+/// Only to be called in the child.
 unsafe fn fail(status: &StatusPage, step: ChildStep) -> ! {
     // SAFETY: the same contract.
     unsafe { fail_at(status, step as u8) }
@@ -177,12 +177,12 @@ unsafe fn fail(status: &StatusPage, step: ChildStep) -> ! {
 /// [`RLIMIT_STEP`] plus the setting's slot).
 ///
 /// # Safety
-/// Only to be called in the forked child.
+/// Only to be called in the child.
 unsafe fn fail_at(status: &StatusPage, step: u8) -> ! {
     // nix's errno read is a bare read of it, before any other call:
     // async-signal-safe; the rest is a store and `_exit`.
     status.failed(step, nix::errno::Errno::last_raw());
-    // SAFETY: ends the forked child without running anything of pgrun's.
+    // SAFETY: ends the child without running anything of pgrun's.
     unsafe { libc::_exit(127) }
 }
 
@@ -205,7 +205,7 @@ impl ChildPause {
     }
 
     /// # Safety
-    /// Only to be called in the forked child.
+    /// Only to be called in the child.
     unsafe fn wait(&self) {
         // SAFETY: open, close, access and nanosleep are async-signal-safe
         // and take NUL-terminated paths made before the fork, and a stack

@@ -5,28 +5,33 @@
 //! because std resets the signal mask and SIGPIPE's disposition in the child
 //! and pgrun's contract is to pass both through exactly as it received them.
 //!
-//! Two ways to create the process:
-//! - `fork`, whose child runs `child`'s steps: raw, async-signal-safe calls
-//!   on memory prepared before the fork. Its first step hands the process
-//!   to the guard (a pidfd of itself, over the guard's channel), before its
-//!   exec: a pgrun SIGKILLed at any moment of the spawn leaves nothing the
-//!   guard does not hold.
+//! Three ways to create the process, one set of steps in it (`child`):
+//! - On Linux, where the command's peak resident set is not reported,
+//!   `clone(CLONE_VM | CLONE_VFORK)` on a stack of its own
+//!   ([`super::platform::shared_spawn`]): no page tables copied, nothing
+//!   written copy-on-write, pgrun waits until the exec (as fast as
+//!   `posix_spawn`, which does the same). A refused clone (a seccomp
+//!   filter) falls back to fork.
+//! - `fork` elsewhere, and wherever `--report` asks for the command's peak.
+//!   The kernel keeps the high-water mark of the memory a process execs
+//!   out of in that process's `ru_maxrss` (`exec_mmap`), so a command
+//!   exec'd out of pgrun's own memory would be credited with pgrun's whole
+//!   peak (`/bin/true` "used" 1.7 MB, pgrun's release build's resident
+//!   set). A forked child execs out of a copy that holds only the pages
+//!   pgrun had written and the code the child touched, as a shell's or
+//!   `/usr/bin/time`'s child does. It costs about 0.15 ms a start more
+//!   than the shared clone (bench/README.md).
+//!
+//!   In both, the child runs `child`'s steps: raw, async-signal-safe calls
+//!   on memory prepared before it exists, writing nothing of pgrun's but
+//!   `errno` and the shared exec-status page. Its first step hands the
+//!   process to the guard (a pidfd of itself, over the guard's channel),
+//!   before its exec: a pgrun SIGKILLed at any moment of the spawn leaves
+//!   nothing the guard does not hold.
 //! - `posix_spawnp` (`posix`), where nothing is handed over, the plain
 //!   new-group case needs none of the other steps, and the command's peak
 //!   resident set is not reported; a failure of it for any reason but "not
 //!   found" is retried on the fork path, which says which step failed.
-//!
-//! Why a fork, and not a spawn that shares pgrun's memory until the exec
-//! (`clone(CLONE_VM | CLONE_VFORK)`, what the C library's `posix_spawn`
-//! does): the kernel keeps the high-water mark of the memory a process
-//! execs out of in that process's `ru_maxrss` (`exec_mmap`), so a command
-//! exec'd out of pgrun's own memory is credited with pgrun's whole peak:
-//! `/bin/true` "used" 1.7 MB, pgrun's release build's resident set. A
-//! forked child execs out of a copy that holds only the pages pgrun had
-//! written (under 100 KB in the release build) and the code the child
-//! touched, as a shell's or `/usr/bin/time`'s child does. The fork costs
-//! no more than the shared clone did, whose child needed a stack mapped
-//! and unmapped at every spawn (bench/README.md).
 //!
 //! What the child says goes to the exec-status page (`status_page`), a
 //! store into memory shared with pgrun that nothing can make fail; the
@@ -161,12 +166,55 @@ pub fn spawn(argv: &[CString], options: &SpawnOptions<'_>) -> Result<Spawned, Sp
     let status = StatusPage::new().map_err(SpawnError::Setup)?;
     let (read_end, write_end) = cloexec_pipe().map_err(SpawnError::Setup)?;
     let plan = child::Plan { argv: &ptrs, options, status: &status };
-    let pid = fork_child(&plan).map_err(SpawnError::Setup)?;
+    let pid = create(&plan).map_err(SpawnError::Setup)?;
     drop(write_end);
     if let Some(created) = options.on_created {
         created(pid);
     }
     outcome(pid, read_end, &status, argv, options)
+}
+
+/// Create the child, which runs `child::run` with `plan`: a clone sharing
+/// pgrun's memory until its exec where there is one and the command's peak
+/// is not reported (falling back to fork if the clone is refused), else a
+/// fork. Returns the child's pid.
+fn create(plan: &child::Plan<'_>) -> io::Result<Pid> {
+    if !plan.options.own_peak {
+        match clone_sharing_memory(plan) {
+            Ok(pid) => return Ok(pid),
+            // Out of processes or memory: fork would fail alike.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::ENOMEM)) => return Err(e),
+            // The portable path: there is none.
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {}
+            Err(e) => crate::verbose!("clone(CLONE_VM | CLONE_VFORK) failed ({e}); starting the command with fork"),
+        }
+    }
+    fork_child(plan)
+}
+
+/// The child in a clone that shares pgrun's memory until its exec (see
+/// [`super::platform::shared_spawn`]); returns once it has exec'd or exited.
+fn clone_sharing_memory(plan: &child::Plan<'_>) -> io::Result<Pid> {
+    extern "C" fn entry(plan: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `plan` is the `&child::Plan` passed to clone below; pgrun
+        // waits (vfork) until this child has exec'd or exited, so it
+        // outlives every use here.
+        child::run(unsafe { &*plan.cast::<child::Plan<'_>>() })
+    }
+    // Room for the child's own frames and the C library's `execvp`, which
+    // builds each candidate path (at most PATH_MAX plus NAME_MAX bytes) and,
+    // for a script without `#!`, a copy of the arguments (`argc` pointers)
+    // on the stack; pages never touched cost nothing.
+    let stack_len = 256 * 1024 + 2 * plan.argv.len() * size_of::<usize>();
+    // SAFETY: `child::run` makes only raw async-signal-safe calls on
+    // memory prepared before this call, writes nothing of pgrun's but
+    // `errno` and the shared exec-status page, and never returns (it
+    // execs or `_exit`s); `plan` lives until this call returns; pgrun
+    // installs no signal handler on Linux that could run on the child's
+    // stack (its signals are blocked, and taken by signalfd).
+    unsafe {
+        super::platform::shared_spawn::clone_vfork(entry, (plan as *const child::Plan<'_>).cast_mut().cast(), stack_len)
+    }
 }
 
 /// Fork the child, which runs `child::run` with `plan`; returns its pid.
