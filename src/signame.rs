@@ -9,7 +9,7 @@
 use std::fmt;
 
 // The platform's signals, their names and numbers, are `sys`'s to say.
-use crate::sys::signals::{ALIASES, NAMES};
+use crate::sys::signals::{aliases, names};
 pub use crate::sys::{Signal, max_signal, realtime_range};
 
 impl Signal {
@@ -19,7 +19,7 @@ impl Signal {
 
     /// The name without `SIG`, e.g. `TERM`, `RTMIN+2`; a number if nameless.
     pub fn name(self) -> String {
-        if let Some((name, _)) = NAMES.iter().find(|(_, n)| *n == self.0) {
+        if let Some((name, _)) = names().find(|(_, n)| *n == self.0) {
             return (*name).to_string();
         }
         if let Some((min, max)) = realtime_range() {
@@ -54,7 +54,7 @@ pub fn parse_signal(text: &str) -> Result<Signal, String> {
     }
     let upper = text.to_ascii_uppercase();
     let name = upper.strip_prefix("SIG").unwrap_or(&upper);
-    if let Some((_, n)) = NAMES.iter().chain(ALIASES).find(|(candidate, _)| *candidate == name) {
+    if let Some((_, n)) = names().chain(aliases()).find(|(candidate, _)| *candidate == name) {
         return Ok(Signal(*n));
     }
     if let Some((min, max)) = realtime_range() {

@@ -15,10 +15,10 @@ impl Signal {
     pub const PROBE: Signal = Signal(0);
 }
 
-/// The classic signals every POSIX system has, plus this platform's
-/// extras, each under the name a signal is given in messages and reports
-/// (without `SIG`).
-pub const NAMES: &[(&str, i32)] = &[
+/// The signals every POSIX system has, each under the name a signal is
+/// given in messages and reports (without `SIG`); this system's own come
+/// after them in [`names`].
+const POSIX_NAMES: &[(&str, i32)] = &[
     ("HUP", libc::SIGHUP),
     ("INT", libc::SIGINT),
     ("QUIT", libc::SIGQUIT),
@@ -34,8 +34,6 @@ pub const NAMES: &[(&str, i32)] = &[
     ("PIPE", libc::SIGPIPE),
     ("ALRM", libc::SIGALRM),
     ("TERM", libc::SIGTERM),
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    ("STKFLT", libc::SIGSTKFLT),
     ("CHLD", libc::SIGCHLD),
     ("CONT", libc::SIGCONT),
     ("STOP", libc::SIGSTOP),
@@ -49,33 +47,84 @@ pub const NAMES: &[(&str, i32)] = &[
     ("PROF", libc::SIGPROF),
     ("WINCH", libc::SIGWINCH),
     ("IO", libc::SIGIO),
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    ("PWR", libc::SIGPWR),
     ("SYS", libc::SIGSYS),
-    #[cfg(any(target_os = "macos", target_os = "freebsd", target_os = "netbsd", target_os = "openbsd"))]
-    ("EMT", libc::SIGEMT),
-    #[cfg(any(target_os = "macos", target_os = "freebsd", target_os = "netbsd", target_os = "openbsd"))]
-    ("INFO", libc::SIGINFO),
 ];
 
-/// Other names accepted for a signal of [`NAMES`], never used to name one.
-pub const ALIASES: &[(&str, i32)] = &[
-    ("IOT", libc::SIGIOT),
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    ("POLL", libc::SIGPOLL),
-];
+/// Other names accepted for a signal every POSIX system has, never used
+/// to name one.
+const POSIX_ALIASES: &[(&str, i32)] = &[("IOT", libc::SIGIOT)];
+
+/// What this system adds to POSIX's signals, one table per system: its
+/// own signals, their aliases, and its real-time range `(RTMIN, RTMAX)`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod this_system {
+    pub const NAMES: &[(&str, i32)] = &[("STKFLT", libc::SIGSTKFLT), ("PWR", libc::SIGPWR)];
+    pub const ALIASES: &[(&str, i32)] = &[("POLL", libc::SIGPOLL)];
+    pub fn realtime_range() -> Option<(i32, i32)> {
+        Some((libc::SIGRTMIN(), libc::SIGRTMAX()))
+    }
+}
+
+/// FreeBSD's (its range is signal.h's; the libc crate does not export it).
+#[cfg(target_os = "freebsd")]
+mod this_system {
+    pub const NAMES: &[(&str, i32)] = &[("EMT", libc::SIGEMT), ("INFO", libc::SIGINFO)];
+    pub const ALIASES: &[(&str, i32)] = &[];
+    pub fn realtime_range() -> Option<(i32, i32)> {
+        Some((65, 126))
+    }
+}
+
+/// NetBSD's (its range is signal.h's; the libc crate does not export it).
+#[cfg(target_os = "netbsd")]
+mod this_system {
+    pub const NAMES: &[(&str, i32)] = &[("EMT", libc::SIGEMT), ("INFO", libc::SIGINFO)];
+    pub const ALIASES: &[(&str, i32)] = &[];
+    pub fn realtime_range() -> Option<(i32, i32)> {
+        Some((33, 63))
+    }
+}
+
+/// macOS's and OpenBSD's: no real-time signals.
+#[cfg(any(target_os = "macos", target_os = "openbsd"))]
+mod this_system {
+    pub const NAMES: &[(&str, i32)] = &[("EMT", libc::SIGEMT), ("INFO", libc::SIGINFO)];
+    pub const ALIASES: &[(&str, i32)] = &[];
+    pub fn realtime_range() -> Option<(i32, i32)> {
+        None
+    }
+}
+
+/// Any other system: POSIX's signals alone.
+#[cfg(not(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "freebsd",
+    target_os = "netbsd",
+    target_os = "macos",
+    target_os = "openbsd"
+)))]
+mod this_system {
+    pub const NAMES: &[(&str, i32)] = &[];
+    pub const ALIASES: &[(&str, i32)] = &[];
+    pub fn realtime_range() -> Option<(i32, i32)> {
+        None
+    }
+}
+
+/// Every signal of this system with its name: POSIX's, then its own.
+pub fn names() -> impl Iterator<Item = &'static (&'static str, i32)> + Clone {
+    POSIX_NAMES.iter().chain(this_system::NAMES)
+}
+
+/// Other names accepted for a signal of [`names`], never used to name one.
+pub fn aliases() -> impl Iterator<Item = &'static (&'static str, i32)> + Clone {
+    POSIX_ALIASES.iter().chain(this_system::ALIASES)
+}
 
 /// The real-time range `(RTMIN, RTMAX)`, if the platform has one.
 pub fn realtime_range() -> Option<(i32, i32)> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    return Some((libc::SIGRTMIN(), libc::SIGRTMAX()));
-    // The BSDs' signal.h; the libc crate does not export these.
-    #[cfg(target_os = "freebsd")]
-    return Some((65, 126));
-    #[cfg(target_os = "netbsd")]
-    return Some((33, 63));
-    #[allow(unreachable_code)]
-    None
+    this_system::realtime_range()
 }
 
 /// The largest valid signal number.
@@ -95,11 +144,11 @@ mod tests {
 
     #[test]
     fn every_name_is_a_valid_signal_and_named_once() {
-        for (name, n) in NAMES.iter().chain(ALIASES) {
+        for (name, n) in names().chain(aliases()) {
             assert!((1..=max_signal()).contains(n), "{name} is {n}");
         }
-        for (i, (name, n)) in NAMES.iter().enumerate() {
-            assert!(!NAMES[..i].iter().any(|(_, m)| m == n), "{name} names {n} twice");
+        for (i, (name, n)) in names().enumerate() {
+            assert!(!names().take(i).any(|(_, m)| m == n), "{name} names {n} twice");
         }
     }
 }

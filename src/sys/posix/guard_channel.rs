@@ -49,3 +49,13 @@ pub fn receive(tie: BorrowedFd<'_>) -> io::Result<Vec<(Pid, Pidfd)>> {
     let _ = tie;
     Ok(Vec::new())
 }
+
+/// The command's process hands itself to the guard: never asked here
+/// ([`for_the_child`] gives it no channel), so nothing is sent.
+///
+/// # Safety
+/// None needed; the same signature as Linux's.
+pub(in crate::sys) unsafe fn send_self(tie: libc::c_int) -> Result<(), i32> {
+    let _ = tie;
+    Ok(())
+}

@@ -83,7 +83,6 @@ pub(super) fn run(plan: &Plan<'_>) -> ! {
         // First: from here on the guard holds this process, whenever pgrun
         // dies (the guard's channel hangs up only once this copy of pgrun's
         // end is closed, by the exec, after the message is queued).
-        #[cfg(linux_strengths)]
         if let Some(tie) = options.hand_over
             && let Err(errno) = super::super::guard_channel::send_self(std::os::fd::AsRawFd::as_raw_fd(&tie))
         {

@@ -386,7 +386,7 @@ fn reap_status(pid: Pid) -> io::Result<String> {
         return Ok(format!("exited with status {}", libc::WEXITSTATUS(status)));
     }
     let signal = libc::WTERMSIG(status);
-    Ok(match super::signals::NAMES.iter().find(|(_, n)| *n == signal) {
+    Ok(match super::signals::names().find(|(_, n)| *n == signal) {
         Some((name, _)) => format!("was killed by SIG{name}"),
         None => format!("was killed by signal {signal}"),
     })
