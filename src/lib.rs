@@ -47,6 +47,7 @@ pub mod cancel;
 pub mod cgroup_limits;
 pub mod cli;
 pub mod contain;
+pub mod dbus;
 pub mod duration;
 pub mod entry;
 pub mod exit;

@@ -63,6 +63,10 @@ struct ReportJson<'a> {
     output: Option<Output>,
     /// The `--contain` mode in force.
     contain: &'a str,
+    /// In cgroup mode, where the cgroup came from: `delegated` (a leaf
+    /// under pgrun's own cgroup) or `user-systemd` (a scope the user's
+    /// systemd made); null in the other modes.
+    cgroup_via: Option<&'static str>,
     /// Processes outside the group the stop reached.
     escaped: usize,
     /// The cgroup leaf pgrun could not remove (null if none is left).
@@ -127,6 +131,8 @@ pub struct Outcome {
     /// The `--contain` mode in force; `None` if the run ended before it
     /// was settled (the report then names the one asked for).
     pub contain: Option<Mode>,
+    /// In cgroup mode, where the cgroup came from.
+    pub cgroup_via: Option<crate::contain::cgroup::Via>,
     /// Processes outside the group the stop reached.
     pub escaped: usize,
     /// The cgroup leaf that could not be removed.
@@ -151,6 +157,7 @@ impl Outcome {
             output: None,
             file_error: None,
             contain: None,
+            cgroup_via: None,
             escaped: 0,
             cgroup_left: None,
             resources: Resources::default(),
@@ -235,6 +242,7 @@ impl ReportTarget {
                 }
             }),
             contain: outcome.contain.unwrap_or(contents.contain_requested).name(),
+            cgroup_via: outcome.cgroup_via.map(|via| via.name()),
             escaped: outcome.escaped,
             cgroup_left: outcome.cgroup_left.as_ref().map(|p| p.display().to_string()),
             resources: outcome.resources,

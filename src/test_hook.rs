@@ -42,7 +42,9 @@
 //! leaves a SIGCHLD ignored by the caller ignored in pgrun itself;
 //! [`GUARD_WAIT_FAILS`] makes the guard's first wait for pgrun fail with
 //! EIO; [`PUBLISH_FAILS`] makes publishing the run fail after the spawn;
-//! [`SUPERVISE_FAILS`] makes the supervise loop's first wait fail with EIO; [`LONG_REST`] makes the output relay's rest two seconds long. Also
+//! [`SUPERVISE_FAILS`] makes the supervise loop's first wait fail with EIO; [`LONG_REST`] makes the output relay's rest two seconds long;
+//! [`OWN_CGROUP_REFUSED`] makes `--contain cgroup` find no leaf under
+//! pgrun's own cgroup, so that it asks the user's systemd. Also
 //! read by debug builds only.
 //!
 //! `PGRUN_TEST_LEAF_NAME=NAME`: the first name `--contain cgroup` tries
@@ -136,6 +138,10 @@ pub const GUARD_WAIT_FAILS: &str = "guard-wait-fails";
 /// Make the output relay's rest (see `output::relay`) two seconds long, so
 /// that a test can act while a source rests.
 pub const LONG_REST: &str = "long-rest";
+
+/// Make `--contain cgroup` find no leaf under pgrun's own cgroup, so that
+/// it asks the user's systemd for one (see `contain::user_scope`).
+pub const OWN_CGROUP_REFUSED: &str = "own-cgroup-refused";
 
 /// Whether the hook `name` is asked for in `PGRUN_TEST_HOOK`.
 pub fn active(name: &str) -> bool {

@@ -38,4 +38,6 @@ mod stress;
 mod terminal;
 mod timeout_hint;
 mod usage;
+mod user_scope;
+mod user_systemd;
 mod wait;

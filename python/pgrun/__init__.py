@@ -174,6 +174,7 @@ class Report:
     unstopped: int
     output: Optional[Output]
     contain: str
+    cgroup_via: Optional[str]
     escaped: int
     cgroup_left: Optional[str]
     resources: Resources
@@ -203,6 +204,7 @@ class Report:
                 file_error=output.get("file_error"),
             ),
             contain=obj["contain"],
+            cgroup_via=obj.get("cgroup_via"),
             escaped=obj["escaped"],
             cgroup_left=obj["cgroup_left"],
             resources=Resources(**{k: obj["resources"][k] for k in _RESOURCE_FIELDS}),

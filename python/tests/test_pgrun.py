@@ -127,6 +127,7 @@ def test_report_round_trip(tmp_path: Path) -> None:
         stdout=pgrun.StreamStats(bytes=100, omitted=80), stderr=pgrun.StreamStats(bytes=4, omitted=0)
     )
     assert rep.contain in ("tree", "group") and rep.escaped == 0 and rep.cgroup_left is None
+    assert rep.cgroup_via is None
     assert rep.resources.memory_peak_bytes is None and rep.resources.oom_kills is None
     assert rep.error is None and rep.duration_ms >= 0
     # Every field of the JSON is mapped (raw aside).

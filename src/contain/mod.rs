@@ -26,8 +26,10 @@ pub mod cgroup;
 pub mod foreign;
 pub mod group;
 pub mod guardian;
+pub mod self_leaf;
 pub mod target;
 pub mod tree;
+pub mod user_scope;
 
 pub use foreign::ForeignGroup;
 pub use group::OwnGroup;

@@ -92,6 +92,7 @@ pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Endin
         outcome.reason = Reason::Oom;
     }
     outcome.contain = Some(run.scope.mode());
+    outcome.cgroup_via = run.scope.leaf().map(|leaf| leaf.via());
     if let Some(relay) = &mut run.relay {
         relay.close();
     }

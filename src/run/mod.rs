@@ -104,7 +104,10 @@ fn execute(
     };
     let pgid = match start::spawn_command(plan, &mut run) {
         Ok(pgid) => pgid,
-        Err(early) => return (Outcome { contain: Some(run.scope.mode()), ..early.into() }, Withdrawn::default()),
+        Err(early) => {
+            let (contain, cgroup_via) = (Some(run.scope.mode()), run.scope.leaf().map(|leaf| leaf.via()));
+            return (Outcome { contain, cgroup_via, ..early.into() }, Withdrawn::default());
+        }
     };
     // The command has started: --output-file takes its place.
     if let Some(relay) = &mut run.relay {

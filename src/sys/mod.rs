@@ -111,6 +111,7 @@ mod platform;
 pub use fd::reserve_standard_fds;
 pub use ids::{Pid, geteuid, getpgid, getpgrp, getpid, getppid};
 pub use lifetime::exit_now;
+pub use platform::socket::connect_abstract as connect_abstract_socket;
 pub use platform::{CAN_CONTAIN, guard_channel, pidfd, wakeup};
 pub use poll::{POLL_MAX, PollFd, poll, wait_readable, writable_now};
 pub use random::random_bits;

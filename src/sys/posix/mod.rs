@@ -12,6 +12,7 @@ pub mod proc;
 pub mod process;
 pub mod random;
 pub mod shared_spawn;
+pub mod socket;
 pub mod wakeup;
 
 /// Whether pgrun can follow what leaves the command's group here: no (no
