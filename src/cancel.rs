@@ -151,6 +151,7 @@ impl Canceller<'_> {
     /// on: a run may be starting. A file a starting run has claimed is not
     /// published yet: its content is not trusted, its claimant not touched.
     fn run(&self, started: Instant) -> Result<CancelExit> {
+        test_hook::pause("cancel-marked");
         let path = &self.args.pidfile;
         let until = started.checked_add(self.args.wait_start);
         let mut stale: Option<StaleRemoved> = None;
@@ -295,6 +296,7 @@ impl Canceller<'_> {
             bail!("cannot tell which pgrun holds pid file {} (it runs in another PID namespace)", path.display());
         }
         let pgid = record.pgid;
+        test_hook::pause("cancel-found");
         // Open the handle and look at the namespace first, then make sure
         // the lock still names the same pgrun: so both describe that pgrun,
         // and a recycled pid is never signalled.

@@ -349,6 +349,7 @@ impl Drop for EndingNote {
         {
             warn_left(&self.path, &e, true);
         }
+        crate::test_hook::pause("note-removed");
     }
 }
 

@@ -157,6 +157,7 @@ pub fn read_record(path: &Path, writable: bool) -> Result<Record, RecordError> {
     io::Read::read_to_string(&mut limited, &mut text).map_err(|_| RecordError::NotAGroupId("<not text>".into()))?;
     let meta = file.metadata().map_err(RecordError::Unreadable)?;
     let pgid = parse_group_id(&text).ok_or_else(|| RecordError::NotAGroupId(text.clone()))?;
+    crate::test_hook::pause("record-read");
     Ok(Record { file, pgid, meta })
 }
 
