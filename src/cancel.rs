@@ -304,7 +304,7 @@ impl Canceller<'_> {
         let own_namespace = crate::sys::proc::in_own_pid_namespace(holder);
         if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
             verbose!("the run ended while cancel looked at it");
-            return Ok(self.after_holder_exit(record, holder, own_namespace));
+            return self.after_holder_exit(record, holder, own_namespace);
         }
         if !own_namespace {
             verbose!("pgrun {holder} runs in another PID namespace: acting only through it, not on group {pgid}");
@@ -363,7 +363,7 @@ impl Canceller<'_> {
                 return Ok(CancelExit::Survived);
             }
         }
-        Ok(self.after_holder_exit(record, holder, group_was_the_runs))
+        self.after_holder_exit(record, holder, group_was_the_runs)
     }
 
     /// A pgrun that withdrew its run and has not exited yet (see
@@ -518,23 +518,25 @@ impl Canceller<'_> {
     /// only in its own PID namespace (in another one the number names a
     /// different group here), and not if the group was seen to be over
     /// while that pgrun still lived.
-    fn after_holder_exit(&self, record: &Record, holder: Pid, group_may_be_the_runs: bool) -> CancelExit {
+    fn after_holder_exit(&self, record: &Record, holder: Pid, group_may_be_the_runs: bool) -> Result<CancelExit> {
         let pgid = record.pgid;
-        if !pidfile::still_names(&self.args.pidfile, record) {
+        let path = &self.args.pidfile;
+        // A path that cannot be looked at proves nothing either way.
+        if !pidfile::still_names(path, record).map_err(|e| anyhow!("cannot use pid file {}: {e}", path.display()))? {
             verbose!("pgrun {holder} withdrew its record: process group {pgid} is over");
-            return CancelExit::Gone;
+            return Ok(CancelExit::Gone);
         }
         if !process::group_exists(pgid) {
-            return CancelExit::Gone;
+            return Ok(CancelExit::Gone);
         }
         if !group_may_be_the_runs {
             verbose!(
                 "pgrun {holder} died without withdrawing its record; process group {pgid} is not known to be its run's: not signalled"
             );
-            return CancelExit::Gone;
+            return Ok(CancelExit::Gone);
         }
         verbose!("pgrun {holder} died without withdrawing its record; stopping process group {pgid}");
-        self.stop_group(pgid)
+        Ok(self.stop_group(pgid))
     }
 
     /// Run the default stop sequence on a group pgrun no longer watches
