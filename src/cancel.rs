@@ -7,13 +7,19 @@
 //! is asked to stop by SIGTERM to the pgrun that holds the lock, so it runs
 //! its own stop sequence; cancel then waits, on a pidfd where there is one,
 //! until that pgrun has exited and the group is gone. Nothing is reported
-//! gone before it is.
+//! gone before it is: a run found ending, or over, while cancel looks
+//! (its lock let go of as cancel found it, or the marker taken and the pid
+//! file gone) is waited for until the pgrun that held it has exited. Which
+//! pgrun that is, cancel learns from a first look before it makes its
+//! marker (the lock holder, or the pgrun holding its note at the marker
+//! path, each held by a handle proven to be it: see [`pidfile::SeenPgrun`]),
+//! or from that note as it looks; the first look acts on nothing.
 
 use crate::backoff::Backoff;
 use crate::contain::ForeignGroup;
 use crate::contain::group::GroupNumber;
 use crate::exit::CancelExit;
-use crate::pidfile::{self, Liveness, Marker, Record, RecordError};
+use crate::pidfile::{self, Liveness, Marker, Record, RecordError, SeenPgrun};
 use crate::signame::Signal;
 use crate::stop::sequence::StopSequence;
 use crate::stop::unsupervised;
@@ -73,6 +79,10 @@ struct Canceller<'a> {
     deadline: Option<Instant>,
     /// When cancel started: `--wait-start` counts from here.
     started: Instant,
+    /// The pgrun cancel saw holding the run (or ending it) before it made
+    /// its marker, held by a handle: a run over by the time cancel looks
+    /// again is waited for until that pgrun has exited.
+    seen: Option<SeenPgrun>,
 }
 
 /// How the wait for the pgrun cancel asked to stop came out.
@@ -106,6 +116,7 @@ impl<'a> Canceller<'a> {
         if pidfile::same_file(&marker, &args.pidfile) {
             bail!("--cancel-file {} names the pid file itself", marker.display());
         }
+        let seen = glance(&args.pidfile, &marker);
         // Without a marker a live run can still be stopped through its lock
         // holder; only a run that has not published would be missed.
         let (created, marker_error) = match pidfile::create_marker(&marker) {
@@ -130,7 +141,7 @@ impl<'a> Canceller<'a> {
         let started = Instant::now();
         let deadline = args.timeout.filter(|t| !t.is_zero()).and_then(|t| started.checked_add(t));
         let request = created.then(|| pidfile::Taken::at(&marker, false)).flatten();
-        Ok(Canceller { args, marker, created, request, marker_error, deadline, started })
+        Ok(Canceller { args, marker, created, request, marker_error, deadline, started, seen })
     }
 
     /// Find the run and stop it; on an error, withdraw the marker this
@@ -151,6 +162,7 @@ impl Canceller<'_> {
     /// on: a run may be starting. A file a starting run has claimed is not
     /// published yet: its content is not trusted, its claimant not touched.
     fn run(&self, started: Instant) -> Result<CancelExit> {
+        test_hook::pause("cancel-marked");
         let path = &self.args.pidfile;
         let until = started.checked_add(self.args.wait_start);
         let mut stale: Option<StaleRemoved> = None;
@@ -191,13 +203,20 @@ impl Canceller<'_> {
                 }
                 Err(e) => bail!("cannot use pid file {}: {e}", path.display()),
             }
-            if self.marker_error.is_none() && pidfile::marker(&self.marker, sys::geteuid()) == Marker::Absent {
+            if self.marker_error.is_none() && self.marker_gone()? {
                 // A starting run consumed it (and will not start), or the run
-                // ended and withdrew it: either way, no run is left.
+                // ended and withdrew it: either way, no run is left. The
+                // pgrun seen holding the run, if it has let go of it since,
+                // is ending it: its end is this cancel's.
                 say::line(format_args!(
                     "the run at {} took the cancel marker: it did not start, or it has ended",
                     path.display()
                 ));
+                if let Some(seen) = &self.seen
+                    && seen.let_go_of_run().map_err(|e| lock_error(path, e))?
+                {
+                    self.wait_for_exit_of(seen)?;
+                }
                 return Ok(stale.and_then(|s| s.forced).unwrap_or(CancelExit::Gone));
             }
             if !backoff.pause_until(until) {
@@ -295,6 +314,7 @@ impl Canceller<'_> {
             bail!("cannot tell which pgrun holds pid file {} (it runs in another PID namespace)", path.display());
         }
         let pgid = record.pgid;
+        test_hook::pause("cancel-found");
         // Open the handle and look at the namespace first, then make sure
         // the lock still names the same pgrun: so both describe that pgrun,
         // and a recycled pid is never signalled.
@@ -302,7 +322,8 @@ impl Canceller<'_> {
         let own_namespace = crate::sys::proc::in_own_pid_namespace(holder);
         if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
             verbose!("the run ended while cancel looked at it");
-            return Ok(self.after_holder_exit(record, holder, own_namespace));
+            self.wait_let_go(holder)?;
+            return self.after_holder_exit(record, holder, own_namespace);
         }
         if !own_namespace {
             verbose!("pgrun {holder} runs in another PID namespace: acting only through it, not on group {pgid}");
@@ -361,33 +382,101 @@ impl Canceller<'_> {
                 return Ok(CancelExit::Survived);
             }
         }
-        Ok(self.after_holder_exit(record, holder, group_was_the_runs))
+        self.after_holder_exit(record, holder, group_was_the_runs)
     }
 
     /// A pgrun that withdrew its run and has not exited yet (see
     /// [`pidfile::ending_run`]): the run is being stopped, by another cancel
     /// or by itself, and its end is this cancel's. Wait for that pgrun to
     /// exit: on its pidfd (opened while the note's lock proved the pid
-    /// that pgrun's), else on the note's lock, which the kernel releases
-    /// at its exit. Its group is gone (withdrawn), so --timeout has nothing
-    /// left to kill: past it, cancel stops waiting.
+    /// that pgrun's), else on the note's lock, which it lets go of in its
+    /// last steps; a note let go of before the handle was open leaves the
+    /// pgrun seen before the marker was made, if it is that one. Its group
+    /// is gone (withdrawn), so --timeout has nothing left to kill: past it,
+    /// cancel stops waiting.
     fn wait_ending(&self, ending: pidfile::EndingRun) -> Result<CancelExit> {
         let pgrun = ending.pgrun();
-        let handle = Pidfd::open(pgrun).filter(|_| ending.held().unwrap_or(false));
-        verbose!(
-            "pgrun {pgrun} has withdrawn the run at {} and is ending; waiting for it to exit",
-            self.args.pidfile.display()
-        );
-        let exited = match &handle {
-            Some(fd) => self.wait_pidfd(fd, None)?,
-            None => self.wait_note_released(&ending)?,
+        verbose!("pgrun {pgrun} has withdrawn the run at {} and is ending", self.args.pidfile.display());
+        // A note let go of before its handle was open: that pgrun is in
+        // its last steps, still held if it is the one seen before.
+        match SeenPgrun::ending(ending) {
+            Some(seen) => self.wait_for_exit_of(&seen)?,
+            None => match self.seen_as(pgrun) {
+                Some(seen) => self.wait_for_exit_of(seen)?,
+                None => verbose!("pgrun {pgrun} has let go of its note: it has exited, or is about to"),
+            },
+        }
+        Ok(CancelExit::Gone)
+    }
+
+    /// The pgrun `holder` let go of the run's lock while cancel looked:
+    /// wait for it to exit. The handle cancel opened on it came after the
+    /// lock was last seen held, so it proves nothing; what does is the
+    /// pgrun seen before the marker was made (the same pid, held since
+    /// then), or the note that pgrun holds at the marker path, still held
+    /// once a handle on it is open.
+    fn wait_let_go(&self, holder: Pid) -> Result<()> {
+        if let Some(seen) = self.seen_as(holder) {
+            return self.wait_for_exit_of(seen);
+        }
+        let noted = pidfile::ending_run(&self.marker, sys::geteuid())
+            .filter(|e| e.pgrun() == holder)
+            .and_then(SeenPgrun::ending)
+            .filter(SeenPgrun::can_wait);
+        match noted {
+            Some(seen) => self.wait_for_exit_of(&seen),
+            None => {
+                verbose!("pgrun {holder} let go of its lock as cancel looked; when it exits cannot be told here");
+                Ok(())
+            }
+        }
+    }
+
+    /// The pgrun seen before the marker was made, if it is `pgrun` and its
+    /// exit can be waited for here.
+    fn seen_as(&self, pgrun: Pid) -> Option<&SeenPgrun> {
+        self.seen.as_ref().filter(|s| s.pgrun() == pgrun && s.can_wait())
+    }
+
+    /// The run is over, or ending, and `seen` is its pgrun: wait until that
+    /// pgrun has exited (on its pidfd, else on its note's lock), or
+    /// `--timeout` passes; its group is gone (its run withdrawn), so there
+    /// is nothing left to kill then. Not with `--no-wait`.
+    fn wait_for_exit_of(&self, seen: &SeenPgrun) -> Result<()> {
+        let pgrun = seen.pgrun();
+        if self.args.no_wait {
+            return Ok(());
+        }
+        let exited = match (seen.handle(), seen.note()) {
+            (Some(fd), _) => {
+                verbose!("waiting for pgrun {pgrun} to exit");
+                self.wait_pidfd(fd, None)?
+            }
+            (None, Some(note)) => {
+                verbose!("waiting for pgrun {pgrun} to exit");
+                self.wait_note_released(note)?
+            }
+            (None, None) => {
+                verbose!("pgrun {pgrun} is ending its run; when it exits cannot be told here");
+                return Ok(());
+            }
         };
         if exited {
             verbose!("pgrun {pgrun} has exited");
         } else {
             verbose!("pgrun {pgrun} is still finishing after --timeout; its run is over");
         }
-        Ok(CancelExit::Gone)
+        Ok(())
+    }
+
+    /// Whether nothing is at the marker path (a run took it, or withdrew
+    /// it). A path that cannot be looked at proves nothing: an error.
+    fn marker_gone(&self) -> Result<bool> {
+        match std::fs::symlink_metadata(&self.marker) {
+            Ok(_) => Ok(false),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+            Err(e) => bail!("cannot look at cancel marker {}: {e}", self.marker.display()),
+        }
     }
 
     /// Wait until `holder`, whose lock was just seen held, has exited, or
@@ -516,23 +605,25 @@ impl Canceller<'_> {
     /// only in its own PID namespace (in another one the number names a
     /// different group here), and not if the group was seen to be over
     /// while that pgrun still lived.
-    fn after_holder_exit(&self, record: &Record, holder: Pid, group_may_be_the_runs: bool) -> CancelExit {
+    fn after_holder_exit(&self, record: &Record, holder: Pid, group_may_be_the_runs: bool) -> Result<CancelExit> {
         let pgid = record.pgid;
-        if !pidfile::still_names(&self.args.pidfile, record) {
+        let path = &self.args.pidfile;
+        // A path that cannot be looked at proves nothing either way.
+        if !pidfile::still_names(path, record).map_err(|e| anyhow!("cannot use pid file {}: {e}", path.display()))? {
             verbose!("pgrun {holder} withdrew its record: process group {pgid} is over");
-            return CancelExit::Gone;
+            return Ok(CancelExit::Gone);
         }
         if !process::group_exists(pgid) {
-            return CancelExit::Gone;
+            return Ok(CancelExit::Gone);
         }
         if !group_may_be_the_runs {
             verbose!(
                 "pgrun {holder} died without withdrawing its record; process group {pgid} is not known to be its run's: not signalled"
             );
-            return CancelExit::Gone;
+            return Ok(CancelExit::Gone);
         }
         verbose!("pgrun {holder} died without withdrawing its record; stopping process group {pgid}");
-        self.stop_group(pgid)
+        Ok(self.stop_group(pgid))
     }
 
     /// Run the default stop sequence on a group pgrun no longer watches
@@ -554,6 +645,23 @@ impl Canceller<'_> {
         }
         say::line(format_args!("process group {pgid} is still alive 1s after SIGKILL"));
         CancelExit::Survived
+    }
+}
+
+/// What cancel sees before it makes its marker: the pgrun holding the pid
+/// file's lock, or, with no pid file, the pgrun holding its note at the
+/// marker path (see [`pidfile::ending_run`]), each held by a handle proven
+/// to be it. Only seen, never acted on: a file cancel would refuse counts
+/// for nothing, and anything that cannot be read is nothing seen (the
+/// looks after the marker decide).
+fn glance(path: &Path, marker: &Path) -> Option<SeenPgrun> {
+    match pidfile::read_record(path, false) {
+        Ok(record) if check_safe(path, &record).is_ok() => match record.liveness() {
+            Ok(Liveness::Live(holder)) => SeenPgrun::holding(record, holder),
+            _ => None,
+        },
+        Err(RecordError::Missing) => pidfile::ending_run(marker, sys::geteuid()).and_then(SeenPgrun::ending),
+        _ => None,
     }
 }
 

@@ -114,7 +114,19 @@ fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
                 .liveness()
                 .map_err(|e| unknown(anyhow!("cannot read the lock of pid file {}: {e}", path.display())))?;
             match liveness {
-                Liveness::Stale => report.state = State::Stale,
+                Liveness::Stale => {
+                    // A run that ended cleanly removed its pid file before
+                    // letting go of the lock: if the path no longer names
+                    // the file read, that run is over, and no run is there.
+                    let named = pidfile::still_names(path, &record)
+                        .map_err(|e| unknown(anyhow!("cannot read pid file {}: {e}", path.display())))?;
+                    if named {
+                        report.state = State::Stale;
+                    } else {
+                        report.pgid = None;
+                        report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning };
+                    }
+                }
                 Liveness::Claimed => {
                     // Not published yet: the content is the old run's.
                     report.starting = true;

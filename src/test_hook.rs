@@ -30,7 +30,13 @@
 //! its report written, the pid file last; the guard not yet released),
 //! `exit` (all is done and written, pgrun is about to exit: its peak memory
 //! can be read; the run is withdrawn, its lock let go of, the note at the
-//! marker path still held). And in `pgrun cancel`: `cancel-signalled` (the
+//! marker path still held), `note-removed` (pgrun's last steps: that note
+//! is removed from the marker path, its lock not let go of yet, the guard
+//! not yet reaped). In the readers (`cancel`, `status`, `wait`):
+//! `record-read` (a pid file is open and its record read, its locks not
+//! looked at yet). And in `pgrun cancel`: `cancel-marked` (the marker is
+//! made, the pid file not looked at since), `cancel-found` (a live run was
+//! found, its lock holder not yet held by a handle), `cancel-signalled` (the
 //! TERM is sent to the pgrun holding the lock, the wait for it has not
 //! begun), `cancel-timed-out` (--timeout has passed with that pgrun still
 //! holding the lock, nothing is decided yet).

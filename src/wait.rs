@@ -6,7 +6,10 @@
 //! number of waiters can wait on one run and none changes what a starting
 //! run, `cancel` or `status` sees. Like cancel, it
 //! waits up to `--wait-start` for a run to publish, and refuses the pid
-//! files cancel refuses. A live run is then waited for by events: the
+//! files cancel refuses (a file found unlocked is stale only while the path
+//! still names it: a run that ends cleanly removes its pid file before it
+//! lets go of the lock, so a file gone from the path is a run over). A
+//! live run is then waited for by events: the
 //! release of its lock (a thread blocks on a read lock of byte 0, and says
 //! when it gets it: see [`pidfile::ReleaseWatch`]) and, where there is one,
 //! a pidfd of the pgrun holding the lock. pgrun lets go of the lock once
@@ -105,6 +108,15 @@ impl Waiter<'_> {
                             }
                         }
                         Liveness::Stale => {
+                            // A run that ended cleanly removed its pid file
+                            // before letting go of the lock: if the path no
+                            // longer names the file read, that run is over.
+                            let named = pidfile::still_names(path, &record)
+                                .map_err(|e| anyhow!("cannot use pid file {}: {e}", path.display()))?;
+                            if !named {
+                                verbose!("the run at {} ended as wait looked at it", path.display());
+                                return self.over(&record, false);
+                            }
                             say::line(format_args!(
                                 "no live run at {}: the pid file is stale (left in place)",
                                 path.display()
@@ -177,6 +189,13 @@ impl Waiter<'_> {
         verbose!("the run at {} is over", path.display());
 
         // 3. Its own status, if asked for.
+        self.over(record, holder_exited)
+    }
+
+    /// The run published in `record` is over: its own status from the
+    /// report, if asked for. Unless its pgrun was seen to exit
+    /// (`holder_exited`), the report may still be on its way.
+    fn over(&self, record: &Record, holder_exited: bool) -> Result<WaitExit> {
         match &self.args.report {
             None => Ok(WaitExit::Over),
             Some(report) if holder_exited => read_report(report, record.pgid).map(WaitExit::RunStatus),

@@ -119,3 +119,98 @@ fn status_counts_an_escapee_whose_earlier_siblings_end_during_the_walk() {
     guard.wait(run);
     wait_dead(escapee);
 }
+
+/// Spawn `pgrun status ARGS...` held at `record-read` (the pid file open
+/// and its record read, its lock not looked at yet), its stdout and stderr
+/// in `out`; returns its index once it is held there.
+fn spawn_held_status(guard: &mut Guard, scratch: &Scratch, out: &std::path::Path, args: &[&str]) -> usize {
+    let mut all = vec!["status"];
+    all.extend_from_slice(args);
+    let mut cmd = pgrun(&all);
+    cmd.stdout(fs::File::create(out).unwrap()).stderr(fs::File::create(out).unwrap());
+    let read = Pause::new(scratch, "record-read");
+    let index = guard.spawn(read.arm(&mut cmd));
+    read.wait_reached();
+    index
+}
+
+/// A run that ends cleanly between status opening its pid file and looking
+/// at its lock removed that file before it let go of the lock: the lock
+/// found free, the path no longer names the file status read, so there is
+/// no run (as for a pid file removed), not a stale file.
+#[test]
+fn a_run_that_ends_cleanly_as_status_looks_is_not_running_not_stale() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let (index, _) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    let out = scratch.path("status.out");
+    let looker = spawn_held_status(&mut guard, &scratch, &out, &["--json", p]);
+    send(guard.child(index).id() as i32, libc::SIGTERM);
+    assert_eq!(guard.wait(index), 143);
+    assert!(!pidfile.exists(), "the run removed its pid file");
+    Pause::new(&scratch, "record-read").release();
+    let code = guard.wait(looker);
+    let text = fs::read_to_string(&out).unwrap();
+    assert_eq!(code, 3, "{text}");
+    let answer: serde_json::Value = serde_json::from_str(&text).expect(&text);
+    assert_eq!((answer["state"].as_str(), answer["pgid"].as_i64()), (Some("not-running"), None), "{text}");
+}
+
+/// The `strace -e inject=` fault that fails, with EIO, the first look at
+/// the path of the stale pid file `pidfile` that `pgrun ARGS` makes once
+/// it has found the file's lock free: found in a recorded run (how many
+/// stat calls come before it depends on the build). Fails the test if
+/// there is no such look.
+pub fn stat_after_lock_test(scratch: &Scratch, pidfile: &std::path::Path, args: &[&str]) -> String {
+    use std::process::{Command, Stdio};
+    let trace = scratch.path("recorded.trace");
+    let traced = Command::new("strace")
+        .args(["-f", "-qq", "-o"])
+        .arg(&trace)
+        .args(["-e", "trace=%stat,%fstat,fcntl", "-P"])
+        .arg(pidfile)
+        .arg(pgrun_path())
+        .args(args)
+        .stdin(Stdio::null())
+        .output();
+    assert!(traced.is_ok(), "this test needs strace; install it");
+    let text = fs::read_to_string(&trace).unwrap();
+    fs::remove_file(&trace).unwrap();
+    let mut counts = std::collections::HashMap::<String, usize>::new();
+    let mut lock_tested = false;
+    for line in text.lines() {
+        // `PID NAME(ARGS) = RESULT` (with -f, each line starts with the pid).
+        let Some(name) = line.split('(').next().and_then(|head| head.split_whitespace().last()) else { continue };
+        if name == "fcntl" {
+            lock_tested |= line.contains("F_GETLK");
+            continue;
+        }
+        let count = counts.entry(name.to_string()).or_default();
+        *count += 1;
+        if lock_tested {
+            return format!("{name}:error=EIO:when={count}");
+        }
+    }
+    panic!("pgrun {args:?} did not look at {} again once it found the lock free:\n{text}", pidfile.display());
+}
+
+/// Whether the path still names the file status read is asked of the
+/// file system: a failure to answer is no proof that the run ended (nor
+/// that the file is stale), and is reported (4, one line).
+#[test]
+fn a_failing_look_at_the_path_after_the_lock_is_reported_not_read_as_gone() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    fs::write(&pidfile, "4242\n").unwrap();
+    let fault = stat_after_lock_test(&scratch, &pidfile, &["status", p]);
+    let out = run(&mut pgrun_injected(&fault, Some(&pidfile), &["status", p]));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr_of(&out);
+    assert_eq!(code_of(out.status), 4, "{fault}: {text}");
+    assert!(
+        text.starts_with(&format!("pgrun: cannot read pid file {p}: ")) && text.lines().count() == 1,
+        "{fault}: {text}"
+    );
+}

@@ -461,3 +461,66 @@ fn without_a_guard_wait_returns_once_the_run_is_withdrawn_not_once_pgrun_exits()
     at_exit.release();
     assert_eq!(guard.wait(index), 0);
 }
+
+/// A run that ends cleanly between wait opening its pid file and looking
+/// at its lock removed that file before it let go of the lock: the lock
+/// found free, the path no longer names the file wait read, so the run is
+/// over (wait gives its status), not stale. wait is held at `record-read`
+/// (the pid file open and its record read, its lock not looked at yet).
+#[test]
+fn a_run_that_ends_cleanly_as_wait_looks_is_over_not_stale() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let report = scratch.path("r.json");
+    let (p, r) = (pidfile.to_str().unwrap(), report.to_str().unwrap());
+    let (index, _) = start_published(&mut guard, &pidfile, &["--report", r], "exec sleep 300");
+    let read = Pause::new(&scratch, "record-read");
+    let waiters: Vec<usize> = [&["-v", p][..], &["-v", "--report", r, p][..]]
+        .iter()
+        .map(|args| guard.spawn(read.arm(&mut wait_cmd(args))))
+        .collect();
+    read.wait_reached();
+    eventually("both waiters held at record-read", || {
+        // Each writes the same `.reached` file: wait until both have read
+        // the record (the one pid file's inode open in each).
+        waiters.iter().all(|&w| {
+            let pid = guard.child(w).id();
+            fs::read_dir(format!("/proc/{pid}/fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|fd| fs::read_link(fd.path()).is_ok_and(|t| t == pidfile))
+        })
+    });
+    send(guard.child(index).id() as i32, libc::SIGTERM);
+    assert_eq!(guard.wait(index), 143);
+    assert!(!pidfile.exists(), "the run removed its pid file");
+    read.release();
+    let plain = guard.wait(waiters[0]);
+    assert_eq!(plain, 0, "the run is over: {}", rest_of_stderr(&mut guard, waiters[0]));
+    let with_report = guard.wait(waiters[1]);
+    assert_eq!(with_report, 143, "the run's own status: {}", rest_of_stderr(&mut guard, waiters[1]));
+}
+
+/// Whether the path still names the file wait read is asked of the file
+/// system: a failure to answer is no proof that the run ended (nor that
+/// the file is stale), and is reported (125, one line).
+#[test]
+fn a_failing_look_at_the_path_after_the_lock_is_reported_not_read_as_over() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    fs::write(&pidfile, "999999\n").unwrap();
+    fs::set_permissions(&pidfile, fs::Permissions::from_mode(0o644)).unwrap();
+    let args = ["wait", "--wait-start", "0", p];
+    let fault = crate::status::stat_after_lock_test(&scratch, &pidfile, &args);
+    let out = run(&mut pgrun_injected(&fault, Some(&pidfile), &args));
+    let err = stderr_of(&out);
+    assert_eq!(code_of(out.status), 125, "{fault}: {err}");
+    assert!(
+        err.starts_with(&format!("pgrun: cannot use pid file {p}: ")) && err.lines().count() == 1,
+        "{fault}: {err}"
+    );
+    assert_eq!(fs::read_to_string(&pidfile).unwrap(), "999999\n", "wait changed the pid file");
+}

@@ -22,9 +22,13 @@
 //! ([`hold_ending_note`]). The pid file is gone by then, but a cancel that
 //! comes late still finds the run's end under way ([`ending_run`]: the note
 //! names the pgrun that holds its lock) and waits for that pgrun to exit
-//! instead of for a new run; the lock, released by the kernel at pgrun's
-//! exit however it exits, is also how a cancel without pidfds learns of
-//! that exit. Held or not, it is a note: no run takes it for a request.
+//! instead of for a new run; the lock, let go of with the note in pgrun's
+//! last steps (by the kernel at its exit, should it die first), is also
+//! how a cancel without pidfds learns of that exit. The note is removed
+//! from the path a moment before its lock goes, so a cancel that comes
+//! later still has the pgrun it saw before it made its marker to wait for
+//! (see [`super::SeenPgrun`]). Held or not, it is a note: no run takes it
+//! for a request.
 
 use crate::atomic_file::{self, TempFile, folder_of};
 use crate::say::errno_text;
@@ -349,6 +353,7 @@ impl Drop for EndingNote {
         {
             warn_left(&self.path, &e, true);
         }
+        crate::test_hook::pause("note-removed");
     }
 }
 

@@ -2,7 +2,8 @@
 //! and for the readers (`cancel`, `status`) that look at it, in one file
 //! per role: `claim.rs` (a starting run takes the path and publishes its
 //! record), `record.rs` (a pid file as readers find it, and what its locks
-//! say), `marker.rs` (the cancel marker: requests and stopping notes).
+//! say), `marker.rs` (the cancel marker: requests and stopping notes),
+//! `seen.rs` (the pgrun a reader saw holding either, held by a handle).
 //!
 //! A published run holds a write lock from byte 0 of its pid file (see
 //! [`lock`](crate::sys::lock)); held by a process running as the file's
@@ -12,10 +13,12 @@
 mod claim;
 mod marker;
 mod record;
+mod seen;
 
 pub use claim::*;
 pub use marker::*;
 pub use record::*;
+pub use seen::*;
 
 use crate::atomic_file::folder_of;
 use anyhow::{Result, bail};

@@ -157,6 +157,7 @@ pub fn read_record(path: &Path, writable: bool) -> Result<Record, RecordError> {
     io::Read::read_to_string(&mut limited, &mut text).map_err(|_| RecordError::NotAGroupId("<not text>".into()))?;
     let meta = file.metadata().map_err(RecordError::Unreadable)?;
     let pgid = parse_group_id(&text).ok_or_else(|| RecordError::NotAGroupId(text.clone()))?;
+    crate::test_hook::pause("record-read");
     Ok(Record { file, pgid, meta })
 }
 
@@ -195,10 +196,17 @@ pub fn remove_if_stale(path: &Path, record: &Record) -> bool {
 }
 
 /// Whether `path` still names the file `record` was read from. A run
-/// removes its pid file only after its group is gone, so a record whose
-/// path has moved on belongs to a run that has ended.
-pub fn still_names(path: &Path, record: &Record) -> bool {
-    names(path, &record.meta)
+/// removes its pid file only after its group is gone, and before it lets
+/// go of its lock, so a record whose path has moved on (nothing there any
+/// more, or another file) belongs to a run that has ended, even if its
+/// lock was found free. A path that cannot be looked at proves neither:
+/// the error is returned.
+pub fn still_names(path: &Path, record: &Record) -> io::Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(now) => Ok(now.dev() == record.meta.dev() && now.ino() == record.meta.ino()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Whether process group `pgid` (a record's content) still holds a process
