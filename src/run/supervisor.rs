@@ -181,6 +181,7 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
     let idle_at = w.idle_timeout.and_then(|t| Instant::now().checked_add(t));
     let pgid = w.life.scope.pgid();
     let parent_check_at = w.parent.and_then(|p| p.check_every()).and_then(|every| Instant::now().checked_add(every));
+    crate::test_hook::pause_full_scans();
     let mut s = Supervisor {
         w,
         phase: Phase::Running,
@@ -383,6 +384,7 @@ impl Supervisor<'_> {
     /// --wait-group wait for them.
     fn on_stragglers(&mut self) {
         if self.w.count_stragglers {
+            crate::test_hook::pause("straggler-count");
             self.stragglers = process::count_group_members_at_least(self.pgid);
         }
         if let Phase::Running = self.phase {
