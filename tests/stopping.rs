@@ -553,6 +553,46 @@ fn a_straggler_gets_its_term_without_waiting_on_a_scan_of_all_of_proc() {
 }
 
 #[test]
+fn a_straggler_count_that_outlasts_the_grace_sends_no_kill_to_a_run_term_ended() {
+    // A cancel's TERM reaches the whole group; COMMAND dies of it, its `&`
+    // child holds on in its trap until the test lets it go. pgrun is held
+    // at the count of what COMMAND left while the child exits and the
+    // grace passes: afterwards, pgrun must see the run gone before it acts
+    // on the grace, not send KILL to what TERM ended.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("r.json");
+    let grace = std::time::Duration::from_millis(200);
+    let payload = format!("sh -c '{}' & exec sleep 300", term_teller(&dir, "bg"));
+    let count = Pause::new(&scratch, "straggler-count");
+    let mut cmd = pgrun(["-k", "0.2", "--report", report.to_str().unwrap()]);
+    count.arm(&mut cmd).args(["--", "sh", "-c", &payload]);
+    let index = guard.spawn(&mut cmd);
+    let bg = wait_pid(&scratch.path("bg.pid"), &mut guard);
+    send(guard.child(index).id() as i32, libc::SIGTERM);
+    wait_line(&scratch.path("bg.termed"));
+    // TERM was sent before the child wrote that it got it: the grace ends
+    // at most `grace` from now.
+    let termed = std::time::Instant::now();
+    count.wait_reached();
+    fs::write(scratch.path("bg.go"), "").unwrap();
+    if cfg!(feature = "posix-fallback") {
+        // No subreaper: the child's zombie is the machine's init's to
+        // reap, and holds the group until then.
+        eventually("the child to be reaped", || proc_stat(bg).is_none());
+    } else {
+        // pgrun's to reap (the subreaper), once it goes on.
+        wait_dead(bg);
+    }
+    eventually("the grace to pass while pgrun counts", || termed.elapsed() > grace + grace / 2);
+    count.release();
+    assert_eq!(guard.wait(index), 143, "COMMAND died of TERM");
+    let r = json(&report);
+    assert_eq!(sent_signals(&r), ["TERM"], "TERM ended the run: {r}");
+}
+
+#[test]
 fn draining_with_a_live_member_waits_on_no_scan_of_all_of_proc() {
     // --contain group --wait-group: while a member lives on, each turn of
     // the drain asks whether only zombies pgrun cannot reap are left. A

@@ -35,7 +35,9 @@
 //! of processes on the host), while the loop neither reaps nor watches: the
 //! members are counted, and a live one found, among pgrun's descendants,
 //! a walk that costs what the run has ([`crate::contain::OwnGroup::members`],
-//! [`crate::contain::OwnGroup::census`]).
+//! [`crate::contain::OwnGroup::census`]). And after anything that takes a
+//! moment (a count), the loop reaps and looks at the run again before it
+//! acts on a deadline that passed meanwhile.
 
 use super::lifecycle::Lifecycle;
 use crate::backoff::Backoff;
@@ -244,6 +246,10 @@ impl Supervisor<'_> {
                 }
                 if leader_exited_now {
                     self.on_stragglers();
+                    // Counting took a moment: reap and look at the run
+                    // again before acting on a deadline that passed
+                    // meanwhile (a KILL to what TERM ended).
+                    continue;
                 }
             }
             self.on_deadlines();
@@ -522,6 +528,9 @@ impl Supervisor<'_> {
                 if let Some(line) = crate::stop::straggler_note::line(left, self.w.sequence, plan.deadline(), now) {
                     say::line(format_args!("{line}"));
                 }
+                // Counting took a moment: a step due meanwhile waits for
+                // the next turn's look at the run.
+                return;
             }
         }
         if plan.deadline().is_none_or(|at| now < at) {
