@@ -149,6 +149,23 @@ pub const LONG_REST: &str = "long-rest";
 /// it asks the user's systemd for one (see `contain::user_scope`).
 pub const OWN_CGROUP_REFUSED: &str = "own-cgroup-refused";
 
+/// Two more pause steps, of the supervising pgrun's stop:
+/// `straggler-count` (the command has exited and left members, which pgrun
+/// is about to count for the report and `--verbose`), and `full-scan`
+/// (pgrun is about to list all of `/proc`, a read that costs what the
+/// whole machine runs: with thousands of processes on the host, seconds
+/// under load). `full-scan` is installed by [`pause_full_scans`] as the
+/// supervisor starts, as a hook of `sys::proc` (a floor that cannot call
+/// up here), so that it holds every such listing the supervisor makes,
+/// whoever calls it: a test arms it to prove a stop never waits on one.
+pub const FULL_SCAN: &str = "full-scan";
+
+/// Pause at [`FULL_SCAN`] before each listing of all of `/proc` from now
+/// on, if the environment asks (debug builds; see [`pause`]).
+pub fn pause_full_scans() {
+    crate::sys::proc::on_full_scan(|| pause(FULL_SCAN));
+}
+
 /// Whether the hook `name` is asked for in `PGRUN_TEST_HOOK`.
 pub fn active(name: &str) -> bool {
     #[cfg(debug_assertions)]

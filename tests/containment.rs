@@ -526,3 +526,33 @@ fn an_escapee_handed_to_pgrun_during_a_steps_walk_still_gets_that_step() {
     let signals: Vec<_> = r["signals"].as_array().unwrap().iter().map(|s| s["signal"].clone()).collect();
     assert_eq!(signals, ["TERM"], "the run ended at the TERM: {r}");
 }
+
+// The report's stragglers are counted among pgrun's descendants (a walk
+// that costs what the run has, not a scan of all of /proc): the walk goes
+// on below a process that left the group, and counts only the members,
+// wherever in the tree they are. Two here: one below pgrun (its parent,
+// COMMAND, has exited), one below the escapee.
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn stragglers_are_counted_wherever_they_sit_in_the_tree() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("r.json");
+    let payload = format!(
+        "sh -c 'sleep 300 & echo $! > {dir}/nested.pid; \
+         exec setsid sh -c \"echo \\$\\$ > {dir}/esc.pid; exec sleep 300\"' & \
+         sleep 300 & echo $! > {dir}/direct.pid; \
+         until [ -s {dir}/esc.pid ]; do sleep 0.01; done; exit 0"
+    );
+    let mut cmd = pgrun(["--contain", "tree", "--report", report.to_str().unwrap(), "--", "sh", "-c", &payload]);
+    let index = guard.spawn(&mut cmd);
+    let nested = wait_pid(&scratch.path("nested.pid"), &mut guard);
+    let direct = wait_pid(&scratch.path("direct.pid"), &mut guard);
+    let escapee = wait_pid(&scratch.path("esc.pid"), &mut guard);
+    assert_eq!(guard.wait(index), 0, "the command's status");
+    assert!(is_dead(nested) && is_dead(direct) && is_dead(escapee), "something outlived pgrun");
+    let r = json(&report);
+    assert_eq!(r["stragglers"], 2, "the members left, not the escapee: {r}");
+    assert_eq!(r["escaped"], 1, "{r}");
+}

@@ -491,3 +491,160 @@ fn a_group_that_refuses_every_kill_is_given_up_on_with_one_line() {
     assert_eq!((r["reason"].as_str(), r["unstopped"].as_u64()), (Some("error"), Some(1)), "{r}");
     assert!(r["error"].as_str().is_some_and(|e| e.contains("KILL")), "{r}");
 }
+
+// The stop never waits on a scan of all of /proc. Such a scan costs what
+// the whole machine runs, not what the run has: with thousands of processes
+// on the host it took seconds under load, while pgrun neither reaped nor
+// watched anything, and a plain `&` child that TERM ends got a KILL too.
+// The tests arm pgrun's `full-scan` pause (every listing of /proc by the
+// supervising pgrun stops there until released, as a slow scan would) and
+// check that the stop runs its course without ever getting there.
+
+/// A member that tells when TERM reaches it: on TERM it writes
+/// `{name}.termed`, waits until `{name}.go` exists, and exits. Its pid is
+/// in `{name}.pid` once the trap is set and its one child (a `sleep`) is
+/// started: two members.
+fn term_teller(dir: &str, name: &str) -> String {
+    format!(
+        "trap \"echo TERM > {dir}/{name}.termed; until [ -e {dir}/{name}.go ]; do sleep 0.01; done; exit 0\" TERM; \
+         sleep 300 & echo $$ > {dir}/{name}.pid; wait"
+    )
+}
+
+/// COMMAND (`sh -c`) that starts [`term_teller`] `name` in the background
+/// and exits 3 once its trap is set.
+fn leaves_a_term_teller(dir: &str, name: &str) -> String {
+    format!("sh -c '{}' & until [ -s {dir}/{name}.pid ]; do sleep 0.01; done; exit 3", term_teller(dir, name))
+}
+
+fn sent_signals(report: &serde_json::Value) -> Vec<String> {
+    report["signals"].as_array().unwrap().iter().map(|s| s["signal"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn a_straggler_gets_its_term_without_waiting_on_a_scan_of_all_of_proc() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("r.json");
+    let said = scratch.path("said");
+    fs::write(scratch.path("bg.go"), "").unwrap();
+    let scan = Pause::new(&scratch, "full-scan");
+    // -v and --report: the members left are counted, for both.
+    let mut cmd = pgrun(["-v", "-k", "60", "--report", report.to_str().unwrap()]);
+    scan.arm(&mut cmd).args(["--", "sh", "-c", &leaves_a_term_teller(&dir, "bg")]);
+    cmd.stderr(fs::File::create(&said).unwrap());
+    let index = guard.spawn(&mut cmd);
+    let bg = wait_pid(&scratch.path("bg.pid"), &mut guard);
+    let (termed, scanning) = (scratch.path("bg.termed"), scratch.path("gate-full-scan.reached"));
+    eventually("the straggler's TERM, or pgrun in a scan of all of /proc", || termed.exists() || scanning.exists());
+    assert!(!scanning.exists(), "pgrun scanned all of /proc before the straggler got TERM");
+    assert_eq!(guard.wait(index), 3, "the command's status");
+    assert!(!scanning.exists(), "pgrun scanned all of /proc during the stop");
+    assert!(is_dead(bg), "the straggler outlived pgrun");
+    let r = json(&report);
+    assert_eq!(sent_signals(&r), ["TERM"], "TERM ended the straggler: {r}");
+    // The teller and its sleep; the portable path cannot count them: 1
+    // stands for "some".
+    let members = if cfg!(feature = "posix-fallback") { 1 } else { 2 };
+    assert_eq!(r["stragglers"], members, "the count is kept: {r}");
+    let said = fs::read_to_string(&said).unwrap();
+    assert!(said.contains(&format!("pgrun: {members} process(es) left in process group ")), "{said}");
+}
+
+#[test]
+fn a_straggler_count_that_outlasts_the_grace_sends_no_kill_to_a_run_term_ended() {
+    // A cancel's TERM reaches the whole group; COMMAND dies of it, its `&`
+    // child holds on in its trap until the test lets it go. pgrun is held
+    // at the count of what COMMAND left while the child exits and the
+    // grace passes: afterwards, pgrun must see the run gone before it acts
+    // on the grace, not send KILL to what TERM ended.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let report = scratch.path("r.json");
+    let grace = std::time::Duration::from_millis(200);
+    let payload = format!("sh -c '{}' & exec sleep 300", term_teller(&dir, "bg"));
+    let count = Pause::new(&scratch, "straggler-count");
+    let mut cmd = pgrun(["-k", "0.2", "--report", report.to_str().unwrap()]);
+    count.arm(&mut cmd).args(["--", "sh", "-c", &payload]);
+    let index = guard.spawn(&mut cmd);
+    let bg = wait_pid(&scratch.path("bg.pid"), &mut guard);
+    send(guard.child(index).id() as i32, libc::SIGTERM);
+    wait_line(&scratch.path("bg.termed"));
+    // TERM was sent before the child wrote that it got it: the grace ends
+    // at most `grace` from now.
+    let termed = std::time::Instant::now();
+    count.wait_reached();
+    fs::write(scratch.path("bg.go"), "").unwrap();
+    if cfg!(feature = "posix-fallback") {
+        // No subreaper: the child's zombie is the machine's init's to
+        // reap, and holds the group until then.
+        eventually("the child to be reaped", || proc_stat(bg).is_none());
+    } else {
+        // pgrun's to reap (the subreaper), once it goes on.
+        wait_dead(bg);
+    }
+    eventually("the grace to pass while pgrun counts", || termed.elapsed() > grace + grace / 2);
+    count.release();
+    assert_eq!(guard.wait(index), 143, "COMMAND died of TERM");
+    let r = json(&report);
+    assert_eq!(sent_signals(&r), ["TERM"], "TERM ended the run: {r}");
+}
+
+#[test]
+fn draining_with_a_live_member_waits_on_no_scan_of_all_of_proc() {
+    // --contain group --wait-group: while a member lives on, each turn of
+    // the drain asks whether only zombies pgrun cannot reap are left. A
+    // live member among pgrun's descendants answers that; a cancel's TERM
+    // then comes at once. pgrun is held at the drain's first census, so
+    // that the cancel comes after it has begun.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    fs::write(scratch.path("bg.go"), "").unwrap();
+    let (census, scanning) = (scratch.path("gate-census"), scratch.path("gate-full-scan.reached"));
+    let pauses = format!("draining-census={},full-scan={}", census.display(), scratch.path("gate-full-scan").display());
+    let mut cmd = pgrun(["--contain", "group", "--wait-group", "-k", "60", "--", "sh", "-c"]);
+    cmd.arg(leaves_a_term_teller(&dir, "bg")).env("PGRUN_TEST_PAUSE", pauses);
+    let index = guard.spawn(&mut cmd);
+    let bg = wait_pid(&scratch.path("bg.pid"), &mut guard);
+    let at_census = scratch.path("gate-census.reached");
+    eventually("pgrun at the drain's census", || at_census.exists());
+    fs::write(&census, "").unwrap();
+    send(guard.child(index).id() as i32, libc::SIGTERM);
+    let termed = scratch.path("bg.termed");
+    eventually("the cancel's TERM, or pgrun in a scan of all of /proc", || termed.exists() || scanning.exists());
+    assert!(!scanning.exists(), "pgrun scanned all of /proc while draining");
+    assert_eq!(guard.wait(index), 3, "the command's status");
+    assert!(!scanning.exists(), "pgrun scanned all of /proc during the stop");
+    assert!(is_dead(bg), "the member outlived pgrun");
+}
+
+#[test]
+fn a_straggler_that_outlives_term_is_said_without_a_scan_of_all_of_proc() {
+    // The line a second after TERM says how many are left: counted among
+    // pgrun's descendants, not by reading every process on the machine.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let scan = Pause::new(&scratch, "full-scan");
+    // TERM ignored from the sleep's first instruction (inherited). No
+    // report and no -v: nothing else asks for a count.
+    let mut cmd = pgrun(["-k", "3"]);
+    scan.arm(&mut cmd).args(["--", "sh", "-c", &format!("sleep 300 & echo $! > {dir}/bg.pid; exit 3")]);
+    cmd.stderr(Stdio::piped());
+    let index = guard.spawn(with_ignored(&mut cmd, libc::SIGTERM));
+    let bg = wait_pid(&scratch.path("bg.pid"), &mut guard);
+    let scanning = scratch.path("gate-full-scan.reached");
+    let pgrun_pid = guard.child(index).id() as i32;
+    eventually("pgrun's end, or pgrun in a scan of all of /proc", || {
+        scanning.exists() || state(pgrun_pid).is_none_or(|s| s == "Z")
+    });
+    assert!(!scanning.exists(), "pgrun scanned all of /proc during the stop");
+    assert_eq!(guard.wait(index), 3, "the command's status");
+    assert!(is_dead(bg), "the straggler outlived pgrun");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut guard.child(index).stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.starts_with("pgrun: 1 process left in the run is still there 1s after TERM; KILL in "), "{err}");
+}

@@ -12,7 +12,9 @@
 //! has not reaped still holds the number (its pid), so an empty group is
 //! not given up then; the leader itself is reached by its pid.
 
+use super::tree;
 use crate::signame::Signal;
+use crate::sys::proc::Census;
 use crate::sys::{Pid, process};
 use crate::verbose;
 use std::cell::Cell;
@@ -163,12 +165,47 @@ impl OwnGroup {
 
     /// How many processes of the run this group accounts for are left (for
     /// a report: at least one where they cannot be counted): its members
-    /// while its number is the run's, and the leader if it left the group
-    /// and is not reaped.
+    /// ([`OwnGroup::members`]), and the leader if it left the group and is
+    /// not reaped.
     pub fn left(&self) -> usize {
-        let members = if self.exists() { process::count_group_members_at_least(self.pgid()) } else { 0 };
         let leader_outside = !self.leader_reaped.get() && crate::sys::getpgid(self.pgid()) != Some(self.pgid());
-        members + usize::from(leader_outside)
+        self.members() + usize::from(leader_outside)
+    }
+
+    /// How many processes the group holds (zombies included), while its
+    /// number is the run's: for the report and `--verbose`, asked during a
+    /// stop, which must never wait on a scan of all of `/proc` (its cost is
+    /// what the whole machine runs). So they are counted among pgrun's
+    /// descendants ([`tree::members`], a walk that costs what the run has):
+    /// pgrun is a child subreaper, so that is every process of the run, and
+    /// the count is exact for them. A group that exists counts at least 1
+    /// ("some"): where pgrun cannot walk so (the portable path, a kernel
+    /// without children files), or where what it holds is not pgrun's
+    /// descendant (a process outside the run put it there).
+    pub fn members(&self) -> usize {
+        if !self.exists() {
+            return 0;
+        }
+        let found = tree::members(self.pgid(), self.guard.pid()).map_or(0, |m| m.total);
+        found.max(1)
+    }
+
+    /// Enough of a census of the group to say whether only zombies that
+    /// pgrun cannot reap hold it ([`Census::only_foreign_zombies`]). A
+    /// member alive (or a zombie of pgrun's own) among pgrun's descendants
+    /// says no at once: those found are the census, from a walk that costs
+    /// what the run has ([`tree::members`]). Only when there is none does
+    /// pgrun read all of `/proc` (Linux; `None` on the portable path), the
+    /// one way to learn of members that are not its descendants: the walk
+    /// would stand in for it on every turn of a drain, or of a stop's last
+    /// grace, where a scan would cost what the machine runs.
+    pub fn census(&self) -> Option<Census> {
+        if let Some(found) = tree::members(self.pgid(), self.guard.pid())
+            && found.any_but_foreign_zombies()
+        {
+            return Some(Census { members: found.total, zombies: found.zombies, own_zombies: found.own_zombies });
+        }
+        crate::sys::proc::group_census(self.pgid())
     }
 
     /// A stop step for a leader that left its group (the group's signal

@@ -26,6 +26,11 @@
 //! children file or stat that cannot be read, a pidfd that cannot be
 //! opened: EMFILE, a seccomp filter) is an error of the step, never taken
 //! for a process that is gone.
+//!
+//! The same walk counts the members of the command's group for the report,
+//! `--verbose` and the supervisor's "only zombies left?" ([`members`]), in
+//! every mode: it costs what the run has, where a scan of all of `/proc`
+//! costs what the machine runs.
 
 use crate::signame::Signal;
 use crate::sys::pidfd::Pidfd;
@@ -99,16 +104,22 @@ pub struct Found<'a> {
     pub pidfd: &'a Pidfd,
 }
 
-/// Visit every live descendant of pgrun except `skip` (the guard) that
-/// `wanted` says is to be visited, each before its children are listed,
-/// with a pidfd for each; the others (which the caller reached before
-/// the walk: the group's members, which got the group's signal) are
-/// walked through. See the
+/// Visit every descendant of pgrun except `skip` (the guard) that
+/// `wanted` says is to be visited (zombies too, if it wants them), each
+/// before its children are listed, with a pidfd for each; the others
+/// (which the caller reached before the walk: the group's members, which
+/// got the group's signal) are walked through. See the
 /// module doc for how processes that move during the walk are found. An
 /// error says what could not be read or held (the walk went on past it);
-/// the first one is returned.
-pub fn walk(skip: Option<Pid>, wanted: &dyn Fn(&Stat) -> bool, visit: &mut dyn FnMut(Found<'_>)) -> io::Result<()> {
-    let mut walk = Walk { source: Source::new(), skip, seen: HashSet::new(), error: None, wanted, visit };
+/// the first one is returned. `step`: the walk of a stop step (the
+/// `tree-listed` pause of the test hooks is its), not a count.
+pub fn walk(
+    skip: Option<Pid>,
+    step: bool,
+    wanted: &dyn Fn(&Stat) -> bool,
+    visit: &mut dyn FnMut(Found<'_>),
+) -> io::Result<()> {
+    let mut walk = Walk { source: Source::new(), skip, step, seen: HashSet::new(), error: None, wanted, visit };
     walk.children_of(sys::getpid(), None, None);
     walk.error.map_or(Ok(()), Err)
 }
@@ -117,6 +128,8 @@ pub fn walk(skip: Option<Pid>, wanted: &dyn Fn(&Stat) -> bool, visit: &mut dyn F
 struct Walk<'v> {
     source: Source,
     skip: Option<Pid>,
+    /// A stop step's walk, not a count.
+    step: bool,
     /// The processes visited (or found zombies) so far.
     seen: HashSet<Pid>,
     error: Option<io::Error>,
@@ -148,7 +161,7 @@ impl Walk<'_> {
                     break;
                 }
             };
-            if held.is_none() {
+            if held.is_none() && self.step {
                 crate::test_hook::pause("tree-listed");
             }
             let mut exited_now = false;
@@ -199,7 +212,7 @@ impl Walk<'_> {
         }
         self.seen.insert(child);
         let wanted = (self.wanted)(&stat);
-        if stat.state != b'Z' && wanted {
+        if wanted {
             (self.visit)(Found { pid: child, stat, pidfd: &fd });
         }
         if fd.exited() {
@@ -230,8 +243,9 @@ pub fn signal_escapees(
     reached: &mut BTreeSet<Pid>,
 ) -> io::Result<()> {
     let mut failed: Option<io::Error> = None;
-    let wanted = |stat: &Stat| members_too || stat.pgrp != pgid;
-    let walked = walk(skip, &wanted, &mut |found| {
+    // A zombie has exited: no signal can reach it.
+    let wanted = |stat: &Stat| stat.state != b'Z' && (members_too || stat.pgrp != pgid);
+    let walked = walk(skip, true, &wanted, &mut |found| {
         let member = found.stat.pgrp == pgid;
         match found.pidfd.signal(signal) {
             Ok(true) => {
@@ -254,6 +268,51 @@ pub fn signal_escapees(
         }
     });
     walked.and(failed.map_or(Ok(()), Err))
+}
+
+/// The members of a process group found among pgrun's descendants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Members {
+    /// Every member found, zombies included.
+    pub total: usize,
+    pub zombies: usize,
+    /// Zombies whose parent is pgrun: it reaps them itself.
+    pub own_zombies: usize,
+}
+
+impl Members {
+    /// Whether a member found is alive, or a zombie pgrun reaps itself:
+    /// either way, the group is not held by unreapable zombies alone.
+    pub fn any_but_foreign_zombies(&self) -> bool {
+        self.total > self.zombies || self.own_zombies > 0
+    }
+}
+
+/// The members of group `pgid` among pgrun's descendants (the guard
+/// `skip` aside), found by a stop step's walk (see the module doc, and
+/// [`walk`]): it costs what the run has, never what the machine runs, as
+/// a scan of all of `/proc` does (seconds, under load, with thousands of
+/// processes on the host). pgrun is a child subreaper, so every process
+/// the run made is among them; a member put in the group by a process
+/// outside the run is not. What could not be read or held is said
+/// (`-v`) and passed over: what is found is there, a lower bound. `None`
+/// where no such walk can be made without that scan: on the portable path
+/// (no subreaper, no pidfds), on a kernel without children files.
+pub fn members(pgid: Pid, skip: Option<Pid>) -> Option<Members> {
+    if !sys::CAN_CONTAIN || !proc::children_files_exist() {
+        return None;
+    }
+    let me = sys::getpid();
+    let mut found = Members::default();
+    let wanted = |stat: &Stat| stat.pgrp == pgid;
+    // An error was said by the walk; what it found stands.
+    let _ = walk(skip, false, &wanted, &mut |member| {
+        let zombie = member.stat.state == b'Z';
+        found.total += 1;
+        found.zombies += usize::from(zombie);
+        found.own_zombies += usize::from(zombie && member.stat.ppid == me);
+    });
+    Some(found)
 }
 
 /// Whether pgrun has a child other than `skip` (the guard). With the

@@ -29,6 +29,15 @@
 //! the run, or there is no subreaper) is given one more grace, then reported
 //! as `unreaped`; while draining, a group left with nothing but such zombies
 //! is over at once (where /proc can tell).
+//!
+//! Nothing on the way of a stop waits on a scan of all of `/proc`, whose
+//! cost is what the whole machine runs (seconds, under load, with thousands
+//! of processes on the host), while the loop neither reaps nor watches: the
+//! members are counted, and a live one found, among pgrun's descendants,
+//! a walk that costs what the run has ([`crate::contain::OwnGroup::members`],
+//! [`crate::contain::OwnGroup::census`]). And after anything that takes a
+//! moment (a count), the loop reaps and looks at the run again before it
+//! acts on a deadline that passed meanwhile.
 
 use super::lifecycle::Lifecycle;
 use crate::backoff::Backoff;
@@ -181,6 +190,7 @@ pub fn supervise(w: Supervised<'_>, stop_now: Option<StopReason>) -> std::io::Re
     let idle_at = w.idle_timeout.and_then(|t| Instant::now().checked_add(t));
     let pgid = w.life.scope.pgid();
     let parent_check_at = w.parent.and_then(|p| p.check_every()).and_then(|every| Instant::now().checked_add(every));
+    crate::test_hook::pause_full_scans();
     let mut s = Supervisor {
         w,
         phase: Phase::Running,
@@ -236,18 +246,24 @@ impl Supervisor<'_> {
                 }
                 if leader_exited_now {
                     self.on_stragglers();
-                }
-                if let Phase::Draining = self.phase
-                    && let Some(zombies) = self.only_zombies_left()
-                {
-                    // Nothing of the run is alive any more: the rest are
-                    // zombies of parents outside pgrun's reach.
-                    self.give_up_on(zombies);
+                    // Counting took a moment: reap and look at the run
+                    // again before acting on a deadline that passed
+                    // meanwhile (a KILL to what TERM ended).
                     continue;
                 }
             }
             self.on_deadlines();
             if self.unreaped.is_some() || self.unstopped.is_some() {
+                continue;
+            }
+            // After the deadlines: a timeout due while draining is not
+            // held up by the census.
+            if let Phase::Draining = self.phase
+                && let Some(zombies) = self.only_zombies_left()
+            {
+                // Nothing of the run is alive any more: the rest are
+                // zombies of parents outside pgrun's reach.
+                self.give_up_on(zombies);
                 continue;
             }
             if let Some(terminal) = self.w.life.terminal {
@@ -380,10 +396,15 @@ impl Supervisor<'_> {
     }
 
     /// The command exited and left members behind: stop them, or with
-    /// --wait-group wait for them.
+    /// --wait-group wait for them. They are counted first, for the report
+    /// and `--verbose`, as they were when the command exited (after the
+    /// first signal, some would be gone): among pgrun's descendants, a walk
+    /// that costs what the run has, never a scan of all of `/proc`, which
+    /// costs what the machine runs (see [`crate::contain::OwnGroup::members`]).
     fn on_stragglers(&mut self) {
         if self.w.count_stragglers {
-            self.stragglers = process::count_group_members_at_least(self.pgid);
+            crate::test_hook::pause("straggler-count");
+            self.stragglers = self.w.life.scope.group().members();
         }
         if let Phase::Running = self.phase {
             let left = match self.stragglers {
@@ -450,7 +471,9 @@ impl Supervisor<'_> {
 
     /// While draining: if nothing of the run is alive any more but zombies
     /// in the group that pgrun cannot reap, how many (only where /proc can
-    /// tell a zombie from a live member).
+    /// tell a zombie from a live member). A member alive among pgrun's
+    /// descendants says no without a scan of all of `/proc` (see
+    /// [`crate::contain::OwnGroup::census`]).
     fn only_zombies_left(&self) -> Option<usize> {
         crate::test_hook::pause("draining-census");
         if !self.w.life.scope.is_gone_except_group() {
@@ -458,7 +481,7 @@ impl Supervisor<'_> {
         }
         // A zombie whose parent is pgrun (one just handed over, say) is
         // reaped on the next turn, not given up on.
-        crate::sys::proc::group_census(self.pgid)?.only_foreign_zombies()
+        self.w.life.scope.group().census()?.only_foreign_zombies()
     }
 
     fn give_up_on(&mut self, zombies: usize) {
@@ -498,13 +521,18 @@ impl Supervisor<'_> {
             self.start_stop(StopReason::IdleTimeout);
         }
         let Phase::Stopping(plan) = &self.phase else { return };
-        if self.straggler_note_at.is_some_and(|at| now >= at) && self.sent.len() == 1 {
-            let left = self.w.life.scope.group().left();
-            if let Some(line) = crate::stop::straggler_note::line(left, self.w.sequence, plan.deadline(), now) {
-                say::line(format_args!("{line}"));
+        if self.straggler_note_at.is_some_and(|at| now >= at) {
+            self.straggler_note_at = None;
+            if self.sent.len() == 1 {
+                let left = self.w.life.scope.group().left();
+                if let Some(line) = crate::stop::straggler_note::line(left, self.w.sequence, plan.deadline(), now) {
+                    say::line(format_args!("{line}"));
+                }
+                // Counting took a moment: a step due meanwhile waits for
+                // the next turn's look at the run.
+                return;
             }
         }
-        self.straggler_note_at = self.straggler_note_at.filter(|&at| now < at);
         if plan.deadline().is_none_or(|at| now < at) {
             return;
         }
@@ -598,16 +626,18 @@ impl Supervisor<'_> {
     /// After the final KILL and one more grace: if what holds the group
     /// can only be zombies pgrun cannot reap, how many. On Linux that is
     /// read from /proc (a live member, say one in uninterruptible sleep, is
-    /// still waited for); where pgrun cannot look, whatever survived two
+    /// still waited for; one among pgrun's descendants is found without a
+    /// scan of all of `/proc`); where pgrun cannot look, whatever survived two
     /// KILLs and a grace is taken for such zombies. Never before the
     /// leader is reaped (or lost): pgrun can always reap its own child.
     fn unreapable_zombies(&self) -> Option<usize> {
         if matches!(self.leader, Leader::Running) || !self.w.life.scope.is_gone_except_group() {
             return None;
         }
-        match crate::sys::proc::group_census(self.pgid) {
+        let group = self.w.life.scope.group();
+        match group.census() {
             Some(census) => census.only_foreign_zombies(),
-            None => Some(process::count_group_members_at_least(self.pgid)),
+            None => Some(group.members()),
         }
     }
 

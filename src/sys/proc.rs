@@ -64,8 +64,28 @@ pub fn is_child_of_self(pid: Pid) -> Option<bool> {
     }
 }
 
-/// The pids named in `/proc`.
+/// Test-only (debug builds): called before each listing of all of `/proc`
+/// (see [`on_full_scan`]).
+#[cfg(debug_assertions)]
+static FULL_SCAN_HOOK: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Test-only: have `hook` called before every listing of all of `/proc`
+/// ([`pids`], under [`scan`] and [`group_census`]), the read whose cost is
+/// what the whole machine runs. Installed from above (`crate::test_hook`,
+/// which this floor cannot call); debug builds only, the first hook stays.
+pub fn on_full_scan(hook: fn()) {
+    #[cfg(debug_assertions)]
+    let _ = FULL_SCAN_HOOK.set(hook);
+    #[cfg(not(debug_assertions))]
+    let _ = hook;
+}
+
+/// The pids named in `/proc`: a read of every process on the machine.
 pub fn pids() -> io::Result<Vec<Pid>> {
+    #[cfg(debug_assertions)]
+    if let Some(hook) = FULL_SCAN_HOOK.get() {
+        hook();
+    }
     Ok(list_folder("/proc")?.iter().filter_map(|name| name.to_str()?.parse::<Pid>().ok()).collect())
 }
 

@@ -45,7 +45,8 @@ pub fn group_exists(pgid: Pid) -> bool {
 }
 
 /// How many processes are in group `pgid`: counted from `/proc` where pgrun
-/// can ([`super::proc::count_group_members`]), else the lower bound that
+/// can ([`super::proc::count_group_members`], a read of every process on
+/// the machine: never on a stop's way), else the lower bound that
 /// `kill(-pgid, 0)` gives: 1 if the group exists, else 0.
 pub fn count_group_members_at_least(pgid: Pid) -> usize {
     super::proc::count_group_members(pgid).unwrap_or_else(|| usize::from(group_exists(pgid)))
