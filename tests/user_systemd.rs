@@ -131,16 +131,20 @@ fn memory_max_ends_the_run_with_reason_oom() {
     assert_no_unit_left();
 }
 
-/// `--pids-max` bounds the run's tasks: forks past it fail.
+/// `--pids-max` bounds the run's tasks: forks past it fail (in a
+/// subshell, which a failed fork ends), and the leaf counts the refusals.
 #[test]
 #[ignore = "needs a systemd user manager: run by tests/vm-user-systemd.sh in a VM"]
 fn pids_max_makes_forks_fail() {
-    let count = "n=0; for i in 1 2 3 4 5 6 7 8 9 10; do sleep 300 & n=$((n+1)); done 2>/dev/null; \
-                 f=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup); cat $f/pids.current; kill $(jobs -p) 2>/dev/null; wait";
+    let count = "f=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup); \
+                 (for i in 1 2 3 4 5 6 7 8 9 10; do sleep 300 & done) 2>/dev/null; \
+                 cat $f/pids.current; sed -n 's/^max //p' $f/pids.events";
     let out = run(&mut pgrun(["--pids-max", "4", "--", "sh", "-c", count]));
     let text = String::from_utf8_lossy(&out.stdout);
-    let current: u64 = text.trim().parse().unwrap_or_else(|_| panic!("{text} {}", stderr_of(&out)));
+    let numbers: Vec<u64> = text.split_whitespace().filter_map(|n| n.parse().ok()).collect();
+    let [current, refused] = numbers[..] else { panic!("{text} {}", stderr_of(&out)) };
     assert!(current <= 4, "{current} tasks under --pids-max 4");
+    assert!(refused >= 1, "no fork was refused: {text}");
     assert_no_unit_left();
 }
 

@@ -16,6 +16,7 @@ bin=$(cargo test --no-run --test tests 2>&1 | sed -n 's/.*Executable tests\/test
 [ -n "$bin" ] || { echo "vm-user-systemd: cannot find the test binary" >&2; exit 125; }
 cargo build --release -q
 work=$(mktemp -d)
+chmod 755 "$work"
 trap 'rm -rf "$work"' EXIT
 cat > "$work/in-vm.sh" <<SCRIPT
 set -u
@@ -33,4 +34,5 @@ for i in \$(seq 15); do
 done | sort -k1,1 -k2n | awk '{ t[\$1] = t[\$1] " " \$2 } END { for (m in t) { n = split(substr(t[m], 2), v, " "); printf "start-up, --contain %s: median %.1f ms of %d runs\n", m, v[int((n + 1) / 2)] / 1000, n } }'
 exit \$status
 SCRIPT
-exec "$vm" --timeout 900 --rodir "$PWD" --rodir "$work" -- sh "$work/in-vm.sh"
+chmod 644 "$work/in-vm.sh"
+"$vm" --timeout 900 --rodir "$PWD" --rodir "$work" -- sh "$work/in-vm.sh"

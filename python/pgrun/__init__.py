@@ -341,6 +341,11 @@ def run(
     this call waits until it closes them or exits, unless ``max_output``,
     ``output_file`` or ``idle_timeout`` is given: the command's output then
     goes through pipes of pgrun's own, and only pgrun holds the caller's.
+    ``contain="cgroup"`` and the limits (``memory_max``, ``pids_max``,
+    ``cpus``) need a cgroup: root, a delegated one, or for an ordinary
+    user on a systemd host the user manager, which pgrun asks for a scope
+    itself (``Report.cgroup_via`` says which); elsewhere pgrun fails (125)
+    saying why.
 
     Raises :class:`PgrunError` when pgrun itself fails: exit 125 that the
     report attributes to pgrun rather than to the command. With
