@@ -256,7 +256,7 @@ mod tests {
             assert!(children(me).is_ok());
         }
         assert!(pids().unwrap().contains(&me));
-        let mut threads = list_folder(&format!("/proc/{me}/task")).unwrap();
+        let mut threads = list_folder(format!("/proc/{me}/task")).unwrap();
         threads.sort();
         assert!(threads.iter().any(|t| t.to_str() == Some(&me.to_string())), "{threads:?}");
         assert!(list_folder("/proc/no-such-folder").is_err());
@@ -267,6 +267,19 @@ mod tests {
 /// `None` elsewhere or if `/proc` is not mounted).
 pub fn count_group_members(pgid: Pid) -> Option<usize> {
     group_census(pgid).map(|c| c.members)
+}
+
+/// How many processes of group `pgid` are among the descendants of
+/// `root` (found by [`descendants`], zombies included): a group's members
+/// counted from one process's tree, not from every process's stat (Linux
+/// only; `None` on the portable path, where `root` is gone, or without
+/// children files).
+pub fn count_group_members_below(root: Pid, pgid: Pid) -> Option<usize> {
+    if !ASKS_PROC {
+        return None;
+    }
+    let below = descendants(root, MAX_PIDS)?;
+    Some(below.into_iter().filter(|&pid| stat(pid).is_some_and(|s| s.pgrp == pgid)).count())
 }
 
 /// The members of a process group, and how many of them are zombies.
