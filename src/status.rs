@@ -254,8 +254,13 @@ fn print(json: bool, r: &Answer, marker: &std::path::Path) -> std::io::Result<()
 /// read from that pgrun's own command line. `None` where `/proc` cannot
 /// tell.
 fn count_run(holder: Pid, pgid: Pid, census: Census) -> Option<usize> {
-    let group = census.group_members(holder, pgid)?;
     let mode = mode_of(holder);
+    if let (Census::Run, Mode::Tree) = (census, mode) {
+        // One walk of the run's own processes: its group and what left it.
+        let (group, outside) = crate::contain::tree::count_below(holder, pgid, crate::guard::NAME)?;
+        return Some(group + outside);
+    }
+    let group = census.group_members(holder, pgid)?;
     if mode == Mode::Group {
         return Some(group);
     }
