@@ -51,27 +51,56 @@ pub fn ls(args: &Options) -> LsExit {
     }
 }
 
-/// The runs published in the folder, sorted by name.
+/// The runs published in the folder, sorted by name. Each file is looked
+/// at on its own, so the files are shared out among a few threads (one per
+/// core, at most [`MAX_THREADS`]): a look is mostly waiting for the kernel
+/// to make `/proc` files, and a folder may hold a thousand runs.
 fn list(args: &Options) -> Result<Vec<Listed>> {
     let dir = &args.dir;
     let mut names = crate::sys::proc::list_folder(dir)
         .map_err(|e| anyhow!("cannot list folder {}: {}", dir.display(), say::errno_text(&e)))?;
     names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-    Ok(names
-        .into_iter()
-        .filter_map(|name| {
-            let mut status = status::json_of(&dir.join(&name)).ok()?;
-            // Gone between the listing and the look: not listed.
-            let gone = matches!(status["state"].as_str(), Some("not-running" | "cancel-pending"))
-                && status["starting"] != Value::Bool(true);
-            if gone {
-                return None;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS);
+    let share = names.len().div_ceil(threads).max(1);
+    let look_all =
+        |names: &[OsString]| -> Vec<Listed> { names.iter().filter_map(|name| look(&dir.join(name), name)).collect() };
+    Ok(std::thread::scope(|scope| {
+        let shares: Vec<&[OsString]> = names.chunks(share).collect();
+        // A thread that cannot be started leaves its share to this one.
+        let started: Vec<_> = shares
+            .iter()
+            .skip(1)
+            .map(|&part| (part, std::thread::Builder::new().spawn_scoped(scope, move || look_all(part)).ok()))
+            .collect();
+        let mut runs = shares.first().map_or_else(Vec::new, |&part| look_all(part));
+        for (part, thread) in started {
+            match thread.map(|t| t.join()) {
+                Some(Ok(listed)) => runs.extend(listed),
+                // A panic is pgrun's own failure: let it end pgrun.
+                Some(Err(panic)) => std::panic::resume_unwind(panic),
+                None => runs.extend(look_all(part)),
             }
-            let command = leader_command(&status);
-            status["command"] = command.map_or(Value::Null, |args| args.into_iter().map(Value::String).collect());
-            Some(Listed { name, status })
-        })
-        .collect())
+        }
+        runs
+    }))
+}
+
+/// At most this many threads look at the files.
+const MAX_THREADS: usize = 4;
+
+/// What status says of the file at `path` (named `name`), if it is a pid
+/// file that names a run or a starting one.
+fn look(path: &std::path::Path, name: &OsString) -> Option<Listed> {
+    let mut status = status::json_of(path).ok()?;
+    // Gone between the listing and the look: not listed.
+    let gone = matches!(status["state"].as_str(), Some("not-running" | "cancel-pending"))
+        && status["starting"] != Value::Bool(true);
+    if gone {
+        return None;
+    }
+    let command = leader_command(&status);
+    status["command"] = command.map_or(Value::Null, |args| args.into_iter().map(Value::String).collect());
+    Some(Listed { name: name.clone(), status })
 }
 
 /// The command line of the run's leader (the process whose pid is the
