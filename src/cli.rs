@@ -64,7 +64,9 @@ pub fn with_long_help() -> clap::Command {
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true,
     subcommand_negates_reqs = true,
-    override_usage = "pgrun [OPTIONS] [--] COMMAND [ARG]...\n       pgrun cancel [OPTIONS] PIDFILE\n       pgrun status [--json] PIDFILE\n       pgrun wait [OPTIONS] PIDFILE\n       pgrun output [OPTIONS] FILE\n       pgrun ls [--json] DIR"
+    // The modes in one line, which the Commands list below spells out:
+    // `-h` stays one screen.
+    override_usage = "pgrun [OPTIONS] [--] COMMAND [ARG]...\n       pgrun MODE [OPTIONS] ARG (MODE: cancel, status, wait, output, ls; pgrun MODE -h)"
 )]
 pub struct Cli {
     #[command(subcommand)]
