@@ -68,9 +68,25 @@ fn finish(guard: &mut Guard, index: usize) -> (i32, Vec<u8>) {
 
 /// A detached run writing to `NAME.log`, published at `NAME.pid`.
 fn detached(guard: &mut Guard, scratch: &Scratch, name: &str, payload: &str) -> (PathBuf, PathBuf) {
+    detached_with(guard, scratch, name, &[], payload)
+}
+
+/// [`detached`], with more options for the run.
+fn detached_with(
+    guard: &mut Guard,
+    scratch: &Scratch,
+    name: &str,
+    extra: &[&str],
+    payload: &str,
+) -> (PathBuf, PathBuf) {
     let (pidfile, log) = (scratch.path(&format!("{name}.pid")), scratch.path(&format!("{name}.log")));
-    let out =
-        run(pgrun(["--detach", "-p"]).arg(&pidfile).arg("--output-file").arg(&log).args(["--", "sh", "-c", payload]));
+    let out = run(pgrun(["--detach"])
+        .args(extra)
+        .arg("-p")
+        .arg(&pidfile)
+        .arg("--output-file")
+        .arg(&log)
+        .args(["--", "sh", "-c", payload]));
     assert_status(&out, 0, "--detach");
     // A short run may be over already, its pid file gone.
     if let Ok(pgid) = fs::read_to_string(&pidfile).unwrap_or_default().trim().parse::<i32>() {
@@ -230,15 +246,17 @@ fn wait_returns_1_when_the_run_is_over_first() {
 
 #[test]
 fn wait_learns_of_a_run_whose_pgrun_was_killed() {
-    // Its lock is let go of with its pid file left in place: over.
+    // Its lock is let go of with its pid file left in place (no guard
+    // removes it): over.
     let scratch = Scratch::new();
     let mut guard = Guard::new();
-    let (pidfile, log) = detached(&mut guard, &scratch, "job", "sleep 300");
+    let (pidfile, log) = detached_with(&mut guard, &scratch, "job", &["--no-guard"], "sleep 300");
     let holder = lock_holder(&pidfile).expect("a live run");
     let waiter = spawn_waiter(&mut guard, &["--wait", "60", "--pidfile", pidfile.to_str().unwrap()], &log);
     send(holder, libc::SIGKILL);
     let (status, _) = finish(&mut guard, waiter);
     assert_eq!(status, 1);
+    assert!(pidfile.exists(), "the pid file was removed: the test no longer shows the lock's release");
 }
 
 #[test]
