@@ -28,7 +28,8 @@ pub struct End {
     pub eof: bool,
 }
 
-/// Where a window of at most `limit` bytes (at least 4) ends in `bytes`:
+/// Where a window of at most `limit` bytes (SIZE, at least 4, or what the
+/// file holds past the window's start if less) ends in `bytes`:
 /// what follows its start, read up to `limit + LOOK_PAST` bytes, or fewer
 /// where the file ends (`to_end`). `over`: the run that writes the file is
 /// over, so a character the file ends inside can never be completed.

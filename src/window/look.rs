@@ -64,11 +64,16 @@ pub fn window(file: &File, len: u64, since: u64, shape: Shape, over: bool) -> io
         Shape::Tail(_) if len - since > size => len - size,
         _ => since,
     };
-    let read = read_at_most(file, start, size.saturating_add(LOOK_PAST as u64))?;
-    let to_end = (read.len() as u64) < size.saturating_add(LOOK_PAST as u64);
+    // Up to the end the file had when looked at (and the few bytes a
+    // character past it may take): a SIZE larger than the file costs no
+    // more than the file.
+    let seen = size.min(len - start);
+    let want = seen.saturating_add(LOOK_PAST as u64);
+    let read = read_at_most(file, start, want)?;
+    let to_end = (read.len() as u64) < want;
     // A tail cut inside a character starts past its continuation bytes.
     let skip = if start > since { tail_skip(&read) } else { 0 };
-    let limit = usize::try_from(size).unwrap_or(usize::MAX) - skip;
+    let limit = usize::try_from(seen).unwrap_or(usize::MAX).saturating_sub(skip);
     let end = cut::end(&read[skip..], limit, to_end, over);
     let mut bytes = read;
     bytes.truncate(skip + end.len);
