@@ -566,10 +566,130 @@ def detach_latency():
         f"{(d - f) * 1000:+.2f} ms", "within ~1 ms of a foreground run")
 
 
+def blocked_in_poll(pid):
+    """Whether process PID sleeps in poll (its main thread's wait channel)."""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            return "poll" in f.read()
+    except OSError:
+        return False
+
+
+def output_wait_latency():
+    """`pgrun output --wait`: from new bytes reaching the file to the
+    waiter's return, the bytes written once the waiter is known to wait
+    (asleep in poll, /proc/PID/wchan); and its context switches while
+    nothing comes (event-driven: none)."""
+    n, secs = (5, 1) if QUICK else (50, 3)
+    log = os.path.join(TMP, "window.log")
+    took, idle = [], None
+    with open(log, "wb") as f:
+        f.write(b"start\n")
+    for i in range(n):
+        size = os.path.getsize(log)
+        waiter = subprocess.Popen([PGRUN, "output", "--wait", "60", "--since", str(size), log], stdout=subprocess.DEVNULL)
+        wait_until(lambda: blocked_in_poll(waiter.pid), what="the waiter to wait")
+        if idle is None:
+            first = read_status(f"/proc/{waiter.pid}/status")
+            time.sleep(secs)
+            idle = switches(read_status(f"/proc/{waiter.pid}/status")) - switches(first)
+        ended = {}
+
+        def reap():
+            waiter.wait()
+            ended["at"] = time.monotonic()
+
+        t = threading.Thread(target=reap)
+        t.start()
+        with open(log, "ab") as f:
+            t0 = time.monotonic()
+            f.write(b"line %d\n" % i)
+        t.join()
+        assert waiter.returncode == 0, f"output --wait exited {waiter.returncode}"
+        took.append(ended["at"] - t0)
+    row("pgrun output --wait: return after new bytes reach the file", ms(statistics.median(took)),
+        f"worst {ms(max(took))} ({n} rounds)", "", "< 50 ms")
+    row(f"pgrun output --wait: context switches over {secs}s while nothing comes", str(idle), "", "", "0")
+
+
+def output_window():
+    """A 64 KiB window of a 1 GiB output file, in its middle and at its
+    end (--tail), whole runs of `pgrun output` taking turns with `tail -c
+    64K` (which seeks too) and /bin/true: pgrun reads where the window
+    lies, never the file from its start."""
+    runs = 10 if QUICK else 200
+    size = (64 << 20) if QUICK else (1 << 30)
+    big = os.path.join(TMP, "big.log")
+    line = "0123456789 the quick brown fox jumps over the lazy dog \u20ac\n".encode()
+    chunk = line * ((1 << 20) // len(line))
+    with open(big, "wb") as f:
+        written = 0
+        while written < size:
+            f.write(chunk)
+            written += len(chunk)
+    middle = written // 2
+    quiet = lambda line: ["sh", "-c", f"exec {line} >/dev/null"]
+    (true, mid, tail, anchor) = paired([
+        quiet("/bin/true"),
+        quiet(f"{PGRUN} output --since {middle} --max 64K {big}"),
+        quiet(f"{PGRUN} output --tail 64K {big}"),
+        quiet(f"tail -c 65536 {big}"),
+    ], runs)
+    os.unlink(big)
+    anchors = f"tail -c 64K {ms(anchor)}, /bin/true {ms(true)} (each under sh -c 'exec ... >/dev/null')"
+    row(f"pgrun output: a 64 KiB window in the middle of a {written >> 20} MiB file, whole run", ms(mid), anchors,
+        f"{mid / anchor:.2f}x tail -c", "< 5 ms")
+    row(f"pgrun output --tail 64K of a {written >> 20} MiB file, whole run", ms(tail), anchors,
+        f"{tail / anchor:.2f}x tail -c", "< 5 ms")
+
+
+def ls_runs():
+    """`pgrun ls` of a folder with 1,000 published runs (detached `sleep`s
+    with their pgrun and guard), whole runs taking turns with `ls -l` of
+    the same folder and a `ps` of every process."""
+    n = 50 if QUICK else 1000
+    runs = 5 if QUICK else 20
+    folder = os.path.join(TMP, "runs")
+    os.mkdir(folder)
+    pgids = []
+    try:
+        for i in range(n):
+            pidfile = os.path.join(folder, f"run{i:04d}.pid")
+            subprocess.run([PGRUN, "--detach", "-p", pidfile, "--output-file", os.path.join(folder, f"run{i:04d}.log"),
+                            "--", "sleep", "300"], check=True)
+            with open(pidfile) as f:
+                pgid = int(f.read())
+            OUR_GROUPS.add(pgid)
+            pgids.append(pgid)
+        listed = subprocess.run([PGRUN, "ls", folder], check=True, capture_output=True, text=True).stdout
+        running = sum(1 for line in listed.splitlines() if line.split()[1:2] == ["running"])
+        assert running == n, f"pgrun ls listed {running} running of {n}"
+        quiet = lambda line: ["sh", "-c", f"exec {line} >/dev/null"]
+        ours, ls_l, ps = paired([quiet(f"{PGRUN} ls {folder}"), quiet(f"ls -l {folder}"), quiet("ps -e -o pid,pgid,args")], runs)
+        # Its CPU time too (user + system, all its threads): what a busy
+        # machine's wall time hides.
+        import resource
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        for _ in range(runs):
+            subprocess.run([PGRUN, "ls", folder], check=True, stdout=subprocess.DEVNULL)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / runs
+        row(f"pgrun ls: a folder of {n} published runs, whole run", f"{ms(ours)} (CPU {ms(cpu)})",
+            f"ls -l {ms(ls_l)}, ps -e {ms(ps)}", f"{ours / ls_l:.1f}x ls -l", "< 200 ms")
+    finally:
+        for pgid in pgids:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except OSError:
+                pass
+        wait_until(lambda: not any(f.endswith(".pid") for f in os.listdir(folder)), limit=120, what="the runs to end")
+
+
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
     for measure in [startup, guard_startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
-                    idle_and_memory, scale, cancel_at_scale, output_relay, output_file, wait_latency, detach_latency]:
+                    idle_and_memory, scale, cancel_at_scale, output_relay, output_file, wait_latency, detach_latency,
+                    output_wait_latency, output_window, ls_runs]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()
 finally:

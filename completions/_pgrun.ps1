@@ -56,6 +56,8 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('cancel', 'cancel', [CompletionResultType]::ParameterValue, 'Stop a run from another process, by its pid file.')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Say whether a run is alive, by its pid file.')
             [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait for a run to be over, by its pid file.')
+            [CompletionResult]::new('output', 'output', [CompletionResultType]::ParameterValue, 'Read a window of a run''s output file, from byte N.')
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the runs published in a folder.')
             break
         }
         'pgrun;cancel' {
@@ -86,6 +88,24 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'The run''s report (the PATH it was given): exit with the run''s own status')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say what wait does, on stderr')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say what wait does, on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'pgrun;output' {
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Start the window at byte N of FILE')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'At most SIZE bytes from N on (at least 4) [default: 64K]')
+            [CompletionResult]::new('--tail', '--tail', [CompletionResultType]::ParameterName, 'The last SIZE bytes past N instead (at least 4)')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DUR for bytes past N, or the run''s end (with --pidfile)')
+            [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'With --wait: wait for a line past N that matches REGEX')
+            [CompletionResult]::new('--pidfile', '--pidfile', [CompletionResultType]::ParameterName, 'The pid file of the run that writes FILE: say, and wait for, its end')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object instead of the window''s bytes')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'pgrun;ls' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON array of status --json objects instead of lines')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break

@@ -19,6 +19,12 @@ _pgrun_options() {
             pgrun,cancel)
                 cmd="pgrun__subcmd__cancel"
                 ;;
+            pgrun,ls)
+                cmd="pgrun__subcmd__ls"
+                ;;
+            pgrun,output)
+                cmd="pgrun__subcmd__output"
+                ;;
             pgrun,status)
                 cmd="pgrun__subcmd__status"
                 ;;
@@ -32,7 +38,7 @@ _pgrun_options() {
 
     case "${cmd}" in
         pgrun)
-            opts="-t -s -k -p -v -h -V --timeout --idle-timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --output-file --contain --no-guard --die-with-parent --detach --rlimit --memory-max --pids-max --cpus --setsid --verbose --generate --help --version cancel status wait"
+            opts="-t -s -k -p -v -h -V --timeout --idle-timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --output-file --contain --no-guard --die-with-parent --detach --rlimit --memory-max --pids-max --cpus --setsid --verbose --generate --help --version cancel status wait output ls"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -170,7 +176,7 @@ _pgrun_options() {
                     return 0
                     ;;
                 --generate)
-                    COMPREPLY=($(compgen -W "man man-cancel man-status man-wait bash zsh fish elvish powershell" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "man man-cancel man-status man-wait man-output man-ls bash zsh fish elvish powershell" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -200,6 +206,69 @@ _pgrun_options() {
                     return 0
                     ;;
                 --cancel-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pgrun__subcmd__ls)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pgrun__subcmd__output)
+            opts="-h --since --max --tail --wait --until --pidfile --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tail)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pidfile)
                     local oldifs
                     if [ -n "${IFS+x}" ]; then
                         oldifs="$IFS"
@@ -309,7 +378,7 @@ _pgrun() {
             --) (( i++ )); dashdash=1; break ;;
             -t|--timeout|--idle-timeout|-s|--signal|-k|--kill-after|--escalate|-p|--pidfile|--cancel-file|--report|--max-output|--output-file|--contain|--rlimit|--memory-max|--pids-max|--cpus|--generate) (( i += 2 )) ;;
             -*) (( i++ )) ;;
-            cancel|status|wait)
+            cancel|status|wait|output|ls)
                 if (( i == 1 )); then _pgrun_options "$@"; return; fi
                 break ;;
             *) break ;;

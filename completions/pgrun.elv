@@ -53,6 +53,8 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand cancel 'Stop a run from another process, by its pid file.'
             cand status 'Say whether a run is alive, by its pid file.'
             cand wait 'Wait for a run to be over, by its pid file.'
+            cand output 'Read a window of a run''s output file, from byte N.'
+            cand ls 'List the runs published in a folder.'
         }
         &'pgrun;cancel'= {
             cand --wait-start 'How long to wait for a pid file to appear'
@@ -80,6 +82,22 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand --report 'The run''s report (the PATH it was given): exit with the run''s own status'
             cand -v 'Say what wait does, on stderr'
             cand --verbose 'Say what wait does, on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'pgrun;output'= {
+            cand --since 'Start the window at byte N of FILE'
+            cand --max 'At most SIZE bytes from N on (at least 4) [default: 64K]'
+            cand --tail 'The last SIZE bytes past N instead (at least 4)'
+            cand --wait 'Wait up to DUR for bytes past N, or the run''s end (with --pidfile)'
+            cand --until 'With --wait: wait for a line past N that matches REGEX'
+            cand --pidfile 'The pid file of the run that writes FILE: say, and wait for, its end'
+            cand --json 'Print one JSON object instead of the window''s bytes'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'pgrun;ls'= {
+            cand --json 'Print one JSON array of status --json objects instead of lines'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

@@ -62,6 +62,8 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -l generate -d 'Print a man pa
 man-cancel\t'man/pgrun-cancel.1'
 man-status\t'man/pgrun-status.1'
 man-wait\t'man/pgrun-wait.1'
+man-output\t'man/pgrun-output.1'
+man-ls\t'man/pgrun-ls.1'
 bash\t''
 zsh\t''
 fish\t''
@@ -79,6 +81,8 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -s V -l version -d 'Print vers
 complete -c pgrun -n "__fish_pgrun_needs_command" -a "cancel" -d 'Stop a run from another process, by its pid file.'
 complete -c pgrun -n "__fish_pgrun_needs_command" -a "status" -d 'Say whether a run is alive, by its pid file.'
 complete -c pgrun -n "__fish_pgrun_needs_command" -a "wait" -d 'Wait for a run to be over, by its pid file.'
+complete -c pgrun -n "__fish_pgrun_needs_command" -a "output" -d 'Read a window of a run\'s output file, from byte N.'
+complete -c pgrun -n "__fish_pgrun_needs_command" -a "ls" -d 'List the runs published in a folder.'
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l wait-start -d 'How long to wait for a pid file to appear' -r
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -s t -l timeout -d 'Bound the wait for the run to stop; past it, SIGKILL the group' -r
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l cancel-file -d 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]' -r -F
@@ -95,11 +99,21 @@ complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s t -l timeout -d 'Gi
 complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -l report -d 'The run\'s report (the PATH it was given): exit with the run\'s own status' -r -F
 complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s v -l verbose -d 'Say what wait does, on stderr'
 complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pgrun -n "__fish_pgrun_using_subcommand output" -l since -d 'Start the window at byte N of FILE' -r
+complete -c pgrun -n "__fish_pgrun_using_subcommand output" -l max -d 'At most SIZE bytes from N on (at least 4) [default: 64K]' -r
+complete -c pgrun -n "__fish_pgrun_using_subcommand output" -l tail -d 'The last SIZE bytes past N instead (at least 4)' -r
+complete -c pgrun -n "__fish_pgrun_using_subcommand output" -l wait -d 'Wait up to DUR for bytes past N, or the run\'s end (with --pidfile)' -r
+complete -c pgrun -n "__fish_pgrun_using_subcommand output" -l until -d 'With --wait: wait for a line past N that matches REGEX' -r
+complete -c pgrun -n "__fish_pgrun_using_subcommand output" -l pidfile -d 'The pid file of the run that writes FILE: say, and wait for, its end' -r -F
+complete -c pgrun -n "__fish_pgrun_using_subcommand output" -l json -d 'Print one JSON object instead of the window\'s bytes'
+complete -c pgrun -n "__fish_pgrun_using_subcommand output" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pgrun -n "__fish_pgrun_using_subcommand ls" -l json -d 'Print one JSON array of status --json objects instead of lines'
+complete -c pgrun -n "__fish_pgrun_using_subcommand ls" -s h -l help -d 'Print help (see more with \'--help\')'
 
 # COMMAND's words, from its name to the word being completed: printed, and
 # true, where they are (after `--`, or from the first word that is neither
-# an option nor an option's value; cancel, status and wait first on the
-# line are modes).
+# an option nor an option's value; cancel, status, wait, output and ls
+# first on the line are modes).
 function __fish_pgrun_command
     set -l words (commandline -opc) (commandline -ct)
     set -e words[1]
@@ -114,7 +128,7 @@ function __fish_pgrun_command
                 set i (math $i + 2)
             case '-*'
                 set i (math $i + 1)
-            case cancel status wait
+            case cancel status wait output ls
                 test $i -gt 1; or return 1
                 break
             case '*'

@@ -50,6 +50,8 @@ pub fn with_long_help() -> clap::Command {
         .mut_subcommand("cancel", |c| c.after_long_help(render(CANCEL_AFTER_LONG_HELP)))
         .mut_subcommand("status", |c| c.after_long_help(render(STATUS_AFTER_LONG_HELP)))
         .mut_subcommand("wait", |c| c.after_long_help(render(WAIT_AFTER_LONG_HELP)))
+        .mut_subcommand("output", |c| c.after_long_help(render(OUTPUT_AFTER_LONG_HELP)))
+        .mut_subcommand("ls", |c| c.after_long_help(render(LS_AFTER_LONG_HELP)))
 }
 
 /// pgrun's command line.
@@ -62,7 +64,9 @@ pub fn with_long_help() -> clap::Command {
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true,
     subcommand_negates_reqs = true,
-    override_usage = "pgrun [OPTIONS] [--] COMMAND [ARG]...\n       pgrun cancel [OPTIONS] PIDFILE\n       pgrun status [--json] PIDFILE\n       pgrun wait [OPTIONS] PIDFILE"
+    // The modes in one line, which the Commands list below spells out:
+    // `-h` stays one screen.
+    override_usage = "pgrun [OPTIONS] [--] COMMAND [ARG]...\n       pgrun MODE [OPTIONS] ARG (MODE: cancel, status, wait, output, ls; pgrun MODE -h)"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -78,7 +82,8 @@ pub struct Cli {
         exclusive = true,
         hide_possible_values = true,
         long_help = "Print a man page or a shell's completion script to stdout and exit: WHAT is man, \
-                       man-cancel, man-status, man-wait, bash, zsh, fish, elvish or powershell (see Man \
+                       man-cancel, man-status, man-wait, man-output, man-ls, bash, zsh, fish, elvish or \
+                       powershell (see Man \
                        pages and shell completions below)."
     )]
     pub generate: Option<Artifact>,
@@ -95,6 +100,10 @@ pub enum Artifact {
     ManStatus,
     /// man/pgrun-wait.1
     ManWait,
+    /// man/pgrun-output.1
+    ManOutput,
+    /// man/pgrun-ls.1
+    ManLs,
     Bash,
     Zsh,
     Fish,
@@ -116,6 +125,8 @@ impl Artifact {
             Artifact::ManCancel => "man/pgrun-cancel.1",
             Artifact::ManStatus => "man/pgrun-status.1",
             Artifact::ManWait => "man/pgrun-wait.1",
+            Artifact::ManOutput => "man/pgrun-output.1",
+            Artifact::ManLs => "man/pgrun-ls.1",
             Artifact::Bash => "completions/pgrun.bash",
             Artifact::Zsh => "completions/_pgrun",
             Artifact::Fish => "completions/pgrun.fish",
@@ -161,6 +172,10 @@ pub enum Action {
     Status(StatusArgs),
     #[command(about = WAIT_ABOUT, long_about = WAIT_LONG_ABOUT)]
     Wait(WaitArgs),
+    #[command(about = OUTPUT_ABOUT, long_about = OUTPUT_LONG_ABOUT)]
+    Output(OutputArgs),
+    #[command(about = LS_ABOUT, long_about = LS_LONG_ABOUT)]
+    Ls(LsArgs),
 }
 
 /// Options of the run mode: `pgrun [OPTIONS] [--] COMMAND [ARG]...`.
@@ -393,6 +408,54 @@ pub struct WaitArgs {
     /// The run's pid file.
     #[arg(value_name = "PIDFILE", value_hint = clap::ValueHint::FilePath)]
     pub pidfile: PathBuf,
+}
+
+/// `pgrun output [OPTIONS] FILE`.
+#[derive(Args, Debug)]
+pub struct OutputArgs {
+    /// Start the window at byte N of FILE.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub since: u64,
+
+    /// At most SIZE bytes from N on (at least 4) [default: 64K].
+    #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size, conflicts_with = "tail")]
+    pub max: Option<u64>,
+
+    /// The last SIZE bytes past N instead (at least 4).
+    #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size)]
+    pub tail: Option<u64>,
+
+    /// Wait up to DUR for bytes past N, or the run's end (with --pidfile).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub wait: Option<Duration>,
+
+    /// With --wait: wait for a line past N that matches REGEX.
+    #[arg(long, value_name = "REGEX", requires = "wait", allow_hyphen_values = true)]
+    pub until: Option<String>,
+
+    /// The pid file of the run that writes FILE: say, and wait for, its end.
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub pidfile: Option<PathBuf>,
+
+    /// Print one JSON object instead of the window's bytes.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The run's output file (--output-file).
+    #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub file: PathBuf,
+}
+
+/// `pgrun ls [--json] DIR`.
+#[derive(Args, Debug)]
+pub struct LsArgs {
+    /// Print one JSON array of status --json objects instead of lines.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The folder whose pid files to list.
+    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub dir: PathBuf,
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 //! Usage errors are answered here, with one `pgrun: ` line, a hint and
 //! [`FAILURE`] (never clap's 2).
 
-use crate::cli::{Action, CancelArgs, Cli, StatusArgs, WaitArgs};
+use crate::cli::{Action, CancelArgs, Cli, LsArgs, OutputArgs, StatusArgs, WaitArgs};
 use crate::exit::{FAILURE, StatusExit};
-use crate::{cancel, generate, panic_stop, run, say, status, sys, test_hook, wait};
+use crate::{cancel, generate, ls, panic_stop, run, say, status, sys, test_hook, wait, window};
 use clap::Parser;
 use clap::error::ErrorKind;
 use std::ffi::OsString;
@@ -49,6 +49,8 @@ pub fn main(args: Vec<OsString>) -> u8 {
         Some(Action::Cancel(args)) => cancel::cancel(&cancel_options(args)).code(),
         Some(Action::Status(args)) => status::status(&status_options(args)).code(),
         Some(Action::Wait(args)) => wait::wait(&wait_options(args)).code(),
+        Some(Action::Output(args)) => window::output(&output_options(args)).code(),
+        Some(Action::Ls(args)) => ls::ls(&ls_options(args)).code(),
     }
 }
 
@@ -135,4 +137,23 @@ fn status_options(args: StatusArgs) -> status::Options {
 fn wait_options(args: WaitArgs) -> wait::Options {
     let WaitArgs { wait_start, timeout, report, verbose, pidfile } = args;
     wait::Options { pidfile, wait_start, timeout, report, verbose }
+}
+
+/// The plain request `pgrun output` acts on.
+fn output_options(args: OutputArgs) -> window::Options {
+    let OutputArgs { since, max, tail, wait, until, pidfile, json, file } = args;
+    let shape = match tail {
+        Some(size) => window::Shape::Tail(size),
+        None => window::Shape::Head(max.unwrap_or(DEFAULT_WINDOW)),
+    };
+    window::Options { file, since, shape, wait, until, pidfile, json }
+}
+
+/// `pgrun output`'s SIZE without `--max`: 64K.
+const DEFAULT_WINDOW: u64 = 64 << 10;
+
+/// The plain question `pgrun ls` answers.
+fn ls_options(args: LsArgs) -> ls::Options {
+    let LsArgs { json, dir } = args;
+    ls::Options { dir, json }
 }

@@ -187,6 +187,60 @@ impl WaitExit {
     }
 }
 
+/// `pgrun output FILE`.
+pub const OUTPUT_TABLE: &[Row] = &[
+    row("0", "the window was written; with --wait: bytes past N came (with --until: a matching line)"),
+    row("1", "with --wait: the run in --pidfile was over first"),
+    row("124", "with --wait: DUR passed first"),
+    row("125", "error: no such file, not a regular file, N beyond the end of FILE, an invalid REGEX, a usage error"),
+];
+
+/// How `pgrun output` ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputExit {
+    /// 0: the window was written (with --wait: bytes, or the line, came).
+    Came,
+    /// 1: with --wait: the run was over first.
+    Over,
+    /// 124: with --wait: DUR passed first.
+    TimedOut,
+    /// 125: an error.
+    Failed,
+}
+
+impl OutputExit {
+    pub fn code(self) -> u8 {
+        match self {
+            OutputExit::Came => 0,
+            OutputExit::Over => 1,
+            OutputExit::TimedOut => 124,
+            OutputExit::Failed => FAILURE,
+        }
+    }
+}
+
+/// `pgrun ls DIR`.
+pub const LS_TABLE: &[Row] =
+    &[row("0", "the runs were listed (even none)"), row("125", "error: DIR cannot be read, a usage error")];
+
+/// How `pgrun ls` ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LsExit {
+    /// 0: the runs were listed (even none).
+    Listed,
+    /// 125: the folder cannot be read.
+    Failed,
+}
+
+impl LsExit {
+    pub fn code(self) -> u8 {
+        match self {
+            LsExit::Listed => 0,
+            LsExit::Failed => FAILURE,
+        }
+    }
+}
+
 /// A table as `--help` prose shows it: indented, the meaning wrapped at 78
 /// columns under itself.
 pub fn help_table(rows: &[Row]) -> String {
@@ -245,6 +299,12 @@ mod tests {
         }
         for exit in [WaitExit::Over, WaitExit::NoRun, WaitExit::TimedOut, WaitExit::Failed] {
             assert!(documented(WAIT_TABLE, exit.code()), "{exit:?}");
+        }
+        for exit in [OutputExit::Came, OutputExit::Over, OutputExit::TimedOut, OutputExit::Failed] {
+            assert!(documented(OUTPUT_TABLE, exit.code()), "{exit:?}");
+        }
+        for exit in [LsExit::Listed, LsExit::Failed] {
+            assert!(documented(LS_TABLE, exit.code()), "{exit:?}");
         }
     }
 

@@ -15,18 +15,23 @@ use clap_complete::Shell;
 /// generated files only change when the definitions do.
 const MAN_DATE: &str = "2026-12-03";
 
+/// The man pages of the subcommands, which pgrun(1) refers to.
+const SUBPAGES: [&str; 5] = ["pgrun-cancel", "pgrun-status", "pgrun-wait", "pgrun-output", "pgrun-ls"];
+
 /// Render `what` as bytes.
 pub fn render(what: Artifact) -> Vec<u8> {
     let mut cmd = with_long_help();
     cmd.build();
     let mut out = Vec::new();
     let shell = match what {
-        Artifact::Man => return man_page(&cmd, "pgrun", &["pgrun-cancel", "pgrun-status", "pgrun-wait"]),
-        Artifact::ManCancel | Artifact::ManStatus | Artifact::ManWait => {
+        Artifact::Man => return man_page(&cmd, "pgrun", &SUBPAGES),
+        Artifact::ManCancel | Artifact::ManStatus | Artifact::ManWait | Artifact::ManOutput | Artifact::ManLs => {
             let (name, page) = match what {
                 Artifact::ManCancel => ("cancel", "pgrun-cancel"),
                 Artifact::ManStatus => ("status", "pgrun-status"),
-                _ => ("wait", "pgrun-wait"),
+                Artifact::ManWait => ("wait", "pgrun-wait"),
+                Artifact::ManOutput => ("output", "pgrun-output"),
+                _ => ("ls", "pgrun-ls"),
             };
             let sub = cmd.find_subcommand(name).expect("subcommand").clone();
             let sub = sub.name(page).bin_name(format!("pgrun {name}")).version(env!("CARGO_PKG_VERSION"));
@@ -66,8 +71,8 @@ fn valued_options(cmd: &clap::Command) -> Vec<String> {
 /// offered pgrun's options again. Its function becomes `_pgrun_options`,
 /// and `_pgrun` (the name `complete -F` registers) first finds where
 /// COMMAND starts: the word after `--`, or the first that is neither an
-/// option nor an option's value (`cancel`, `status` and `wait` first on
-/// the line are modes). COMMAND's name is completed as a command, its
+/// option nor an option's value (`cancel`, `status`, `wait`, `output`
+/// and `ls` first on the line are modes). COMMAND's name is completed as a command, its
 /// arguments by its own completion where bash-completion is loaded
 /// (`_comp_command_offset`, formerly `_command_offset`), else as files.
 fn bash(cmd: &mut clap::Command) -> Vec<u8> {
@@ -87,7 +92,7 @@ _pgrun() {
             --) (( i++ )); dashdash=1; break ;;
             VALUED) (( i += 2 )) ;;
             -*) (( i++ )) ;;
-            cancel|status|wait)
+            cancel|status|wait|output|ls)
                 if (( i == 1 )); then _pgrun_options "$@"; return; fi
                 break ;;
             *) break ;;
@@ -134,8 +139,8 @@ fn fish(cmd: &mut clap::Command) -> Vec<u8> {
 
 const FISH_COMMAND: &str = r#"# COMMAND's words, from its name to the word being completed: printed, and
 # true, where they are (after `--`, or from the first word that is neither
-# an option nor an option's value; cancel, status and wait first on the
-# line are modes).
+# an option nor an option's value; cancel, status, wait, output and ls
+# first on the line are modes).
 function __fish_pgrun_command
     set -l words (commandline -opc) (commandline -ct)
     set -e words[1]
@@ -150,7 +155,7 @@ function __fish_pgrun_command
                 set i (math $i + 2)
             case '-*'
                 set i (math $i + 1)
-            case cancel status wait
+            case cancel status wait output ls
                 test $i -gt 1; or return 1
                 break
             case '*'
@@ -166,13 +171,15 @@ complete -c pgrun -n __fish_pgrun_command -x -a '(__fish_complete_subcommand --c
 
 /// The block of `README.md` between its exit-status markers.
 fn readme_exit_status() -> String {
-    use crate::exit::{CANCEL_TABLE, RUN_TABLE, STATUS_TABLE, WAIT_TABLE, markdown_table};
+    use crate::exit::{CANCEL_TABLE, LS_TABLE, OUTPUT_TABLE, RUN_TABLE, STATUS_TABLE, WAIT_TABLE, markdown_table};
     format!(
-        "{}\n`pgrun cancel`:\n\n{}\n`pgrun status`:\n\n{}\n`pgrun wait`:\n\n{}",
+        "{}\n`pgrun cancel`:\n\n{}\n`pgrun status`:\n\n{}\n`pgrun wait`:\n\n{}\n`pgrun output`:\n\n{}\n`pgrun ls`:\n\n{}",
         markdown_table(RUN_TABLE),
         markdown_table(CANCEL_TABLE),
         markdown_table(STATUS_TABLE),
-        markdown_table(WAIT_TABLE)
+        markdown_table(WAIT_TABLE),
+        markdown_table(OUTPUT_TABLE),
+        markdown_table(LS_TABLE)
     )
 }
 

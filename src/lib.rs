@@ -11,7 +11,9 @@
 //!   the command line once, then prepare, spawn and publish, the one event
 //!   loop [`run::supervisor`], and [`run::finish`], the one way a started
 //!   run ends; `--detach`: [`run::detach`]); the readers of the pid file
-//!   protocol, [`cancel`], [`status`] and [`wait`].
+//!   protocol, [`cancel`], [`status`] and [`wait`]; the readers of what
+//!   runs leave behind, [`window`] (`pgrun output`: windows of an output
+//!   file) and [`ls`] (the runs published in a folder).
 //! - The policies the modes drive: [`stop`] (the stop sequence, the pure
 //!   [`stop::plan::StopPlan`] that says when to send which signal, and the
 //!   blocking driver for runs nobody supervises: `cancel`'s fallback and the
@@ -55,6 +57,7 @@ pub mod exit_hooks;
 pub mod generate;
 pub mod guard;
 pub mod help;
+pub mod ls;
 pub mod output;
 pub mod panic_stop;
 pub mod parent_death;
@@ -75,6 +78,7 @@ pub mod terminal;
 pub mod test_hook;
 pub mod timeout_hint;
 pub mod wait;
+pub mod window;
 
 /// `verbose!`, defined in [`say`], at the crate root where every module
 /// names it (`crate::verbose!`); crate-private, no `#[macro_export]`.

@@ -145,7 +145,7 @@ const fn value(long: &'static str, short: Option<u8>, set: fn(&mut RunArgs, &OsS
 
 /// Words that, first on the line, clap reads as a mode, not as the command
 /// (after an option it reads them as the command; left to it all the same).
-const SUBCOMMANDS: [&[u8]; 3] = [b"cancel", b"status", b"wait"];
+const SUBCOMMANDS: [&[u8]; 5] = [b"cancel", b"status", b"wait", b"output", b"ls"];
 
 /// The `--contain` mode in force for a pgrun started with `argv` (its own
 /// command line, read from /proc by `pgrun status`), as the run resolved
@@ -316,6 +316,8 @@ mod tests {
             &[b"cancel", b"p"],
             &[b"status", b"p"],
             &[b"wait", b"p"],
+            &[b"output", b"f"],
+            &[b"ls", b"d"],
             &[b"-v", b"wait", b"p"],
             &[b"-t5", b"x"],
             &[b"-vt", b"5", b"x"],
@@ -470,7 +472,7 @@ mod tests {
         use proptest::prelude::*;
         let values: Vec<Vec<u8>> = [
             "5", "0", "1.5", "-1", "", "soon", "TERM", "leader:", "TERM/1e3", "2G", "x1", "bogus=1", "Group", "/tmp/p",
-            "cancel", "status", "wait", "help", "true", "sh", "-c", "-v", "--",
+            "cancel", "status", "wait", "output", "ls", "help", "true", "sh", "-c", "-v", "--",
         ]
         .iter()
         .map(|v| v.as_bytes().to_vec())

@@ -75,12 +75,58 @@ pub fn status(args: &Options) -> StatusExit {
 
 /// Look at the pid file, its locks and its marker, and print the answer.
 fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
-    let unknown = |err: anyhow::Error| (StatusExit::Unknown, err);
     let path = &args.pidfile;
     let marker = args.cancel_file.clone().unwrap_or_else(|| pidfile::default_marker(path));
     if pidfile::same_file(&marker, path) {
         return Err((StatusExit::Usage, anyhow!("--cancel-file {} names the pid file itself", marker.display())));
     }
+    let report = look(path, &marker, Census::Proc)?;
+    print(args.json, &report, &marker).map_err(|e| (StatusExit::Unknown, anyhow!("cannot write to stdout: {e}")))?;
+    Ok(match report.state {
+        State::Running | State::Stopping => StatusExit::Alive,
+        State::Stale => StatusExit::Stale,
+        State::NotRunning | State::CancelPending => StatusExit::NotRunning,
+    })
+}
+
+/// The `status --json` object of the pid file at `path` (its marker
+/// PATH.cancel), for `pgrun ls`, which lists the runs of a folder: the
+/// run's processes are counted from its own processes only (see
+/// [`Census::Run`]). An error for a file that is no pid file.
+pub fn json_of(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
+    let report = look(path, &pidfile::default_marker(path), Census::Run).map_err(|(_, e)| e)?;
+    Ok(serde_json::to_value(&report)?)
+}
+
+/// Where a live run's group members are counted from.
+#[derive(Clone, Copy)]
+enum Census {
+    /// Every process's `/proc/PID/stat`: one scan, for one question.
+    Proc,
+    /// The descendants of the pgrun holding the lock (every member of
+    /// its group, on Linux, where that pgrun is a subreaper): what `ls`
+    /// reads, which looks at many runs and at nothing but theirs.
+    Run,
+}
+
+impl Census {
+    /// How many processes group `pgid`, published by the pgrun `holder`,
+    /// has (`None` where `/proc` cannot tell).
+    fn group_members(self, holder: Pid, pgid: Pid) -> Option<usize> {
+        match self {
+            Census::Proc => crate::sys::proc::count_group_members(pgid),
+            Census::Run => crate::sys::proc::count_group_members_below(holder, pgid),
+        }
+    }
+}
+
+/// What the pid file at `path`, its locks and its marker say.
+fn look(
+    path: &std::path::Path,
+    marker: &std::path::Path,
+    census: Census,
+) -> Result<Answer, (StatusExit, anyhow::Error)> {
+    let unknown = |err: anyhow::Error| (StatusExit::Unknown, err);
     let record = match pidfile::read_record(path, false) {
         Ok(record) => Some(record),
         Err(RecordError::Missing) => None,
@@ -89,7 +135,7 @@ fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
     // Markers count when they belong to the run's user (the pid file's
     // owner) or root.
     let owner = record.as_ref().map_or_else(sys::geteuid, |r| r.meta.uid());
-    let found = pidfile::marker(&marker, owner);
+    let found = pidfile::marker(marker, owner);
     let mut report = Answer {
         state: State::NotRunning,
         pgid: None,
@@ -152,13 +198,12 @@ fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
                         report.processes = match holder {
                             0 => crate::sys::proc::count_group_members(record.pgid),
                             holder if pidfile::group_holds_run_of(holder, record.pgid) => {
-                                count_run(holder, record.pgid)
+                                count_run(holder, record.pgid, census)
                             }
                             // The group ended while its pgrun finishes: what
                             // has its number now is not the run's.
-                            holder => count_run(holder, record.pgid).map(|run| {
-                                run.saturating_sub(crate::sys::proc::count_group_members(record.pgid).unwrap_or(0))
-                            }),
+                            holder => count_run(holder, record.pgid, census)
+                                .map(|run| run.saturating_sub(census.group_members(holder, record.pgid).unwrap_or(0))),
                         };
                         report.resources = (holder > 0)
                             .then(|| live_accounting(holder, record.pgid))
@@ -175,12 +220,7 @@ fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
             }
         }
     }
-    print(args.json, &report, &marker).map_err(|e| unknown(anyhow!("cannot write to stdout: {e}")))?;
-    Ok(match report.state {
-        State::Running | State::Stopping => StatusExit::Alive,
-        State::Stale => StatusExit::Stale,
-        State::NotRunning | State::CancelPending => StatusExit::NotRunning,
-    })
+    Ok(report)
 }
 
 /// Print the answer; an error if stdout cannot take it (the caller then
@@ -225,9 +265,14 @@ fn print(json: bool, r: &Answer, marker: &std::path::Path) -> std::io::Result<()
 /// `pgid`) has, as its mode defines it; for `pgrun status`. The mode is
 /// read from that pgrun's own command line. `None` where `/proc` cannot
 /// tell.
-fn count_run(holder: Pid, pgid: Pid) -> Option<usize> {
-    let group = crate::sys::proc::count_group_members(pgid)?;
+fn count_run(holder: Pid, pgid: Pid, census: Census) -> Option<usize> {
     let mode = mode_of(holder);
+    if let (Census::Run, Mode::Tree) = (census, mode) {
+        // One walk of the run's own processes: its group and what left it.
+        let (group, outside) = crate::contain::tree::count_below(holder, pgid, crate::guard::NAME)?;
+        return Some(group + outside);
+    }
+    let group = census.group_members(holder, pgid)?;
     if mode == Mode::Group {
         return Some(group);
     }

@@ -333,24 +333,33 @@ pub fn has_children_besides(skip: Option<Pid>) -> bool {
 /// counting a process named `skip_comm` directly below `root` (its guard).
 /// For `pgrun status`, which only reads.
 pub fn count_outside(root: Pid, pgid: Pid, skip_comm: &str) -> usize {
+    count_below(root, pgid, skip_comm).map_or(0, |(_, outside)| outside)
+}
+
+/// The run below `root` in one walk, for readers (`pgrun ls`): how many of
+/// its descendants are in group `pgid` (zombies too, as a group's census
+/// counts them), and how many live ones are outside it ([`count_outside`]),
+/// not counting a process named `skip_comm` directly below `root` (its
+/// guard) nor what is below that. `None` where `root`'s children cannot be
+/// listed.
+pub fn count_below(root: Pid, pgid: Pid, skip_comm: &str) -> Option<(usize, usize)> {
     let mut source = Source::new();
-    // A count for a reader: what cannot be listed counts as no children.
-    let mut children = |pid: Pid| source.children(pid, false, None).ok().flatten().unwrap_or_default();
+    let top = source.children(root, false, None).ok().flatten()?;
     let mut seen = BTreeSet::new();
-    let mut stack: Vec<Pid> =
-        children(root).into_iter().filter(|&c| proc::comm(c).is_none_or(|name| name != skip_comm)).collect();
-    let mut count = 0;
+    let mut stack: Vec<Pid> = top.into_iter().filter(|&c| proc::comm(c).is_none_or(|name| name != skip_comm)).collect();
+    let (mut group, mut outside) = (0, 0);
     while let Some(pid) = stack.pop() {
         if !seen.insert(pid) {
             continue;
         }
-        if let Some(stat) = proc::stat(pid)
-            && stat.state != b'Z'
-            && stat.pgrp != pgid
-        {
-            count += 1;
+        let stat = proc::stat(pid);
+        match &stat {
+            Some(s) if s.pgrp == pgid => group += 1,
+            Some(s) if s.state != b'Z' => outside += 1,
+            _ => {}
         }
-        stack.extend(children(pid));
+        // A count for a reader: what cannot be listed counts as no children.
+        stack.extend(source.children(pid, false, stat.as_ref()).ok().flatten().unwrap_or_default());
     }
-    count
+    Some((group, outside))
 }

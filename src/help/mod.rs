@@ -5,9 +5,9 @@
 //! is a section heading, lines indented by two spaces are running prose
 //! (paragraphs split by blank lines), and lines indented by four or more
 //! are kept as they are (tables, examples). `{RUN_EXIT}`, `{CANCEL_EXIT}`,
-//! `{STATUS_EXIT}` and `{WAIT_EXIT}` stand for the exit-status tables of [`crate::exit`],
-//! `{SIGNALS}` for the table of [`crate::signal_policy`]; [`render`] fills
-//! them in.
+//! `{STATUS_EXIT}`, `{WAIT_EXIT}`, `{OUTPUT_EXIT}` and `{LS_EXIT}` stand
+//! for the exit-status tables of [`crate::exit`], `{SIGNALS}` for the
+//! table of [`crate::signal_policy`]; [`render`] fills them in.
 
 pub const ABOUT: &str = "Run a command in its own process group; stop the whole group, leave nothing behind.";
 
@@ -51,12 +51,14 @@ elsewhere].";
 /// and twenty tables made on every start were a fifth of pgrun's page
 /// faults, and a larger heap for the guard's fork to copy.
 pub fn render(text: &str) -> String {
-    use crate::exit::{CANCEL_TABLE, RUN_TABLE, STATUS_TABLE, WAIT_TABLE, help_table};
-    let tables: [(&str, &dyn Fn() -> String); 5] = [
+    use crate::exit::{CANCEL_TABLE, LS_TABLE, OUTPUT_TABLE, RUN_TABLE, STATUS_TABLE, WAIT_TABLE, help_table};
+    let tables: [(&str, &dyn Fn() -> String); 7] = [
         ("{RUN_EXIT}", &|| help_table(RUN_TABLE)),
         ("{CANCEL_EXIT}", &|| help_table(CANCEL_TABLE)),
         ("{STATUS_EXIT}", &|| help_table(STATUS_TABLE)),
         ("{WAIT_EXIT}", &|| help_table(WAIT_TABLE)),
+        ("{OUTPUT_EXIT}", &|| help_table(OUTPUT_TABLE)),
+        ("{LS_EXIT}", &|| help_table(LS_TABLE)),
         ("{SIGNALS}", &crate::signal_policy::help_table),
     ];
     let mut out = String::with_capacity(text.len() + 8192);

@@ -1,5 +1,6 @@
-//! The help of `pgrun cancel`, `pgrun status` and `pgrun wait`: their
-//! one-line and long descriptions, and the text after their options.
+//! The help of `pgrun cancel`, `pgrun status`, `pgrun wait`, `pgrun output`
+//! and `pgrun ls`: their one-line and long descriptions, and the text
+//! after their options.
 
 pub const CANCEL_ABOUT: &str = "Stop a run from another process, by its pid file.";
 
@@ -56,3 +57,82 @@ that report.";
 pub const WAIT_AFTER_LONG_HELP: &str = "\
 Exit status:
 {WAIT_EXIT}";
+
+pub const OUTPUT_ABOUT: &str = "Read a window of a run's output file, from byte N.";
+
+pub const OUTPUT_LONG_ABOUT: &str = "\
+Read a window of a run's output file (--output-file), the way a harness \
+pages through a command's output between its turns: at most SIZE bytes \
+from byte N (--since, default 0; SIZE: --max, default 64K), or the last \
+SIZE bytes past N (--tail, which says how many bytes before the window it \
+skipped). Windows are cut on the rules of --max-output: a character is \
+never split between two windows, and bytes that can never become valid \
+UTF-8 pass as they are. Plain, the window's bytes go to stdout exactly as \
+in FILE, and nothing else; --json prints one object instead: since, next \
+(the --since of the next call), skipped, text (the window as a JSON \
+string, each byte that is not valid UTF-8 as U+FFFD), eof (nothing more \
+is in FILE now) and run (with --pidfile: running while the run is still \
+published, else over; null without). --wait DUR waits until FILE holds \
+bytes past N, the run in --pidfile is over, or DUR passes; --until REGEX \
+(with --wait) waits for a line past N that matches, and the window then \
+ends just after that line. output reads FILE (and the pid file, if \
+--pidfile is given) and nothing else: it creates, removes and signals \
+nothing.";
+
+pub const OUTPUT_AFTER_LONG_HELP: &str = "\
+Windows:
+  FILE is read where the window lies (pread): a window of a large file
+  costs what the window holds. SIZE takes the suffixes of --max-output
+  (see pgrun(1)) and is at least 4, so that a window holds at least one
+  character and every call moves on. A window ends before a character
+  that reaches past SIZE, and before the start of a character the file
+  ends inside while the run may still complete it; once the run in
+  --pidfile is over, those bytes can never become a character and are
+  passed. eof is true when the window reaches the end of FILE, or only
+  such a start is left past it. A tail cut inside a character starts past
+  its continuation bytes (at most 3), counted in skipped.
+
+Waiting:
+  --wait DUR is event-driven on Linux (inotify on FILE and the pid file,
+  and a blocking read lock that learns when the run's lock is let go of,
+  as pgrun wait does); where changes to files are not announced, FILE is
+  looked at again in ticks of at most 20 ms. It returns once the window
+  would hold a byte (0), the run is over (1) or DUR has passed (124), and
+  answers with the window then. --wait 0 looks once, with the same exit
+  statuses. If FILE is cut to less than N bytes meanwhile, that is an
+  error.
+
+Lines (--until):
+  Lines start at N (the caller has seen what came before it) and end with
+  a newline; REGEX (the syntax of the regex-lite crate: Perl-like, ASCII
+  classes) is matched against each line without its newline, bytes that
+  are not UTF-8 as U+FFFD. The line FILE ends inside is matched only once
+  its newline comes, or once the run in --pidfile is over. A line longer
+  than 1 MiB is matched on its first MiB. The window ends just after the
+  first matching line: from N if that is at most SIZE bytes, else the last
+  SIZE bytes up to the line's end (a line longer than the window: its last
+  SIZE bytes), skipped saying how many bytes past N were left out. Without
+  its line, a window that DUR ended (124) ends after its last whole line,
+  if it has one, so that a next call from next sees every line whole.
+
+Exit status:
+{OUTPUT_EXIT}";
+
+pub const LS_ABOUT: &str = "List the runs published in a folder.";
+
+pub const LS_LONG_ABOUT: &str = "\
+List the runs published in DIR: every regular file there whose content is \
+a pid file's (a group id and a newline), sorted by name, one line each: \
+its name, its state as pgrun status gives it (running, stopping, stale; \
+starting while a starting run replaces a stale file), group id, pgrun \
+pid, process count, age and the command line of the run's leader where it \
+can be read. --json prints one JSON array of pgrun status --json objects \
+instead, each with pidfile and command (the leader's arguments, or null). \
+ls reads only the folder, the pid files, their locks and markers, and the \
+run's own processes (the pgrun holding the lock and its descendants): it \
+never looks for pgrun processes by name, never signals anything, and \
+creates or removes nothing.";
+
+pub const LS_AFTER_LONG_HELP: &str = "\
+Exit status:
+{LS_EXIT}";

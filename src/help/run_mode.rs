@@ -300,6 +300,14 @@ Waiting for a run:
   number of waiters may wait on one run.
 {WAIT_EXIT}
 
+Output windows and the runs in a folder:
+  `pgrun output [--since N] [--max SIZE | --tail SIZE] [--wait DUR]
+  [--until REGEX] [--pidfile P] [--json] FILE` reads a window of a run's
+  output file (--output-file) from byte N, never splitting a character,
+  and can wait for more, for a line that matches, or for the run's end:
+  see pgrun-output(1). `pgrun ls [--json] DIR` lists the runs published
+  in a folder, with their state as status gives it: see pgrun-ls(1).
+
 Report:
   --report PATH writes one JSON object atomically at exit (with output
   still held for a slow reader: once the run is withdrawn, before that
@@ -551,8 +559,8 @@ Details the contract leaves open:
 
 Man pages and shell completions:
   The binary carries its own: pgrun --generate WHAT prints one to stdout,
-  WHAT being man (pgrun(1)), man-cancel, man-status, man-wait, bash, zsh,
-  fish, elvish or powershell. To install them from the binary alone:
+  WHAT being man (pgrun(1)), man-cancel, man-status, man-wait, man-output,
+  man-ls, bash, zsh, fish, elvish or powershell. To install them from the binary alone:
     pgrun --generate man > ~/.local/share/man/man1/pgrun.1
     pgrun --generate bash > ~/.local/share/bash-completion/completions/pgrun
     pgrun --generate fish > ~/.config/fish/completions/pgrun.fish
@@ -576,6 +584,12 @@ Examples:
     pgrun status /tmp/srv.pid
     pgrun cancel /tmp/srv.pid
     pgrun wait --report /tmp/srv.json /tmp/srv.pid
+
+  Wait for a detached server's ready line, then read on from there:
+    pgrun --detach --pidfile /tmp/srv.pid --output-file /tmp/srv.log -- ./server
+    pgrun output --wait 30s --until 'listening on' --pidfile /tmp/srv.pid --json /tmp/srv.log
+    pgrun output --since NEXT --wait 10s --pidfile /tmp/srv.pid /tmp/srv.log
+    pgrun ls /tmp
 
   Gentle escalation for a server:
     pgrun --escalate INT/2s/TERM/5s/KILL -- ./server

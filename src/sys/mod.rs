@@ -16,14 +16,15 @@
 //! redirect), [`lifetime`] (the guard's fork, the page it shares with
 //! pgrun, the parent-death signal, `_exit`), [`guard_channel`] (the socket
 //! that ties the guard to pgrun and carries the pidfds handed to it),
-//! [`session`] (what `--detach` needs: a new session, the standard fds
-//! pointed elsewhere), [`rlimit`] (resource limits for `--rlimit`), `ids`
-//! (the caller's pid, group and uid) and `random` (bits for names nobody
-//! else picks).
+//! [`watch`] (changes to files as events: `inotify` on Linux, none on the
+//! portable path), [`session`] (what `--detach` needs: a new session, the
+//! standard fds pointed elsewhere), [`rlimit`] (resource limits for
+//! `--rlimit`), `ids` (the caller's pid, group and uid) and `random` (bits
+//! for names nobody else picks).
 //!
 //! The calls go through nix's safe wrappers wherever the nix features this
-//! crate enables (`fs`, `process`, `signal`, `user`) express them. Raw libc
-//! remains where they do not: any signal number (nix's `Signal` names no
+//! crate enables (`fs`, `inotify`, `process`, `signal`, `user`) express
+//! them. Raw libc remains where they do not: any signal number (nix's `Signal` names no
 //! real-time signal, and its `waitpid` fails *after* reaping a child one of
 //! them ended), calls on raw fds the facade takes as plain integers (an fd
 //! that may be closed is no `BorrowedFd`), the forked child before exec
@@ -45,14 +46,14 @@
 //!
 //! `linux/` holds Linux's strengths: the signalfd, pidfds and the guard's
 //! hand-over, the child subreaper, `ppoll`, `splice` and `tee`, `/proc`'s
-//! answers, `close_range`, `getrandom`, the parent-death signal. `posix/`
-//! holds the portable path: the self-pipe, `poll`, and no pidfd, no
-//! subreaper, no `/proc`. The two folders hold files of the same names,
+//! answers, `close_range`, `getrandom`, the parent-death signal, `inotify`.
+//! `posix/` holds the portable path: the self-pipe, `poll`, and no pidfd,
+//! no subreaper, no `/proc`, no file-change events. The two folders hold files of the same names,
 //! and each file the same items with the same signatures: a function
 //! exists on a path or it does not, and it never has two bodies chosen by
 //! `cfg`. What a path lacks it says in its answer (`None`, `false`,
-//! `Unsupported`, or [`pidfd::Pidfd`], a type no value of which can exist
-//! on the portable path), so that the code above reads as one program. The
+//! `Unsupported`, [`watch::Changes::fd`]'s `None`, or [`pidfd::Pidfd`], a
+//! type no value of which can exist on the portable path), so that the code above reads as one program. The
 //! few items only Linux's own code calls (the hand-over between fork and
 //! exec, a pidfd received) exist in `linux/` alone.
 //!
@@ -60,7 +61,7 @@
 //! They reach the platform as `platform::NAME::item`: `pipe` names the
 //! platform's `splice_nowait` beside its own calls, `proc` asks
 //! `platform::proc::ASKS_PROC` whether to read a census. A module that is
-//! the platform's whole (`pidfd`, `wakeup`, `guard_channel`) is named
+//! the platform's whole (`pidfd`, `wakeup`, `guard_channel`, `watch`) is named
 //! `sys::NAME` below. Nothing here imports this file (they import the file
 //! that defines what they use), so the facade stands on top of `sys`. No
 //! user of `sys` learns which path was taken, except from the facts handed
@@ -112,7 +113,7 @@ pub use fd::reserve_standard_fds;
 pub use ids::{Pid, geteuid, getpgid, getpgrp, getpid, getppid};
 pub use lifetime::exit_now;
 pub use platform::socket::connect_abstract as connect_abstract_socket;
-pub use platform::{CAN_CONTAIN, guard_channel, pidfd, wakeup};
+pub use platform::{CAN_CONTAIN, guard_channel, pidfd, wakeup, watch};
 pub use poll::{POLL_MAX, PollFd, poll, wait_readable, writable_now};
 pub use random::random_bits;
 pub use signals::{Signal, max_signal, realtime_range};

@@ -50,14 +50,14 @@ pub fn parse_stat(stat: &[u8]) -> Option<Stat> {
 
 /// `/proc/PID/stat`; `None` if the process is gone.
 pub fn stat(pid: Pid) -> Option<Stat> {
-    parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
+    parse_stat(&read_whole(&format!("/proc/{pid}/stat")).ok()?)
 }
 
 /// Whether `/proc` says process `pid` is a child of the caller: `Some(false)`
 /// if it is gone or has another parent, `None` if `/proc` cannot be read
 /// (not mounted, say), so that it proves nothing.
 pub fn is_child_of_self(pid: Pid) -> Option<bool> {
-    match std::fs::read(format!("/proc/{pid}/stat")) {
+    match read_whole(&format!("/proc/{pid}/stat")) {
         Ok(line) => Some(parse_stat(&line)?.ppid == super::ids::getpid()),
         Err(e) if e.kind() == io::ErrorKind::NotFound && std::fs::metadata("/proc/self/stat").is_ok() => Some(false),
         Err(_) => None,
@@ -121,22 +121,34 @@ pub fn children(pid: Pid) -> io::Result<Vec<Pid>> {
 /// reads (std's `read_to_string` starts with a 32-byte read: five pids).
 /// A 4 KiB buffer takes a 4 KiB pass whole; where pages are larger, what
 /// it leaves of the pass stays in the kernel's buffer for the next read,
-/// which takes it from there without resuming. On the stack: a walk reads
-/// one file per process, and a large zeroed buffer per file would cost.
+/// which takes it from there without resuming.
 fn read_children_file(path: &str) -> io::Result<String> {
+    read_whole_text(path)
+}
+
+/// A `/proc` file, whole, in page-sized reads into a buffer on the stack:
+/// one read for a stat line or a status file where std's `fs::read` asks
+/// the file's size (which `/proc` does not know) and grows its reads from
+/// 32 bytes (six reads for a stat line). On the stack: a walk reads one
+/// file per process, and a large zeroed buffer per file would cost.
+fn read_whole(path: &str) -> io::Result<Vec<u8>> {
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
     let mut text = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
         match file.read(&mut buf) {
-            Ok(0) => break,
+            Ok(0) => return Ok(text),
             Ok(n) => text.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// [`read_whole`], as text.
+fn read_whole_text(path: &str) -> io::Result<String> {
+    String::from_utf8(read_whole(path)?).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// The children of `pid`'s main thread (all of them, for a process with
@@ -201,13 +213,13 @@ pub fn scan() -> Vec<(Pid, Stat)> {
 
 /// The command name (`comm`) of `pid`.
 pub fn comm(pid: Pid) -> Option<String> {
-    Some(std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim_end().to_string())
+    Some(read_whole_text(&format!("/proc/{pid}/comm")).ok()?.trim_end().to_string())
 }
 
 /// The arguments `pid` was started with, from `/proc/PID/cmdline`.
 pub fn cmdline(pid: Pid) -> Option<Vec<std::ffi::OsString>> {
     use std::os::unix::ffi::OsStringExt;
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let raw = read_whole(&format!("/proc/{pid}/cmdline")).ok()?;
     let mut args: Vec<std::ffi::OsString> =
         raw.split(|&b| b == 0).map(|a| std::ffi::OsString::from_vec(a.to_vec())).collect();
     if args.last().is_some_and(|a| a.is_empty()) {
@@ -276,7 +288,7 @@ mod tests {
             assert!(children(me).is_ok());
         }
         assert!(pids().unwrap().contains(&me));
-        let mut threads = list_folder(&format!("/proc/{me}/task")).unwrap();
+        let mut threads = list_folder(format!("/proc/{me}/task")).unwrap();
         threads.sort();
         assert!(threads.iter().any(|t| t.to_str() == Some(&me.to_string())), "{threads:?}");
         assert!(list_folder("/proc/no-such-folder").is_err());
@@ -287,6 +299,19 @@ mod tests {
 /// `None` elsewhere or if `/proc` is not mounted).
 pub fn count_group_members(pgid: Pid) -> Option<usize> {
     group_census(pgid).map(|c| c.members)
+}
+
+/// How many processes of group `pgid` are among the descendants of
+/// `root` (found by [`descendants`], zombies included): a group's members
+/// counted from one process's tree, not from every process's stat (Linux
+/// only; `None` on the portable path, where `root` is gone, or without
+/// children files).
+pub fn count_group_members_below(root: Pid, pgid: Pid) -> Option<usize> {
+    if !ASKS_PROC {
+        return None;
+    }
+    let below = descendants(root, MAX_PIDS)?;
+    Some(below.into_iter().filter(|&pid| stat(pid).is_some_and(|s| s.pgrp == pgid)).count())
 }
 
 /// The members of a process group, and how many of them are zombies.
@@ -332,7 +357,7 @@ pub fn effective_uid(pid: Pid) -> Option<u32> {
     if !ASKS_PROC {
         return None;
     }
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status = read_whole_text(&format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
     line.split_ascii_whitespace().nth(1)?.parse().ok()
 }
@@ -340,7 +365,7 @@ pub fn effective_uid(pid: Pid) -> Option<u32> {
 /// How many PID namespaces, from the one `/proc` belongs to down, number
 /// process `pid` (the entries of its `NSpid` line, readable by anyone).
 fn nspid_depth(pid: &str) -> Option<usize> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status = read_whole_text(&format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
     Some(line.split_ascii_whitespace().count())
 }

@@ -14,6 +14,7 @@ pub mod random;
 pub mod shared_spawn;
 pub mod socket;
 pub mod wakeup;
+pub mod watch;
 
 /// Whether pgrun can follow what leaves the command's group here: be a
 /// child subreaper, list its descendants in `/proc` and hold them by

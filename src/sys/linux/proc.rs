@@ -15,7 +15,8 @@ pub const ASKS_PROC: bool = true;
 /// `OwnedFd`, which ignores close's result: the folder was opened
 /// read-only, so there is nothing a failed close could lose, and Linux
 /// releases the fd whatever close says.
-pub fn list_folder(path: &str) -> io::Result<Vec<std::ffi::OsString>> {
+pub fn list_folder(path: impl AsRef<std::path::Path>) -> io::Result<Vec<std::ffi::OsString>> {
+    let path = path.as_ref();
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
     let flags = nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC;
@@ -43,7 +44,10 @@ pub fn list_folder(path: &str) -> io::Result<Vec<std::ffi::OsString>> {
         while at + 19 <= end {
             let reclen = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
             if reclen < 19 || at + reclen > end {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a bad folder record in {path}")));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a bad folder record in {}", path.display()),
+                ));
             }
             let name = &buf[at + 19..at + reclen];
             let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];

@@ -11,6 +11,6 @@ use std::io;
 pub const ASKS_PROC: bool = false;
 
 /// The names in folder `path` (without `.` and `..`): std's reader.
-pub fn list_folder(path: &str) -> io::Result<Vec<std::ffi::OsString>> {
+pub fn list_folder(path: impl AsRef<std::path::Path>) -> io::Result<Vec<std::ffi::OsString>> {
     std::fs::read_dir(path)?.map(|entry| entry.map(|e| e.file_name())).collect()
 }
