@@ -44,7 +44,9 @@ impl Run {
     /// the path, or its lock let go of.
     pub fn over(&self) -> Result<bool> {
         let Some(record) = &self.record else { return Ok(true) };
-        if !pidfile::still_names(&self.path, record) {
+        let names = pidfile::still_names(&self.path, record)
+            .map_err(|e| anyhow!("cannot look at pid file {}: {e}", self.path.display()))?;
+        if !names {
             return Ok(true);
         }
         Ok(!matches!(liveness(&self.path, record)?, Liveness::Live(_)))
