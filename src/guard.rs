@@ -27,15 +27,24 @@
 //! then removes the leaf) until the run is gone (a zombie is still a
 //! member of its group: once nothing else is left, the guard waits for
 //! its new parent to reap it, as long as the sequence's longest grace, at
-//! least a second, then gives up and says so), removes the pid file if it
-//! is still the one pgrun published (same device and inode) and stale (no
-//! live run's lock on it: a new run may have published a file with the
-//! old inode number), and the marker if it is still what pgrun left there
-//! (its own stopping note, or the request that cancelled the run: a
-//! cancel may have made a request of the note since, for the next run),
-//! and `--report`'s temporary file if it is still the file pgrun made
-//! (same device and inode, held open while checked; pgrun places it only
-//! after releasing the guard), and exits.
+//! least a second, then gives up and says so), removes every temporary
+//! name pgrun had made and not yet placed or removed (the starting name
+//! of the pid file, `--report`'s, `--output-file`'s, a note's: pgrun
+//! records each, before it appears, in memory the guard shares, see
+//! [`crate::exit_hooks`]) if it still names the file pgrun made there, the
+//! pid file if it is still the run's record (same device and inode, known
+//! from the claim on, so also in the instant between its placement and
+//! pgrun saying so) and stale (no live run's lock on it: a new run may
+//! have published a file with the old inode number), and the marker if it
+//! is still what pgrun left there (its own stopping note, or the request
+//! that cancelled the run: a cancel may have made a request of the note
+//! since, for the next run), and exits.
+//!
+//! pgrun forks the guard before it names any file of the run but the
+//! report's temporary file (which has no name on Linux, see
+//! [`crate::atomic_file::TempFile::unnamed`]), and lets it go only once
+//! the last of them is placed or removed (see `run::finish`): so a SIGKILL
+//! of pgrun at any point leaves nothing of the run's files behind.
 //!
 //! The guard stops only what is the run's, and never signals a group
 //! number that may have been given to somebody else. A number is free
@@ -133,10 +142,18 @@ pub struct Plan {
     /// pgrun's own cgroup leaf, if it had to move into one: left by the
     /// guard, the last process in it, once the run is gone.
     pub self_leaf: Option<crate::contain::cgroup::SelfLeaf>,
-    /// Temporary files not yet in place (`--report`'s, placed only after
-    /// the guard is released; `--output-file`'s, once the command has
-    /// started): each removed if it is still that file.
-    pub temps: Vec<crate::atomic_file::Identity>,
+}
+
+impl Plan {
+    /// A guard for pgrun's files alone, with no run to stop: the
+    /// temporary names pgrun makes while it holds it (see
+    /// [`crate::exit_hooks`]) are removed should pgrun be killed meanwhile.
+    /// For a report written while no guard of the run is armed (a failure
+    /// before the run's guard was forked; the report written again after
+    /// the output's last flush).
+    pub fn files_only(sequence: StopSequence) -> Plan {
+        Plan { sequence, pidfile: None, marker: None, leaf: None, self_leaf: None }
+    }
 }
 
 /// The guard's pid for as long as it is pgrun's child and not yet reaped;
@@ -182,6 +199,10 @@ impl Guard {
     /// Fork the guard. Call before the command starts.
     pub fn start(plan: Plan) -> std::io::Result<Guard> {
         let shared = Rc::new(lifetime::SharedPage::new()?);
+        // The record of pgrun's temporary names, shared with the guard:
+        // made now at the latest, so that the guard sees what pgrun records
+        // there after the fork too.
+        crate::exit_hooks::share_temporaries()?;
         let (guard_end, pgrun_end) = guard_channel::pair()?;
         let pgrun = sys::getpid();
         match lifetime::fork()? {
@@ -392,9 +413,15 @@ impl Guard {
         self.shared.slot(first + 2).store(valid, Ordering::Release);
     }
 
+    /// Whether the guard is there to act should pgrun be killed now: not
+    /// told to exit, and not dead (reaped during the run).
+    pub fn is_armed(&self) -> bool {
+        !self.released && self.child.pid().is_some()
+    }
+
     /// The run is over and withdrawn: tell the guard to exit. It is reaped
     /// when this handle is dropped, so that its exit overlaps pgrun's last
-    /// work (the report).
+    /// work (the output's last flush).
     pub fn release(&mut self) {
         if !self.released {
             self.shared.slot(RELEASED).store(1, Ordering::Release);
@@ -513,15 +540,10 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     if let Some(leaf) = &leaf {
         leaf.remove();
     }
+    remove_temporaries_left();
     remove_pidfile_if_ours(plan.pidfile, identity(PIDFILE));
     let note = shared.slot(MARKER + 2).load(Ordering::Acquire) == MARKER_NOTE;
     remove_marker_if_ours(plan.marker, identity(MARKER), note.then_some(pgrun));
-    for temp in &plan.temps {
-        if let Err(e) = crate::atomic_file::remove_if_still(temp) {
-            let what = crate::say::errno_text(&e);
-            say::line(format_args!("guard: warning: cannot remove {}: {what}", temp.path.display()));
-        }
-    }
     if let Some(own) = &plan.self_leaf {
         own.leave();
     }
@@ -596,6 +618,19 @@ fn confirm_pgrun_gone(shared: &lifetime::SharedPage, pgrun: Pid) {
 fn exit_if_released(shared: &lifetime::SharedPage) {
     if shared.slot(RELEASED).load(Ordering::Acquire) == 1 {
         sys::exit_now(0);
+    }
+}
+
+/// Remove the temporary names pgrun had made and not placed or removed
+/// when it died (recorded in memory shared with the guard, see
+/// [`crate::exit_hooks`]): each if it is still the file pgrun made there
+/// ([`crate::atomic_file::remove_left`]).
+fn remove_temporaries_left() {
+    for named in crate::exit_hooks::temporaries_left() {
+        if let Err(e) = crate::atomic_file::remove_left(&named) {
+            let what = crate::say::errno_text(&e);
+            say::line(format_args!("guard: warning: cannot remove {}: {what}", named.path.display()));
+        }
     }
 }
 

@@ -195,18 +195,14 @@ pub struct ReportTarget {
 
 impl ReportTarget {
     /// Accept `path` if its folder exists and it is not a symlink or folder,
-    /// and create the temporary file the report will be renamed from.
+    /// and create the temporary file the report will be renamed from: with
+    /// no name until then where the system allows (it is made before the
+    /// guard exists, see [`TempFile::unnamed`]).
     pub fn prepare(path: &Path) -> Result<Self> {
         check_target(path, "report")?;
-        let temp = TempFile::create(path, REPORT_SPACE)
+        let temp = TempFile::unnamed(path, REPORT_SPACE)
             .with_context(|| format!("cannot prepare report {}", path.display()))?;
         Ok(ReportTarget { path: path.to_path_buf(), temp })
-    }
-
-    /// The temporary file the report will be renamed from (for the guard,
-    /// which removes it if pgrun is killed first).
-    pub fn temp_identity(&self) -> Option<crate::atomic_file::Identity> {
-        self.temp.identity()
     }
 
     /// Write the report into the temporary file, then rename it into place.

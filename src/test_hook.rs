@@ -8,17 +8,23 @@
 //! then goes on. Only debug builds (the ones `cargo test` runs) read the
 //! variable; in release builds [`pause`] is empty and compiles away.
 //!
-//! Steps: `claim-opened` (a stale pid file is open, not yet claimed),
-//! `claimed` (the claim is held, nothing prepared yet), `starting` (the
+//! Steps: `claim-opened` (a stale pid file is open, not yet claimed; the
+//! guard is forked already), `claimed` (the claim is held, the record not prepared yet), `starting` (the
 //! starting name is held too, the path not yet checked again), `marker-checked`
-//! (no marker was found before the start), `guard-started` (the guard is
-//! forked, the command not yet), `child-created` (in the command's process,
+//! (no marker was found before the start), `guard-started` (all is
+//! prepared, the guard forked, the command not yet), `child-created` (in the command's process,
 //! first thing after it exists, before it hands itself to the guard: pgrun
 //! goes on meanwhile to `forked` and `created`, then waits for the exec),
 //! `forked` (pgrun has the command's pid and has told the guard nothing
 //! itself), `created` (the guard was told the group id; the exec may not
 //! have happened yet), `spawned` (the command runs, its group is not published
-//! yet), `draining-census` (with `--wait-group`, the command has exited and
+//! yet), `placed` (the pid file is in place, pgrun has not yet said it is
+//! published), `ending-note` (the note pgrun will hold at the marker path at
+//! its end is written and locked under its temporary name, not yet
+//! renamed into place), `temp-named:NAME` (a temporary file for the file
+//! named NAME, e.g. `temp-named:r.json`, has just taken its temporary name:
+//! created under it, or, if it had none, linked there to be renamed over
+//! what is at NAME; the first such moment for NAME pauses), `draining-census` (with `--wait-group`, the command has exited and
 //! the supervisor is about to ask whether only zombies it cannot reap are
 //! left), `leader-step` (the supervisor is about to decide whether a `leader:` step
 //! can still be sent), `tree-listed` (a stop step's walk of `--contain
@@ -65,6 +71,17 @@ pub fn pause(step: &str) {
     pause_for_tests(step);
     #[cfg(not(debug_assertions))]
     let _ = step;
+}
+
+/// Pause here if the environment asks for `step` done for the file
+/// `target`: the step named `STEP:NAME`, NAME being `target`'s file name
+/// (so a test picks one file among those pgrun writes).
+#[inline]
+pub fn pause_at(step: &str, target: &std::path::Path) {
+    #[cfg(debug_assertions)]
+    pause_for_tests(&format!("{step}:{}", target.file_name().unwrap_or_default().to_string_lossy()));
+    #[cfg(not(debug_assertions))]
+    let _ = (step, target);
 }
 
 #[cfg(debug_assertions)]

@@ -432,7 +432,9 @@ fn a_term_to_the_caller_before_publication_cancels_the_start() {
     let caller = guard.spawn(&mut cmd);
     let caller_pid = guard.child(caller).id() as i32;
     pause.wait_reached();
-    let supervisor = descendants(caller_pid);
+    // The supervising pgrun has forked its guard by now (before the claim).
+    let named = |pid: i32| fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim_end().to_string();
+    let supervisor: Vec<i32> = descendants(caller_pid).into_iter().filter(|&p| named(p) != "pgrun-guard").collect();
     assert_eq!(supervisor.len(), 1, "one supervising pgrun: {supervisor:?}");
     guard.record(supervisor[0]);
     send(caller_pid, libc::SIGTERM);

@@ -116,3 +116,244 @@ fn a_cancel_of_a_finishing_run_does_not_cancel_the_next_run() {
     assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 0, "the next run");
     assert!(witness.exists(), "the next run was cancelled by a request meant for the run before");
 }
+
+// A SIGKILL of pgrun at any point leaves no file of the run behind (issue
+// 29, end-path defect 4): pgrun names no file of the run while no guard is
+// armed (the report's temporary file, made before the guard, has no name
+// on Linux), and the guard removes what is named when pgrun dies. Each
+// test pauses pgrun at one step, SIGKILLs it there, waits for its guard,
+// and looks at the run's folder.
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// A folder of the run's own files (the pauses' gates stay outside it).
+fn run_folder(scratch: &Scratch) -> std::path::PathBuf {
+    let dir = scratch.path("run");
+    std::fs::create_dir(&dir).unwrap();
+    dir
+}
+
+/// pgrun's guard, if it has forked one by now.
+fn guard_if_any(pgrun: i32) -> Option<i32> {
+    let named =
+        |p: i32| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == "pgrun-guard");
+    descendants(pgrun).into_iter().find(|&p| named(p))
+}
+
+/// SIGKILL pgrun (child `index`), paused at a step, then wait until its
+/// guard (if it had one) is gone too: what is left then is left for good.
+fn kill_paused(guard: &mut Guard, index: usize) {
+    let pgrun_pid = guard.child(index).id() as i32;
+    let keeper = guard_if_any(pgrun_pid);
+    if let Some(keeper) = keeper {
+        guard.record(keeper);
+    }
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    if let Some(keeper) = keeper {
+        wait_dead(keeper);
+    }
+}
+
+/// A command that writes its pid (its group's id) to `DIR/cmd.pid`, then
+/// sleeps: a TERM ends it.
+fn sleeper(scratch: &Scratch) -> String {
+    format!("echo $$ > {}/cmd.pid; exec sleep 60", scratch.sh())
+}
+
+/// Killed while it claims the pid file (the claim byte held, the starting
+/// name held, the marker checked): neither `.NAME.pgrun-starting.tmp` nor
+/// the report's temporary file is left (the guard is forked before the
+/// claim, and the report's file has no name on Linux).
+#[test]
+fn a_pgrun_killed_while_it_claims_the_pid_file_leaves_no_file() {
+    for step in ["claimed", "starting", "marker-checked"] {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let dir = run_folder(&scratch);
+        let (pidfile, report) = (dir.join("job.pid"), dir.join("r.json"));
+        let pause = Pause::new(&scratch, step);
+        let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--report", report.to_str().unwrap(), "--", "true"]);
+        let index = guard.spawn(pause.arm(&mut cmd));
+        pause.wait_reached();
+        kill_paused(&mut guard, index);
+        assert_eq!(names_in(&dir), Vec::<String>::new(), "files left by a pgrun killed at {step}");
+    }
+}
+
+/// Killed in the instant between placing its pid file and saying it is
+/// published: the guard knows the record from the claim on, and removes
+/// it once it has stopped the run.
+#[test]
+fn a_pgrun_killed_as_it_places_its_pid_file_leaves_no_pid_file() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = run_folder(&scratch);
+    let pidfile = dir.join("job.pid");
+    let placed = Pause::new(&scratch, "placed");
+    let index =
+        guard.spawn(placed.arm(&mut pgrun(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &sleeper(&scratch)])));
+    placed.wait_reached();
+    let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
+    guard.record_group(command);
+    assert!(pidfile.exists(), "the pid file is in place at this step");
+    kill_paused(&mut guard, index);
+    wait_dead(command);
+    assert_eq!(names_in(&dir), Vec::<String>::new(), "files left");
+}
+
+/// Killed as a stop starts, its stopping note written under its temporary
+/// name and not yet at the marker path: the guard removes that name too.
+#[test]
+fn a_pgrun_killed_while_it_writes_its_stopping_note_leaves_no_file() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = run_folder(&scratch);
+    let (pidfile, report) = (dir.join("job.pid"), dir.join("r.json"));
+    let named = Pause::new(&scratch, "temp-named:job.pid.cancel");
+    let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--report", report.to_str().unwrap(), "-t", "0.1", "--"]);
+    cmd.args(["sh", "-c", &sleeper(&scratch)]);
+    let index = guard.spawn(named.arm(&mut cmd));
+    named.wait_reached();
+    let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
+    guard.record_group(command);
+    assert!(names_in(&dir).iter().any(|n| n.starts_with(".job.pid.cancel.pgrun-")), "{:?}", names_in(&dir));
+    kill_paused(&mut guard, index);
+    wait_dead(command);
+    assert_eq!(names_in(&dir), Vec::<String>::new(), "files left");
+}
+
+/// Killed at its end, as it puts the note it holds until it exits in the
+/// marker's place: neither the note's temporary file nor the marker is
+/// left.
+#[test]
+fn a_pgrun_killed_while_it_writes_its_ending_note_leaves_no_file() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = run_folder(&scratch);
+    let (pidfile, report) = (dir.join("job.pid"), dir.join("r.json"));
+    let ending = Pause::new(&scratch, "ending-note");
+    let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--report", report.to_str().unwrap(), "-t", "0.1", "--"]);
+    cmd.args(["sh", "-c", &sleeper(&scratch)]);
+    let index = guard.spawn(ending.arm(&mut cmd));
+    ending.wait_reached();
+    assert!(names_in(&dir).iter().any(|n| n.starts_with(".job.pid.cancel.pgrun-")), "{:?}", names_in(&dir));
+    kill_paused(&mut guard, index);
+    assert_eq!(names_in(&dir), Vec::<String>::new(), "files left");
+}
+
+/// Killed as it exits (after the output's last flush), the note at the
+/// marker path still held: the guard is let go only once that note is
+/// removed, so it removes it. The report stays.
+#[test]
+fn a_pgrun_killed_at_its_exit_leaves_no_note() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = run_folder(&scratch);
+    let (pidfile, report) = (dir.join("job.pid"), dir.join("r.json"));
+    let exit = Pause::new(&scratch, "exit");
+    let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--report", report.to_str().unwrap(), "-t", "0.1", "--"]);
+    cmd.args(["sh", "-c", &sleeper(&scratch)]);
+    let index = guard.spawn(exit.arm(&mut cmd));
+    exit.wait_reached();
+    assert_eq!(names_in(&dir), ["job.pid.cancel", "r.json"], "the note is held at this step");
+    kill_paused(&mut guard, index);
+    assert_eq!(names_in(&dir), ["r.json"], "files left");
+    assert_eq!(json(&report)["reason"], "timeout");
+}
+
+/// A command that cannot start (127): the report is written after the
+/// run's guard would have been let go; it is kept armed until then, so a
+/// SIGKILL while the report takes an existing report's place leaves the
+/// old report and nothing else.
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path names the report's temporary file at the start, before the guard exists: that name \
+              is the one this pause would stop at"
+)]
+fn a_pgrun_killed_while_it_reports_a_command_not_found_leaves_no_file() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = run_folder(&scratch);
+    let (pidfile, report) = (dir.join("job.pid"), dir.join("r.json"));
+    std::fs::write(&report, "old\n").unwrap();
+    let named = Pause::new(&scratch, "temp-named:r.json");
+    let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--report", report.to_str().unwrap(), "--"]);
+    cmd.arg(scratch.path("no-such-command"));
+    let index = guard.spawn(named.arm(&mut cmd));
+    named.wait_reached();
+    assert_eq!(names_in(&dir).len(), 2, "the new report under its temporary name: {:?}", names_in(&dir));
+    kill_paused(&mut guard, index);
+    assert_eq!(names_in(&dir), ["r.json"], "files left");
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), "old\n");
+}
+
+/// A failure before the run's guard is forked (here a limit that needs a
+/// cgroup, with `--contain group`): the report is written under a guard of
+/// its own, so a SIGKILL while it takes an existing report's place leaves
+/// nothing else.
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path names the report's temporary file at the start, before the guard exists: that name \
+              is the one this pause would stop at"
+)]
+fn a_pgrun_killed_while_it_reports_a_failure_before_its_guard_leaves_no_file() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = run_folder(&scratch);
+    let report = dir.join("r.json");
+    std::fs::write(&report, "old\n").unwrap();
+    let named = Pause::new(&scratch, "temp-named:r.json");
+    let mut cmd =
+        pgrun(["--contain", "group", "--memory-max", "1G", "--report", report.to_str().unwrap(), "--", "true"]);
+    let index = guard.spawn(named.arm(&mut cmd));
+    named.wait_reached();
+    assert_eq!(names_in(&dir).len(), 2, "the new report under its temporary name: {:?}", names_in(&dir));
+    kill_paused(&mut guard, index);
+    assert_eq!(names_in(&dir), ["r.json"], "files left");
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), "old\n");
+}
+
+/// The output's last flush fails (the terminal pgrun writes to hangs up):
+/// the report is written again after the run's guard was let go, under a
+/// guard of its own, so a SIGKILL while it takes the first report's place
+/// leaves the first report and nothing else.
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path writes a terminal as a pipe: PIPE_BUF after POLLOUT, which a full terminal can hold"
+)]
+fn a_pgrun_killed_while_it_writes_its_report_again_leaves_no_file() {
+    use nix::fcntl::OFlag;
+    use std::os::unix::fs::OpenOptionsExt;
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = run_folder(&scratch);
+    let report = dir.join("report.json");
+    // As output::a_write_error_in_the_last_flush_is_added_to_the_report.
+    let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC).expect("posix_openpt");
+    nix::pty::grantpt(&master).expect("grantpt");
+    nix::pty::unlockpt(&master).expect("unlockpt");
+    let name = nix::pty::ptsname_r(&master).expect("ptsname_r");
+    let slave = std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOCTTY).open(name).unwrap();
+    let named = Pause::new(&scratch, "temp-named:report.json");
+    let mut cmd = pgrun(["--max-output", "24K", "--report", report.to_str().unwrap(), "--", "head", "-c", "60000"]);
+    cmd.arg("/dev/zero").stdout(slave).stderr(std::process::Stdio::null());
+    let index = guard.spawn(named.arm(&mut cmd));
+    eventually("the report, before the last flush", || report.exists());
+    let first = std::fs::read_to_string(&report).unwrap();
+    drop(master);
+    named.wait_reached();
+    assert_eq!(names_in(&dir).len(), 2, "the report again under its temporary name: {:?}", names_in(&dir));
+    kill_paused(&mut guard, index);
+    assert_eq!(names_in(&dir), ["report.json"], "files left");
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), first, "the first report stays");
+}

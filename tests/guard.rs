@@ -681,8 +681,9 @@ fn pgrun_killed_before_a_session_leader_hands_itself_to_the_guard_leaves_nothing
 }
 
 /// A run with `--report report.json` whose command waits; returns pgrun's
-/// index, its guard, and the report's temporary file (named after pgrun's
-/// pid), once the command is ready.
+/// index, its guard, and the report's temporary name (named after pgrun's
+/// pid: there on the portable path; on Linux the file has no name until
+/// it is placed), once the command is ready.
 fn start_reporting(guard: &mut Guard, scratch: &Scratch) -> (usize, i32, std::path::PathBuf) {
     let dir = scratch.sh();
     let report = scratch.path("report.json");
@@ -700,7 +701,7 @@ fn start_reporting(guard: &mut Guard, scratch: &Scratch) -> (usize, i32, std::pa
     let keeper = guard_of(pgrun_pid);
     guard.record(keeper);
     let temp = scratch.path(&format!(".report.json.pgrun-{pgrun_pid}.tmp"));
-    assert!(temp.exists(), "pgrun prepared its report in {}", temp.display());
+    assert_eq!(temp.exists(), cfg!(feature = "posix-fallback"), "the report's temporary name at {}", temp.display());
     (index, keeper, temp)
 }
 
@@ -716,6 +717,8 @@ fn pgrun_killed_leaves_no_temporary_report_file() {
     wait_dead(keeper);
     assert!(!temp.exists(), "the guard left the report's temporary file");
     assert!(!scratch.path("report.json").exists(), "no report can be written after a SIGKILL");
+    let left: Vec<_> = fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["ready"], "files left");
 }
 
 #[test]

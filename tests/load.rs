@@ -100,8 +100,6 @@ fn load_hundreds_of_runs_cancelled_killed_and_watched_at_once() {
     // Every pgrun and guard has exited (each run waited for its own): what
     // is left in the folder is left for good.
     let mut last = RunResult::new(Plan::default());
-    let killed: Vec<i32> = results.iter().filter_map(|r| r.killed_pgrun).collect();
-    let mut known_open = Vec::new();
     for entry in fs::read_dir(&ctx.runs).expect("the runs' folder") {
         let name = entry.expect("a folder entry").file_name().to_string_lossy().into_owned();
         // Reports stay; a run's pid file and marker are checked by its run.
@@ -111,21 +109,7 @@ fn load_hundreds_of_runs_cancelled_killed_and_watched_at_once() {
         if run_file {
             continue;
         }
-        // KNOWN OPEN (issue 29, end-path defect 4): a temporary file that a
-        // pgrun SIGKILLed in mid-write left (a marker note's, say): nobody
-        // removes it yet. Said, counted, not failed; any other leftover,
-        // and any temporary file of a pgrun that was not SIGKILLed, fails.
-        if killed
-            .iter()
-            .any(|pid| name.contains(&format!(".pgrun-{pid}.tmp")) || name.contains(&format!(".pgrun-{pid}-")))
-        {
-            known_open.push(name);
-            continue;
-        }
         last.fail("leftover-file", name);
-    }
-    if !known_open.is_empty() {
-        eprintln!("known open (issue 29 defect 4), temporary files of SIGKILLed pgruns: {known_open:?}");
     }
     let log = fs::read_to_string(scratch.path("canary.log")).unwrap_or_default();
     if is_dead(canary) || !log.is_empty() {

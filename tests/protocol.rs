@@ -1011,7 +1011,9 @@ fn a_starting_name_left_by_a_killed_starter_is_taken_over_and_another_users_bloc
     let starting = scratch.path(".job.pid.pgrun-starting.tmp");
     let dir = scratch.sh();
     let spawned = Pause::new(&scratch, "spawned");
+    // Without a guard: a guard would remove the starting name itself.
     let a = guard.spawn(spawned.arm(&mut pgrun([
+        "--no-guard",
         "-p",
         p,
         "--",

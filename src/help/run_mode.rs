@@ -119,9 +119,13 @@ Guard (--no-guard to turn it off):
   harness's timeout, the OOM killer, kill -9, a kill of its whole group),
   the guard runs the same stop sequence on the group (in cgroup mode on the
   leaf, which it then removes), and once the run is gone removes the pid
-  file and the marker if they are still the ones pgrun published, and the
-  --report's temporary file (.NAME.pgrun-PID.tmp beside it) if it is still
-  the one pgrun made, and exits. It is not the group's parent:
+  file and the marker if they are still the ones pgrun published, and every
+  temporary name pgrun had made and not yet placed (.NAME.pgrun-PID.tmp,
+  .NAME.pgrun-starting.tmp beside the pid file) if it is still the file
+  pgrun made, and exits: pgrun makes none before the guard is forked (on
+  Linux the report's temporary file has no name until it is placed) and
+  lets the guard go only once the last is placed or removed, so a SIGKILL
+  of pgrun leaves none. It is not the group's parent:
   it checks for the group's end with a backoff, and gives up with a warning
   1s after the final KILL. A zombie still holds its group: when nothing
   else is left, the guard waits for the zombie's new parent to reap it, as

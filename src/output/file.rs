@@ -13,7 +13,7 @@
 //! start) leaves an existing PATH as it was and creates none, and the
 //! temporary file goes with it (removed when the [`OutputFile`] is
 //! dropped, by the panic hook on a panic, by the guard if pgrun is
-//! killed: see [`OutputFile::temp_identity`]). The file is written from
+//! killed: see [`crate::exit_hooks`]). The file is written from
 //! its first byte whatever its name, so nothing read is lost from it; the
 //! rename comes before the relay reads anything.
 //!
@@ -87,7 +87,7 @@ impl OutputFile {
     }
 
     /// The temporary file and what it is, while it has not taken PATH's
-    /// place: for the guard, which removes it if pgrun is killed first.
+    /// place.
     pub fn temp_identity(&self) -> Option<Identity> {
         match &self.handle {
             Some(Handle::Temp(temp)) => temp.identity(),

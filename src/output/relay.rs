@@ -44,7 +44,6 @@ use super::rest::PIPE_CAPACITY;
 use super::shape::Shape;
 use super::stream::Stream;
 use super::{Limit, RelayEnd};
-use crate::atomic_file::Identity;
 use crate::sys::PollFd;
 use crate::sys::pipe;
 use crate::sys::wakeup::SignalSource;
@@ -117,12 +116,6 @@ impl Relay {
         if let Some(file) = &mut self.file {
             file.place();
         }
-    }
-
-    /// The output file's temporary file, until the command has started:
-    /// for the guard, which removes it should pgrun be killed first.
-    pub fn file_temp(&self) -> Option<Identity> {
-        self.file.as_ref().and_then(OutputFile::temp_identity)
     }
 
     /// The fds to poll and what for, into `set`; returns how many. A

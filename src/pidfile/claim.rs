@@ -287,6 +287,13 @@ fn open_existing(path: &Path) -> io::Result<File> {
 }
 
 impl Claim {
+    /// The record to be (device and inode): the file that becomes the pid
+    /// file once published.
+    pub fn record_id(&self) -> Option<(u64, u64)> {
+        let meta = self.temp.as_ref()?.file().metadata().ok()?;
+        Some((meta.dev(), meta.ino()))
+    }
+
     /// Publish `pgid` atomically; the new file is locked already.
     pub fn publish(mut self, pgid: Pid) -> Result<Published> {
         let path = self.path.clone();
@@ -313,6 +320,7 @@ impl Claim {
                 Err(e) => return Err(e).with_context(|| format!("cannot publish pid file {}", path.display())),
             }
         };
+        test_hook::pause("placed");
         let meta = file.metadata().context("cannot stat the pid file")?;
         Ok(Published { path, _locked: file, dev: meta.dev(), ino: meta.ino() })
     }

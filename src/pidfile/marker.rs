@@ -22,10 +22,10 @@
 //! ([`hold_ending_note`]). The pid file is gone by then, but a cancel that
 //! comes late still finds the run's end under way ([`ending_run`]: the note
 //! names the pgrun that holds its lock) and waits for that pgrun to exit
-//! instead of for a new run; the lock, let go of with the note in pgrun's
-//! last steps (by the kernel at its exit, should it die first), is also
-//! how a cancel without pidfds learns of that exit. The note is removed
-//! from the path a moment before its lock goes, so a cancel that comes
+//! instead of for a new run; the lock, let go of by the kernel at pgrun's
+//! exit (its fd is left open once the note is removed), is also how a
+//! cancel without pidfds learns of that exit. The note is removed from the
+//! path before its lock goes, so a cancel that comes
 //! later still has the pgrun it saw before it made its marker to wait for
 //! (see [`super::SeenPgrun`]). Held or not, it is a note: no run takes it
 //! for a request.
@@ -284,10 +284,13 @@ pub fn remove_marker_at_exit(path: &Path, owner: u32, taken: Option<Taken>) {
 
 /// The note a pgrun holds at the marker path from its run's withdrawal
 /// until it exits (see the module doc): removed when dropped, if the path
-/// still names it; its lock goes with the file.
+/// still names it, as pgrun's last step but its exit; its lock is held
+/// until pgrun's exit itself (its fd is left open for the kernel to
+/// close), so that a cancel that found the note and waits on its lock
+/// sees pgrun's exit, not the removal.
 pub struct EndingNote {
     path: PathBuf,
-    _locked: File,
+    locked: Option<File>,
     dev: u64,
     ino: u64,
 }
@@ -324,11 +327,12 @@ fn place_ending_note(path: &Path, pgid: Pid) -> io::Result<EndingNote> {
     if !lock::try_write_lock(temp.file(), Range::Record)? {
         return Err(io::Error::other("its new file is locked by another process"));
     }
+    crate::test_hook::pause("ending-note");
     // Known before it is placed (a rename keeps the inode): once in place,
     // nothing is left to fail.
     let meta = temp.file().metadata()?;
     let file = temp.rename_into_place()?;
-    Ok(EndingNote { path: path.to_path_buf(), _locked: file, dev: meta.dev(), ino: meta.ino() })
+    Ok(EndingNote { path: path.to_path_buf(), locked: Some(file), dev: meta.dev(), ino: meta.ino() })
 }
 
 impl EndingNote {
@@ -354,6 +358,9 @@ impl Drop for EndingNote {
             warn_left(&self.path, &e, true);
         }
         crate::test_hook::pause("note-removed");
+        // The lock stays until pgrun exits: the kernel closes the fd then,
+        // however pgrun exits (see the type's doc).
+        std::mem::forget(self.locked.take());
     }
 }
 

@@ -12,12 +12,18 @@
 //!    [`super::lifecycle::Lifecycle::end_marker`]), then the report is
 //!    written, then the pid file is withdrawn (so a report is in place when
 //!    no run is published any more), and only then is the guard let go (a
-//!    SIGKILL before that leaves the guard to finish the clean-up).
+//!    SIGKILL before that leaves the guard to finish the clean-up), unless
+//!    pgrun holds that note: the guard then stays armed until the note is
+//!    removed as pgrun exits (see [`Withdrawn`]).
 //! 4. The output still held is written, which waits for its readers as
-//!    long as they take (a stalled reader holds only pgrun); a write of it
-//!    that fails (other than EPIPE) has the report written again, with the
-//!    error. The note at the marker path goes when pgrun exits (see
-//!    [`Withdrawn`]).
+//!    long as they take (a stalled reader holds only pgrun, and its guard
+//!    while it holds a note); a write of it that fails (other than EPIPE)
+//!    has the report written again, with the error, under a guard of its
+//!    own if the run's was let go ([`super::report::cover`]). The note at
+//!    the marker path goes when pgrun exits (see [`Withdrawn`]).
+//!
+//! So no file of the run is ever named while no guard is armed: a SIGKILL
+//! of pgrun at any point leaves the guard to remove what is there.
 //!
 //! A run pgrun could not end (supervising failed and SIGKILL did not end
 //! it) keeps its pid file and its guard armed: the guard stops it once
@@ -31,6 +37,7 @@ use super::supervisor::{GroupEnd, StopReason};
 use crate::backoff::Backoff;
 use crate::contain::Target;
 use crate::exit::RunExit;
+use crate::guard::Guard;
 use crate::output::relay::Relay;
 use crate::pidfile;
 use crate::report::{Outcome, Reason};
@@ -56,10 +63,9 @@ pub struct Ending {
 }
 
 /// End the run (see the module doc): what it came to, and what outlives
-/// it until pgrun exits (the note at the marker path; the guard, released,
-/// reaped when dropped;
-/// pgrun's own cgroup leaf, left after that; the note pgrun holds at the
-/// marker path, removed last).
+/// it until pgrun exits (see [`Withdrawn`]: the note pgrun holds at the
+/// marker path, removed first; the guard, reaped when dropped; pgrun's
+/// own cgroup leaf, left after that).
 pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Ending) -> (Outcome, Withdrawn) {
     let Ending { pgid, published, ended, failure } = ending;
     let (mut outcome, gone) = match ended {
@@ -113,7 +119,7 @@ pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Endin
                 published.remove();
             }
             crate::test_hook::pause("withdrawn");
-            run.life().release_guard()
+            run.life().release_guard(held_note.is_some())
         }
         false => {
             // The pid file stays published (its lock goes with pgrun): the
@@ -127,6 +133,7 @@ pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Endin
         let end = relay.flush_rest(&run.signals);
         outcome.take_relay_end(Some(end));
         if reported.is_some() && Some(end) != before_flush {
+            let _cover = (!guard.as_ref().is_some_and(Guard::is_armed)).then(|| super::report::cover(plan));
             super::report::write_again(plan, started, &outcome);
         }
     }

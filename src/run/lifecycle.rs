@@ -62,6 +62,17 @@ impl Lifecycle<'_> {
         }
     }
 
+    /// The pid file is claimed, its record to be is the file `record`
+    /// (device and inode): the guard removes the pid file should it name
+    /// that record when pgrun dies, from the moment it is in place (before
+    /// pgrun has said it is published: see [`Lifecycle::published`]), and
+    /// never another file (a stale file the claim found, or a later run's).
+    pub fn claimed(&self, (dev, ino): (u64, u64)) {
+        if let Some(guard) = self.guard.as_ref() {
+            guard.published(dev, ino);
+        }
+    }
+
     /// A stop sequence starts: create the marker (so that a marker next to
     /// a live pid file means "stopping") and tell the guard it is ours to
     /// remove; hand the guard the group's members (`leader_unreaped`: the
@@ -136,13 +147,18 @@ impl Lifecycle<'_> {
 
     /// The run is over and withdrawn (its leaf and files removed): release
     /// the guard before the output's last flush, which may wait on a slow
-    /// reader as long as it takes (a stalled reader then holds only pgrun).
-    /// Its handle knows whether it died during the run and was reaped, and
-    /// then never signals or waits for its pid again. The guard is
-    /// returned, to be reaped when dropped.
-    pub fn release_guard(self) -> Option<Guard> {
+    /// reader as long as it takes (a stalled reader then holds only pgrun),
+    /// unless pgrun holds a note at the marker path (`note`): then the
+    /// guard stays armed until that note is removed, as pgrun exits (see
+    /// [`Withdrawn`]), so that a SIGKILL of pgrun during the flush still
+    /// leaves the guard to remove it. Its handle knows whether it died
+    /// during the run and was reaped, and then never signals or waits for
+    /// its pid again. The guard is returned, to be reaped when dropped.
+    pub fn release_guard(self, note: bool) -> Option<Guard> {
         let mut guard = self.guard.take();
-        if let Some(guard) = &mut guard {
+        if let Some(guard) = &mut guard
+            && !note
+        {
             guard.release();
         }
         guard
@@ -160,11 +176,13 @@ impl Lifecycle<'_> {
 
 /// What outlives the run's withdrawal until pgrun exits, dropped in this
 /// order (after the report and the output's last flush): the note pgrun
-/// holds at the marker path (removed first: a SIGKILL of pgrun after the
-/// guard's release can leave it only during that flush, and a note never
-/// cancels anything), then the released guard (reaped), then pgrun's own
-/// cgroup leaf, if it had one (left once the guard is reaped: see
-/// [`crate::contain::cgroup::SelfLeaf`]).
+/// holds at the marker path (removed first), then the guard (released if
+/// it was not yet, and reaped: it was kept armed while the note was held,
+/// so a SIGKILL of pgrun never leaves the note), then pgrun's own cgroup
+/// leaf, if it had one (left once the guard is reaped: see
+/// [`crate::contain::cgroup::SelfLeaf`]). A run that ended before its
+/// start keeps the same until its report is written (see
+/// [`super::prepare::Early`]).
 #[derive(Default)]
 pub struct Withdrawn {
     pub ending: Option<pidfile::EndingNote>,

@@ -7,9 +7,9 @@
 //! - the report path is checked before anything else (once it is accepted,
 //!   every exit writes the report: [`report`]);
 //! - [`prepare`]: everything that can fail, before the spawn (signals
-//!   blocked, the pid file claimed, a marker left before the start
-//!   honoured, containment, the relay, the guard), so bad input never
-//!   half-runs a command;
+//!   blocked, containment, the guard, the pid file claimed, a marker left
+//!   before the start honoured, the relay), so bad input never half-runs a
+//!   command;
 //! - [`start`]: the spawn, then the publication of the group id and a look
 //!   at the marker right after it;
 //! - [`supervisor`]: the one event loop, until the run is gone;
@@ -36,7 +36,7 @@ use crate::{say, test_hook};
 use detach::Publication;
 use finish::Ending;
 use lifecycle::Withdrawn;
-use prepare::Prepared;
+use prepare::{Early, Prepared};
 use std::time::Instant;
 use supervisor::{GroupEnd, StopReason, Supervised};
 
@@ -61,15 +61,13 @@ pub fn run(plan: &RunPlan, started: Instant) -> u8 {
             return crate::exit::RunExit::Failed.code();
         }
     };
-    // Its temporary file, for the guard to remove should pgrun be killed.
-    let report_temp = report.as_ref().and_then(ReportTarget::temp_identity);
     if let Some(target) = report {
         report::hold_for_panic(target, plan, started);
     }
-    // The guard, released once the run is withdrawn, is reaped when it is
-    // dropped, after the report and the output's last flush; then the note
-    // at the marker path goes, the run's last trace.
-    let (outcome, _withdrawn) = execute(plan, started, parent, publication, report_temp);
+    // What outlives the run until pgrun exits (the note at the marker
+    // path, the guard), dropped last, after the report and the output's
+    // last flush (see `Withdrawn`).
+    let (outcome, withdrawn) = execute(plan, started, parent, publication);
     let exit = report::exit_of(plan, &outcome);
     if let Some(err) = &outcome.error {
         say::line(format_args!("{err:#}"));
@@ -79,34 +77,38 @@ pub fn run(plan: &RunPlan, started: Instant) -> u8 {
     {
         say::line(format_args!("{hint}"));
     }
-    // Unless written already (a started run writes it in finish).
+    // Unless written already (a started run writes it in finish): under
+    // the run's guard, still armed, or, if there is none (never forked, or
+    // dead), one of its own.
     if let Some(target) = crate::panic_stop::take_report() {
+        let _cover =
+            (!withdrawn.guard.as_ref().is_some_and(crate::guard::Guard::is_armed)).then(|| report::cover(plan));
         report::write_report(target, plan, started, &outcome);
     }
     test_hook::pause("exit");
+    drop(withdrawn);
     exit.code()
 }
 
 /// The checklist, top to bottom: what the run came to, and, once the run
-/// was withdrawn, what outlives that until pgrun exits (its released
-/// guard, reaped when dropped; the note at the marker path). Before the
-/// spawn, the guard goes with the rest of what was prepared.
-fn execute(
-    plan: &RunPlan,
-    started: Instant,
-    parent: Pid,
-    publication: Option<Publication>,
-    report_temp: Option<crate::atomic_file::Identity>,
-) -> (Outcome, Withdrawn) {
-    let mut run = match prepare::prepare(plan, parent, report_temp) {
+/// was withdrawn, what outlives that until pgrun exits (its guard, reaped
+/// when dropped; the note at the marker path). A run that ends before its
+/// start keeps its guard armed until the report is written; the rest of
+/// what was prepared goes at once.
+fn execute(plan: &RunPlan, started: Instant, parent: Pid, publication: Option<Publication>) -> (Outcome, Withdrawn) {
+    let mut run = match prepare::prepare(plan, parent) {
         Ok(prepared) => prepared,
-        Err(early) => return (early.into(), Withdrawn::default()),
+        Err(early) => {
+            let Early { end, kept } = *early;
+            return (end.into(), kept);
+        }
     };
     let pgid = match start::spawn_command(plan, &mut run) {
         Ok(pgid) => pgid,
         Err(early) => {
             let (contain, cgroup_via) = (Some(run.scope.mode()), run.scope.leaf().map(|leaf| leaf.via()));
-            return (Outcome { contain, cgroup_via, ..early.into() }, Withdrawn::default());
+            let kept = run.keep_for_the_report();
+            return (Outcome { contain, cgroup_via, ..early.into() }, kept);
         }
     };
     // The command has started: --output-file takes its place.

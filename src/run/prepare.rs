@@ -1,14 +1,21 @@
 //! Everything a run prepares before its command starts, in the contract's
 //! order: the command line, `--rlimit`, the cgroup limits' mode, the cancel
-//! marker's path, the handled signals blocked, the pid file claimed, a
-//! marker left before the start honoured, the subreaper, what the run is
-//! (`--contain`), `--die-with-parent`, the terminal, the output relay and
-//! the guard. Whatever can fail fails here, so bad input never half-runs a
-//! command; what was prepared is undone by dropping [`Prepared`].
+//! marker's path, the handled signals blocked, the subreaper, what the run
+//! is (`--contain`), `--die-with-parent`, the terminal, the guard, then the
+//! pid file claimed, a marker left before the start honoured, a
+//! termination signal received by then honoured, and the output relay. Whatever can fail fails here, so bad input never half-runs
+//! a command; what was prepared is undone by dropping [`Prepared`].
+//!
+//! The guard comes before the claim, so that every file the run names
+//! from then on (the starting name, `--output-file`'s temporary file) is
+//! one the guard removes should pgrun be killed ([`crate::exit_hooks`]);
+//! it cannot come earlier, since it must be forked after pgrun moved into
+//! its own cgroup leaf, if it needs one (the guard must be in it too). A
+//! run that ends before its start keeps the guard armed until its report
+//! is written ([`Early`]).
 
-use super::lifecycle::{Lifecycle, MarkerTaken};
+use super::lifecycle::{Lifecycle, MarkerTaken, Withdrawn};
 use super::plan::RunPlan;
-use crate::atomic_file::Identity;
 use crate::contain::cgroup::SelfLeaf;
 use crate::contain::{Mode, Scope};
 use crate::exit::RunExit;
@@ -100,31 +107,48 @@ impl Prepared {
     }
 }
 
+/// A run that ends before its start: why, and what is kept until its
+/// report is written (the guard, still armed, so that a SIGKILL of pgrun
+/// while it writes the report leaves nothing behind; pgrun's own leaf,
+/// left once the guard is reaped).
+pub struct Early {
+    pub end: EarlyEnd,
+    pub kept: Withdrawn,
+}
+
+impl Prepared {
+    /// The run ends before its start: keep the guard (armed) and pgrun's
+    /// own leaf until the report is written; the rest goes with `self`.
+    pub fn keep_for_the_report(&mut self) -> Withdrawn {
+        Withdrawn { ending: None, guard: self.guard.take(), self_leaf: self.self_leaf.take() }
+    }
+}
+
 /// Everything before the spawn, in the contract's order. `parent`: the
-/// process to watch with `--die-with-parent`; `report_temp`: the report's
-/// temporary file, for the guard to remove should pgrun be killed.
-pub fn prepare(plan: &RunPlan, parent: Pid, report_temp: Option<Identity>) -> Step<Prepared> {
+/// process to watch with `--die-with-parent`.
+pub fn prepare(plan: &RunPlan, parent: Pid) -> Result<Prepared, Box<Early>> {
+    let mut run = guarded(plan, parent).map_err(|end| Box::new(Early { end, kept: Withdrawn::default() }))?;
+    match claim_and_relay(plan, &mut run) {
+        Ok(()) => Ok(run),
+        Err(end) => Err(Box::new(Early { end, kept: run.keep_for_the_report() })),
+    }
+}
+
+/// Up to the guard: the command line, `--rlimit`, the limits' mode, the
+/// marker's path, the signals, the subreaper, the scope, the parent watch,
+/// the terminal, and the guard.
+fn guarded(plan: &RunPlan, parent: Pid) -> Step<Prepared> {
     let argv = command_line(plan)?;
     let rlimits = crate::rlimit::resolve(&plan.rlimits).map_err(|e| failure(anyhow!("{e}")))?;
     cgroup_limits_need_a_leaf(plan)?;
     let marker = marker_path(plan)?;
     let (handled, inherited, signals) = block_signals()?;
-    let claim = claim_pid_file(plan)?;
-    take_marker_before_start(marker.as_deref())?;
-    test_hook::pause("marker-checked");
     process::become_subreaper().map_err(|e| failure(anyhow!("cannot become a child subreaper: {e}")))?;
     let (mut scope, self_leaf) = Scope::prepare(plan.contain, &plan.cgroup_limits).map_err(failure)?;
     let parent_watch = watch_parent(plan, parent)?;
-    if let Some(signal) = termination_pending() {
-        let _ = signals.drain();
-        return Err(EarlyEnd::CancelledBeforeStart(signal));
-    }
     // Given back when dropped, on every way out, a failed spawn included.
     let terminal = Terminal::new(plan.setsid);
-    let (relay, child_ends) = start_relay(plan, marker.as_deref())?.unzip();
-    let temps = report_temp.into_iter().chain(relay.as_ref().and_then(Relay::file_temp)).collect();
-    let guard = start_guard(plan, &scope, self_leaf.as_ref(), marker.as_deref(), temps).map_err(failure)?;
-    test_hook::pause("guard-started");
+    let guard = start_guard(plan, &scope, self_leaf.as_ref(), marker.as_deref()).map_err(failure)?;
     if let Some(guard) = &guard {
         scope.set_guard(guard.child());
     }
@@ -136,15 +160,34 @@ pub fn prepare(plan: &RunPlan, parent: Pid, report_temp: Option<Identity>) -> St
         handled,
         inherited,
         signals,
-        claim,
+        claim: None,
         scope,
         parent_watch,
         terminal,
-        relay,
-        child_ends,
+        relay: None,
+        child_ends: None,
         guard,
         self_leaf,
     })
+}
+
+/// With the guard armed: the pid file claimed (the guard told which
+/// record is the run's), a marker left before the start honoured, a
+/// termination signal received by now honoured, and the output relay.
+fn claim_and_relay(plan: &RunPlan, run: &mut Prepared) -> Step<()> {
+    run.claim = claim_pid_file(plan)?;
+    if let Some(record) = run.claim.as_ref().and_then(pidfile::Claim::record_id) {
+        run.life().claimed(record);
+    }
+    take_marker_before_start(run.marker.as_deref())?;
+    test_hook::pause("marker-checked");
+    if let Some(signal) = termination_pending() {
+        let _ = run.signals.drain();
+        return Err(EarlyEnd::CancelledBeforeStart(signal));
+    }
+    (run.relay, run.child_ends) = start_relay(plan, run.marker.as_deref())?.unzip();
+    test_hook::pause("guard-started");
+    Ok(())
 }
 
 /// The output relay, if the streams go through pgrun: `--max-output`
@@ -273,7 +316,6 @@ fn start_guard(
     scope: &Scope,
     self_leaf: Option<&SelfLeaf>,
     marker: Option<&Path>,
-    temps: Vec<Identity>,
 ) -> anyhow::Result<Option<Guard>> {
     if !plan.guard {
         return Ok(None);
@@ -284,7 +326,6 @@ fn start_guard(
         marker: marker.map(Path::to_path_buf),
         leaf: scope.leaf().map(|leaf| leaf.handed()),
         self_leaf: self_leaf.map(SelfLeaf::handed),
-        temps,
     };
     let guard = Guard::start(guard_plan).map_err(|e| anyhow!("cannot start the guard: {e}"))?;
     verbose!("guard {} started", guard.pid().unwrap_or(0));

@@ -5,6 +5,7 @@
 
 use super::plan::RunPlan;
 use crate::exit::RunExit;
+use crate::guard::{self, Guard};
 use crate::output::RelayEnd;
 use crate::report::{Contents, Outcome, ReportTarget};
 use crate::say;
@@ -41,6 +42,22 @@ pub fn write_again(plan: &RunPlan, started: Instant, outcome: &Outcome) {
         Ok(target) => write_report(target, plan, started, outcome),
         Err(err) => say::line(format_args!("{err:#}")),
     }
+}
+
+/// A guard for pgrun's files alone (see [`guard::Plan::files_only`]), to
+/// hold while a report is written with no guard of the run armed (a
+/// failure before that guard was forked; the report written again after
+/// the output's last flush, the guard let go): a SIGKILL of pgrun
+/// meanwhile leaves it to remove the report's temporary file. `None` with
+/// `--no-guard`, or if it cannot be forked (said under `--verbose`: the
+/// report is written all the same). Released and reaped when dropped.
+pub fn cover(plan: &RunPlan) -> Option<Guard> {
+    if !plan.guard {
+        return None;
+    }
+    Guard::start(guard::Plan::files_only(plan.sequence.clone()))
+        .inspect_err(|e| crate::verbose!("cannot start a guard for the report: {e}"))
+        .ok()
 }
 
 /// Hold the report where the panic hook can write it too, until the run

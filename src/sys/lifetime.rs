@@ -91,23 +91,40 @@ pub fn set_name(name: &std::ffi::CStr) {
     let _ = name;
 }
 
-/// A page of memory shared between pgrun and the guard it forks
-/// (`mmap(MAP_SHARED | MAP_ANONYMOUS)`): pgrun stores what the guard will
-/// need there without a syscall and without waking it.
+/// Memory shared between pgrun and the processes it forks afterwards, the
+/// guard above all (`mmap(MAP_SHARED | MAP_ANONYMOUS)`): pgrun stores what
+/// the guard will need there without a syscall and without waking it. One
+/// page by default; [`SharedPage::with_slots`] makes a larger one.
 pub struct SharedPage {
     ptr: *mut std::sync::atomic::AtomicU64,
+    slots: usize,
 }
 
-/// Slots of 8 bytes in a [`SharedPage`].
+// SAFETY: only `AtomicU64`s are ever reached through the pointer (see
+// `slot`), and the mapping lives as long as the value: sharing or moving
+// it between threads is as safe as sharing those atomics.
+unsafe impl Send for SharedPage {}
+// SAFETY: as above.
+unsafe impl Sync for SharedPage {}
+
+/// Slots of 8 bytes in a [`SharedPage`] made by [`SharedPage::new`].
 pub const SHARED_SLOTS: usize = 16;
 
 impl SharedPage {
     pub fn new() -> io::Result<SharedPage> {
+        SharedPage::with_slots(SHARED_SLOTS)
+    }
+
+    /// A mapping of `slots` slots (at least one page): the kernel gives
+    /// memory only to the pages written, so a large one that is mostly
+    /// unused costs address space, not memory.
+    pub fn with_slots(slots: usize) -> io::Result<SharedPage> {
+        let slots = slots.max(SHARED_SLOTS);
         // SAFETY: a fresh anonymous mapping, no address hint, no fd.
         let ptr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                4096,
+                Self::bytes(slots),
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED | libc::MAP_ANONYMOUS,
                 -1,
@@ -117,23 +134,35 @@ impl SharedPage {
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(SharedPage { ptr: ptr.cast() })
+        Ok(SharedPage { ptr: ptr.cast(), slots })
     }
 
-    /// Slot `i` (`< SHARED_SLOTS`), zero at first.
+    /// The mapping's length for `slots` slots: whole pages of 4096 bytes.
+    fn bytes(slots: usize) -> usize {
+        (slots * 8).next_multiple_of(4096)
+    }
+
+    /// How many slots there are.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Slot `i` (`< self.slots()`), zero at first.
     pub fn slot(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
-        assert!(i < SHARED_SLOTS);
-        // SAFETY: the mapping is 4096 bytes, page-aligned and zeroed, so
-        // each of its first SHARED_SLOTS u64s is a valid AtomicU64 for as
-        // long as the mapping lives, which is as long as `self`.
+        assert!(i < self.slots);
+        // SAFETY: the mapping is at least `slots * 8` bytes, page-aligned
+        // and zeroed, so each of its first `slots` u64s is a valid
+        // AtomicU64 for as long as the mapping lives, which is as long as
+        // `self`.
         unsafe { &*self.ptr.add(i) }
     }
 }
 
 impl Drop for SharedPage {
     fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, unmapped once.
-        unsafe { libc::munmap(self.ptr.cast(), 4096) };
+        // SAFETY: the mapping made in `with_slots`, of this length,
+        // unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), Self::bytes(self.slots)) };
     }
 }
 

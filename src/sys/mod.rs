@@ -19,8 +19,9 @@
 //! [`watch`] (changes to files as events: `inotify` on Linux, none on the
 //! portable path), [`session`] (what `--detach` needs: a new session, the
 //! standard fds pointed elsewhere), [`rlimit`] (resource limits for
-//! `--rlimit`), `ids` (the caller's pid, group and uid) and `random` (bits
-//! for names nobody else picks).
+//! `--rlimit`), `ids` (the caller's pid, group and uid), `random` (bits
+//! for names nobody else picks) and [`tmpfile`] (a file with no name until
+//! it is placed: `O_TMPFILE` on Linux).
 //!
 //! The calls go through nix's safe wrappers wherever the nix features this
 //! crate enables (`fs`, `inotify`, `process`, `signal`, `user`) express
@@ -113,7 +114,7 @@ pub use fd::reserve_standard_fds;
 pub use ids::{Pid, geteuid, getpgid, getpgrp, getpid, getppid};
 pub use lifetime::exit_now;
 pub use platform::socket::connect_abstract as connect_abstract_socket;
-pub use platform::{CAN_CONTAIN, guard_channel, pidfd, wakeup, watch};
+pub use platform::{CAN_CONTAIN, guard_channel, pidfd, tmpfile, wakeup, watch};
 pub use poll::{POLL_MAX, PollFd, poll, wait_readable, writable_now};
 pub use random::random_bits;
 pub use signals::{Signal, max_signal, realtime_range};

@@ -13,6 +13,7 @@ pub mod process;
 pub mod random;
 pub mod shared_spawn;
 pub mod socket;
+pub mod tmpfile;
 pub mod wakeup;
 pub mod watch;
 
