@@ -21,8 +21,10 @@
 //!   SIGKILLed); [`output`] (`--max-output`, `--output-file` and
 //!   `--idle-timeout`'s relay); [`pidfile`] (the pid file and the cancel
 //!   marker, one file per role); [`contain`] (what "the run" is,
-//!   `--contain`: one [`contain::Target`] per kind of run, and the one rule
-//!   for using a group's number); [`terminal`] (job control);
+//!   `--contain`: one [`contain::Target`] per kind of run, the one rule
+//!   for using a group's number, and where a cgroup comes from: a leaf
+//!   under pgrun's own, or a scope from the user's systemd,
+//!   [`contain::user_scope`]); [`terminal`] (job control);
 //!   [`report`] (`--report`); [`resources`], [`rlimit`],
 //!   [`cgroup_limits`], [`parent_death`], [`panic_stop`],
 //!   [`timeout_hint`], [`signal_policy`] (which signal does what) and
@@ -31,8 +33,9 @@
 //!   (man pages, completions, README's exit statuses and docs/design.md's
 //!   signal table, from the definitions).
 //! - What everything stands on: [`sys`] (every contact with the kernel,
-//!   Linux strengths and portable paths behind one facade), and small
-//!   seams: [`atomic_file`] (write, then rename), [`exit_hooks`] (what an
+//!   Linux strengths and portable paths behind one facade), [`dbus`] (a
+//!   minimal D-Bus client: the user's systemd is asked for a scope over
+//!   it), and small seams: [`atomic_file`] (write, then rename), [`exit_hooks`] (what an
 //!   abrupt end must undo, recorded from below and read by
 //!   [`panic_stop`]), [`backoff`] (waits no event announces), [`say`]
 //!   (pgrun's only voice on stderr, and `verbose!`), [`duration`] and
