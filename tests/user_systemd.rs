@@ -188,3 +188,24 @@ fn the_guard_stops_an_escapee_after_pgrun_is_killed() {
     assert!(!Path::new(&pidfile).exists(), "the guard left the pid file");
     assert_no_unit_left();
 }
+
+/// `pgrun cancel` of a run in a user scope: the run ends as cancelled and
+/// the scope goes.
+#[test]
+#[ignore = "needs a systemd user manager: run by tests/vm-user-systemd.sh in a VM"]
+fn a_cancelled_run_leaves_no_scope() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let payload = format!("echo $$ > {dir}/me; exec sleep 300");
+    let index =
+        guard.spawn(&mut pgrun(["--contain", "cgroup", "-p", pidfile.to_str().unwrap(), "--", "sh", "-c", &payload]));
+    let me = wait_pid(&scratch.path("me"), &mut guard);
+    wait_line(&pidfile);
+    let out = run(&mut pgrun(["cancel", pidfile.to_str().unwrap()]));
+    assert_status(&out, 0, "cancel");
+    assert_eq!(guard.wait(index), 143);
+    assert!(is_dead(me), "the command {me} outlived the cancel");
+    assert_no_unit_left();
+}
