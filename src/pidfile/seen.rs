@@ -27,7 +27,7 @@ pub struct SeenPgrun {
 /// What the pgrun was seen holding.
 enum Held {
     /// A pid file's lock: its run was live.
-    Record(Record),
+    Record(Box<Record>),
     /// Its note at the marker path: its run was withdrawn.
     Note(EndingRun),
 }
@@ -43,7 +43,7 @@ impl SeenPgrun {
         let handle = Pidfd::open(holder);
         match record.liveness() {
             Ok(Liveness::Live(now)) if now == holder => {
-                Some(SeenPgrun { pgrun: holder, handle, held: Held::Record(record) })
+                Some(SeenPgrun { pgrun: holder, handle, held: Held::Record(Box::new(record)) })
             }
             _ => None,
         }
