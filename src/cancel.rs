@@ -187,7 +187,7 @@ impl Canceller<'_> {
                             }
                         }
                         Liveness::Stale => {
-                            if stale.is_none() && pidfile::remove_if_stale(path, &record) {
+                            if stale.is_none() && pidfile::remove_if_stale(path, &record).unwrap_or(false) {
                                 stale = Some(self.removed_stale(record.pgid));
                             }
                         }

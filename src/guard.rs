@@ -634,6 +634,11 @@ fn remove_temporaries_left() {
     }
 }
 
+/// How often, and how far apart, the guard looks again at a path whose
+/// look failed for a passing reason (see [`remove_pidfile_if_ours`]).
+const LOOK_RETRIES: u32 = 4;
+const LOOK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
+
 /// Remove the pid file if it is still the one pgrun published (same
 /// device and inode) and it is stale: a reader's removal, under the claim
 /// byte, refused while a live run holds the file's lock. The inode number
@@ -641,11 +646,34 @@ fn remove_temporaries_left() {
 /// may have replaced it meanwhile, and a new file often gets the old
 /// number (ext4). That run holds its file's lock from before the file
 /// appears at the path, so the lock tells it apart, whatever its inode.
+///
+/// A look that fails (the path's stat, the lock's test: ENOMEM, EINTR, an
+/// I/O error) proves nothing: the whole check is made again, a few times
+/// ([`LOOK_RETRIES`]), then reported with one warning line naming the
+/// path, the file left in place.
 fn remove_pidfile_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>) {
+    use crate::pidfile::RecordError;
     let (Some(path), Some((dev, ino))) = (path, id) else { return };
-    let Ok(record) = crate::pidfile::read_record(&path, true) else { return };
-    if record.meta.dev() == dev && record.meta.ino() == ino {
-        crate::pidfile::remove_if_stale(&path, &record);
+    let look = || -> std::io::Result<()> {
+        let record = match crate::pidfile::read_record(&path, true) {
+            Ok(record) => record,
+            Err(RecordError::Unreadable(e)) => return Err(e),
+            Err(_) => return Ok(()),
+        };
+        if record.meta.dev() == dev && record.meta.ino() == ino {
+            crate::pidfile::remove_if_stale(&path, &record)?;
+        }
+        Ok(())
+    };
+    let mut tries = 0;
+    while let Err(e) = look() {
+        if tries == LOOK_RETRIES {
+            let what = crate::say::errno_text(&e);
+            say::line(format_args!("guard: warning: cannot check pid file {}: {what}; left in place", path.display()));
+            return;
+        }
+        tries += 1;
+        std::thread::sleep(LOOK_RETRY_PAUSE);
     }
 }
 

@@ -7,7 +7,6 @@
 //! group number in it names the run only as long as that group holds one
 //! of the lock holder's descendants (see [`group_holds_run_of`]).
 
-use super::names;
 use crate::sys::lock::{self, Kind, Range};
 use crate::sys::{Pid, process};
 use std::fs::{self, File, OpenOptions};
@@ -172,25 +171,35 @@ pub fn parse_group_id(text: &str) -> Option<Pid> {
 
 /// Remove a stale record, holding its claim byte so that no starting run is
 /// replacing it meanwhile, and only if `path` still names it and it is
-/// still not live. Returns whether it was removed. (The record must have
-/// been opened writable.)
-pub fn remove_if_stale(path: &Path, record: &Record) -> bool {
-    if !matches!(lock::try_write_lock(&record.file, Range::Claim), Ok(true)) {
-        return false;
+/// still not live. Returns whether it was removed; an error when a look at
+/// the path, its claim byte or its lock's holder failed, which proves
+/// nothing either way (a removal refused is reported here, one line). A
+/// record opened read-only (a file not ours, a read-only mount) is never
+/// removed.
+pub fn remove_if_stale(path: &Path, record: &Record) -> io::Result<bool> {
+    match lock::try_write_lock(&record.file, Range::Claim) {
+        Ok(true) => {}
+        Ok(false) => return Ok(false),
+        Err(e) if e.raw_os_error() == Some(libc::EBADF) => return Ok(false),
+        Err(e) => return Err(e),
     }
-    let removed = names(path, &record.meta)
-        && matches!(live_holder(&record.file, &record.meta), Ok(None))
-        && match fs::remove_file(path) {
-            Ok(()) => true,
+    let removed = (|| {
+        if !still_names(path, record)? || live_holder(&record.file, &record.meta)?.is_some() {
+            return Ok(false);
+        }
+        match fs::remove_file(path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(e) => {
                 crate::say::line(format_args!(
                     "warning: cannot remove stale pid file {}: {}",
                     path.display(),
                     crate::say::errno_text(&e)
                 ));
-                false
+                Ok(false)
             }
-        };
+        }
+    })();
     let _ = lock::unlock(&record.file, Range::Claim);
     removed
 }
