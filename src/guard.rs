@@ -525,7 +525,7 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
             unsupervised::wait_reaped(target, &plan.sequence)
         } else {
             say::line(format_args!("guard: pgrun {pgrun} died; stopping {what}"));
-            unsupervised::stop(target, &plan.sequence, None)
+            unsupervised::stop(target, &plan.sequence, None) || unsupervised::wait_dying(target, &plan.sequence)
         };
         if !ended && target.only_zombies() {
             let waited = crate::duration::describe(unsupervised::zombie_wait(&plan.sequence));
@@ -533,6 +533,9 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
                 "guard: {what} still holds zombies {waited} after it was stopped (their parent has not reaped \
                  them); giving up"
             ));
+        } else if !ended && target.dying() {
+            let waited = crate::duration::describe(unsupervised::DYING_WAIT);
+            say::line(format_args!("guard: {what} is still dying {waited} after SIGKILL; giving up"));
         } else if !ended {
             say::line(format_args!("guard: {what} is still there 1s after SIGKILL; giving up"));
         }

@@ -31,6 +31,8 @@
 //! tree` has read pgrun's own children list and not yet walked below it),
 //! `zombies-left` (a guard whose pgrun died found nothing left of the run
 //! but zombies of another parent, and is about to wait for their reaping),
+//! `dying` (such a guard's final KILL's grace has passed with what is left
+//! of the run dying of it, and it is about to wait for that to be gone),
 //! `run-gone` (the supervisor is done: the run is gone, nothing is
 //! withdrawn or released yet), `withdrawn` (the run's files are removed and
 //! its report written, the pid file last; the guard not yet released),

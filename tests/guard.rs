@@ -927,3 +927,62 @@ fn the_guard_stops_members_past_the_bound_by_the_groups_number() {
     wait_dead(keeper);
     assert!(!pidfile.exists(), "the guard left the pid file: {}", said());
 }
+
+// Issue 30 (the load test): on a loaded machine a process sent KILL may
+// not run for seconds, and the guard took what it found 1 s after its
+// final KILL for a survivor: it said "giving up" and removed the pid file
+// while a process of the run still existed. Here the command ignores TERM
+// and, once its KILL comes, is held in its exit by the test (traced, its
+// KILL pending). The guard must find it dying, wait (paused at `dying`),
+// keep the pid file while it exists, and remove it once it is gone,
+// without a give-up.
+#[test]
+#[cfg_attr(
+    feature = "posix-fallback",
+    ignore = "the portable path reads no /proc: it cannot tell a process dying of its KILL from one alive"
+)]
+fn the_guard_waits_for_a_process_dying_after_its_kill() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let pidfile = scratch.path("job.pid");
+    let log = scratch.path("stderr.log");
+    let pause = Pause::new(&scratch, "dying");
+    // Under a subreaper that reaps at once (`reap` exists from the start):
+    // the command, once let go, is reaped as it dies, so no zombie of it
+    // waits for a slow init.
+    fs::write(scratch.path("reap"), "").unwrap();
+    let payload = format!("trap '' TERM; echo $$ > {dir}/cmd.pid; exec sleep 300");
+    let mut cmd = Command::new(python3());
+    cmd.args(["-c", HOLDING_SUBREAPER, &dir, pgrun_path(), "-p", pidfile.to_str().unwrap(), "-k", "0.2", "--"]);
+    cmd.args(["sh", "-c", &payload]);
+    pause.arm(&mut cmd).stdin(Stdio::null()).stderr(fs::File::create(&log).unwrap());
+    guard.spawn_reaped(&mut cmd);
+    let pgrun_pid = wait_pid(&scratch.path("pgrun.pid"), &mut guard);
+    let command = wait_pid(&scratch.path("cmd.pid"), &mut guard);
+    guard.record_group(command);
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    wait_line(&pidfile);
+    let mut held = hold_at_exit(command);
+    send(pgrun_pid, libc::SIGKILL);
+    let reached = scratch.path("gate-dying.reached");
+    eventually("the guard to find the command dying, or to end", || reached.exists() || is_dead(keeper));
+    let said = || fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        pidfile.exists() && !is_dead(keeper),
+        "the guard ended (dead: {}, pid file left: {}) while the command, held in its exit with its KILL \
+         pending, still existed (state {:?}); it said: {}",
+        is_dead(keeper),
+        pidfile.exists(),
+        state(command),
+        said()
+    );
+    assert!(state(command).is_some(), "the command is still there, held in its exit");
+    held.release();
+    pause.release();
+    wait_dead(command);
+    eventually("the guard to remove the pid file", || !pidfile.exists());
+    wait_dead(keeper);
+    assert!(!said().contains("giving up"), "the command died; the guard gave up instead: {}", said());
+}

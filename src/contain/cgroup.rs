@@ -537,6 +537,15 @@ impl Target for Leaf {
     fn gone(&mut self) -> bool {
         !self.populated() && self.group.as_mut().is_none_or(|g| g.gone())
     }
+    /// Every process listed in the leaf, and what is left of its group,
+    /// is dying (see [`Target::dying`]); a leaf whose members cannot be
+    /// listed says no.
+    fn dying(&mut self) -> bool {
+        let Ok(Some(here)) = self.here() else { return false };
+        let Ok(members) = cgroup::members(&here) else { return false };
+        let group_dying = self.group.as_mut().is_none_or(|g| g.gone() || g.dying());
+        members.iter().all(|&pid| sys::proc::after_kill(pid) == Some(true)) && group_dying
+    }
     /// The leaf is empty (zombies are not counted in it) and its group
     /// holds only zombies.
     fn only_zombies(&mut self) -> bool {

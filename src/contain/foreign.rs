@@ -203,6 +203,19 @@ impl Target for ForeignGroup {
             && only_zombies_in(self.pgid)
     }
 
+    /// Every process of the run still there is dying: the members held
+    /// that have not exited, and, while the group's number is the run's
+    /// (or, for cancel's group, before any member was held), whatever
+    /// `/proc` finds in the group.
+    fn dying(&mut self) -> bool {
+        self.find_members();
+        let mut left: Vec<Pid> = self.members.iter().filter(|(_, fd)| !fd.exited()).map(|(pid, _)| *pid).collect();
+        if (self.held && self.number.in_use()) || self.members.is_empty() {
+            left.extend(crate::sys::proc::scan().into_iter().filter(|(_, s)| s.pgrp == self.pgid).map(|(pid, _)| pid));
+        }
+        !left.is_empty() && left.iter().all(|&pid| crate::sys::proc::after_kill(pid) == Some(true))
+    }
+
     fn describe(&self) -> String {
         format!("process group {}", self.pgid)
     }

@@ -49,6 +49,15 @@ pub trait Target {
         false
     }
 
+    /// Whether everything left of the run has been dealt its death and is
+    /// on its way out ([`crate::sys::proc::after_kill`]: a KILL pending,
+    /// its exit begun, or dead): asked after the final KILL, when nothing
+    /// more can be sent, to tell a run still dying (waited for) from one
+    /// that survived. A target that cannot tell says no.
+    fn dying(&mut self) -> bool {
+        false
+    }
+
     /// A fresh fd that signals a change with POLLPRI, if the target has
     /// one (a blocking driver waits on it instead of polling).
     fn events(&self) -> Option<OwnedFd> {

@@ -110,6 +110,41 @@ pub fn wait_reaped(target: &mut dyn Target, sequence: &StopSequence) -> bool {
     }
 }
 
+/// How long what is left of a run once the final KILL found it dying
+/// ([`Target::dying`]) is waited for before the driver gives up on it. A
+/// process sent KILL on a loaded machine may not run for seconds, and
+/// one in its exit may be held there (by a tracer, or while the kernel
+/// releases its memory): it is not a process that survived KILL.
+pub const DYING_WAIT: Duration = Duration::from_secs(30);
+
+/// The final KILL's grace passed with the run still there (a [`stop`]
+/// that returned false): if everything left of it is dying
+/// ([`Target::dying`]), wait for it to be gone, at most [`DYING_WAIT`]
+/// while it stays dying (and for the reaping of what turns into zombies
+/// the driver cannot reap, as [`wait_reaped`] does). True if the target
+/// is gone by then; false is a give-up (the caller says so).
+pub fn wait_dying(target: &mut dyn Target, sequence: &StopSequence) -> bool {
+    // Only zombies: [`stop`] has waited for their reaping already.
+    if target.only_zombies() || !target.dying() {
+        return false;
+    }
+    verbose!("what is left of {} has its KILL and is dying: waiting for it to be gone", target.describe());
+    crate::test_hook::pause("dying");
+    let until = Instant::now().checked_add(DYING_WAIT);
+    let mut backoff = Backoff::default();
+    loop {
+        if target.gone() {
+            return true;
+        }
+        if target.only_zombies() {
+            return wait_reaped(target, sequence);
+        }
+        if !target.dying() || !backoff.pause_until(until) {
+            return target.gone();
+        }
+    }
+}
+
 /// Wait until `target` is gone, holds only zombies the caller cannot reap,
 /// or `until` passes (`None`: no deadline): on the target's event fd where
 /// it has one, else with a [`Backoff`].

@@ -254,6 +254,23 @@ mod tests {
     }
 
     #[test]
+    fn after_kill_reads_the_pending_kill_the_exit_and_the_dead() {
+        let stat = |state: &str, flags: u64| format!("42 (a b) {state} 7 42 42 0 -1 {flags} 1 0 0 0").into_bytes();
+        let status = |own: &str, shared: &str| format!("Name:\ta b\nSigPnd:\t{own}\nShdPnd:\t{shared}\n");
+        let none = "0000000000000000";
+        let kill = "0000000000000100";
+        assert_eq!(parse_after_kill(&stat("S", 0x400040), &status(none, none)), Some(false));
+        assert_eq!(parse_after_kill(&stat("R", 0x400040), &status(kill, none)), Some(true));
+        assert_eq!(parse_after_kill(&stat("t", 0x400448), &status(none, kill)), Some(true));
+        assert_eq!(parse_after_kill(&stat("S", 0x400044), &status(none, none)), Some(true));
+        assert_eq!(parse_after_kill(&stat("Z", 0), &status(none, none)), Some(true));
+        assert_eq!(parse_after_kill(&stat("X", 0), &status(none, none)), Some(true));
+        // TERM pending is not KILL.
+        assert_eq!(parse_after_kill(&stat("S", 0), &status("0000000000004000", none)), Some(false));
+        assert_eq!(parse_after_kill(&stat("S", 0), "Name:\tx\n"), None);
+    }
+
+    #[test]
     fn descendants_walks_down_to_grandchildren() {
         use std::io::BufRead;
         if !children_files_exist() {
@@ -390,4 +407,42 @@ pub fn in_own_pid_namespace(pid: Pid) -> bool {
         // namespace this /proc belongs to, so in the same one.
         _ => nspid_depth("self") == Some(1) && nspid_depth(&pid.to_string()) == Some(1),
     }
+}
+
+/// `PF_EXITING` in `/proc/PID/stat`'s flags: the process has begun its exit.
+const PF_EXITING: u64 = 0x4;
+
+/// Whether process `pid` has been dealt its death and is on its way out: a
+/// SIGKILL pending (`SigPnd` or `ShdPnd` of `/proc/PID/status`), its exit
+/// begun (the exiting flag of `/proc/PID/stat`), or it is dead already
+/// (state `X` or `Z`). On a loaded machine a process that was sent KILL
+/// may not run for a while, and one in its exit may be held there (by a
+/// tracer, or a slow release of its memory): it is not alive, and nothing
+/// more can be done to it. `None` where it cannot be told: the portable
+/// path, the process gone or hidden.
+pub fn after_kill(pid: Pid) -> Option<bool> {
+    if !ASKS_PROC {
+        return None;
+    }
+    let stat = read_whole(&format!("/proc/{pid}/stat")).ok()?;
+    let status = read_whole_text(&format!("/proc/{pid}/status")).ok()?;
+    parse_after_kill(&stat, &status)
+}
+
+/// [`after_kill`]'s reading of a `/proc/PID/stat` line and the
+/// `/proc/PID/status` text of the same process.
+fn parse_after_kill(stat: &[u8], status: &str) -> Option<bool> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    let mut fields = rest.split_ascii_whitespace();
+    let state = *fields.next()?.as_bytes().first()?;
+    // ppid, pgrp, session, tty_nr, tpgid, then flags.
+    let flags: u64 = fields.nth(5)?.parse().ok()?;
+    let kill_bit = 1u64 << (libc::SIGKILL - 1);
+    let pending = |key: &str| {
+        let line = status.lines().find_map(|l| l.strip_prefix(key))?;
+        u64::from_str_radix(line.trim(), 16).ok()
+    };
+    let (own, shared) = (pending("SigPnd:")?, pending("ShdPnd:")?);
+    Some(matches!(state, b'X' | b'Z') || flags & PF_EXITING != 0 || (own | shared) & kill_bit != 0)
 }
