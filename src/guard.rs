@@ -119,6 +119,9 @@ const RELEASED: usize = 7;
 /// 1 once pgrun has seen the run's group empty: gone for good, and its
 /// number no longer the run's.
 const GROUP_GONE: usize = 8;
+/// The note pgrun holds at the marker path at its end (see
+/// [`Guard::ending_note`]): an identity, three slots.
+const ENDING_NOTE: usize = 9;
 
 /// How many members pgrun hands its guard in one run, at most (one
 /// message's worth): see [`Guard::hold_members`].
@@ -404,6 +407,14 @@ impl Guard {
         }
     }
 
+    /// The note pgrun is about to put at the marker path at its end, to
+    /// hold until it exits (see [`crate::pidfile::hold_ending_note`]): told
+    /// before its rename into place, so that a SIGKILL right after it
+    /// leaves the guard to remove it (if it is still that note).
+    pub fn ending_note(&self, dev: u64, ino: u64) {
+        self.store_identity(ENDING_NOTE, dev, ino, 1);
+    }
+
     /// Store (device, inode) at `first` and `first + 1`, then mark them set
     /// with `valid` (not 0).
     fn store_identity(&self, first: usize, dev: u64, ino: u64, valid: u64) {
@@ -546,7 +557,8 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     remove_temporaries_left();
     remove_pidfile_if_ours(plan.pidfile, identity(PIDFILE));
     let note = shared.slot(MARKER + 2).load(Ordering::Acquire) == MARKER_NOTE;
-    remove_marker_if_ours(plan.marker, identity(MARKER), note.then_some(pgrun));
+    remove_marker_if_ours(plan.marker.clone(), identity(MARKER), note.then_some(pgrun));
+    remove_marker_if_ours(plan.marker, identity(ENDING_NOTE), Some(pgrun));
     if let Some(own) = &plan.self_leaf {
         own.leave();
     }

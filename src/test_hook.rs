@@ -21,7 +21,9 @@
 //! yet), `placed` (the pid file is in place, pgrun has not yet said it is
 //! published), `ending-note` (the note pgrun will hold at the marker path at
 //! its end is written and locked under its temporary name, not yet
-//! renamed into place), `temp-named:NAME` (a temporary file for the file
+//! renamed into place), `ending-note-placed` (that note is renamed into
+//! place, its guard told its identity before, nothing else done yet),
+//! `temp-named:NAME` (a temporary file for the file
 //! named NAME, e.g. `temp-named:r.json`, has just taken its temporary name:
 //! created under it, or, if it had none, linked there to be renamed over
 //! what is at NAME; the first such moment for NAME pauses), `draining-census` (with `--wait-group`, the command has exited and

@@ -248,6 +248,29 @@ fn a_pgrun_killed_while_it_writes_its_ending_note_leaves_no_file() {
     assert_eq!(names_in(&dir), Vec::<String>::new(), "files left");
 }
 
+/// Killed at its end right after it put its ending note in the marker's
+/// place, before anything else: the guard knew that note's identity before
+/// it was placed (issue 30, the load test: a note was left), so it removes
+/// it. Without that the guard knew only the marker the run took, which the
+/// note replaced, and left the note.
+#[test]
+fn a_pgrun_killed_right_after_it_placed_its_ending_note_leaves_no_file() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = run_folder(&scratch);
+    let (pidfile, report) = (dir.join("job.pid"), dir.join("r.json"));
+    let placed = Pause::new(&scratch, "ending-note-placed");
+    let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--report", report.to_str().unwrap(), "-t", "0.1", "--"]);
+    cmd.args(["sh", "-c", &sleeper(&scratch)]);
+    let index = guard.spawn(placed.arm(&mut cmd));
+    placed.wait_reached();
+    let names = names_in(&dir);
+    assert!(names.contains(&"job.pid.cancel".to_string()), "the note is in place at this step: {names:?}");
+    assert!(!names.iter().any(|n| n.starts_with(".job.pid.cancel.pgrun-")), "{names:?}");
+    kill_paused(&mut guard, index);
+    assert_eq!(names_in(&dir), Vec::<String>::new(), "files left");
+}
+
 /// Killed as it exits (after the output's last flush), the note at the
 /// marker path still held: the guard is let go only once that note is
 /// removed, so it removes it. The report stays.

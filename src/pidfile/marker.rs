@@ -303,14 +303,23 @@ pub struct EndingNote {
 /// else is left to [`remove_marker_at_exit`]'s rule (a note an earlier run
 /// left is removed, a request for the next run kept), and nothing is held:
 /// a run that was not stopping leaves no trace. A marker that cannot be
-/// replaced is removed as that function does.
-pub fn hold_ending_note(path: &Path, pgid: Pid, owner: u32, taken: Option<Taken>) -> Option<EndingNote> {
+/// replaced is removed as that function does. `before_placed` is told the
+/// note's device and inode before it is renamed into place (pgrun tells
+/// its guard: a SIGKILL right after the rename leaves the guard to remove
+/// it).
+pub fn hold_ending_note(
+    path: &Path,
+    pgid: Pid,
+    owner: u32,
+    taken: Option<Taken>,
+    before_placed: impl FnOnce(u64, u64),
+) -> Option<EndingNote> {
     let me = crate::sys::getpid();
     if !taken.is_some_and(|t| still_taken(path, t, me, owner)) {
         remove_marker_at_exit(path, owner, taken);
         return None;
     }
-    match place_ending_note(path, pgid) {
+    match place_ending_note(path, pgid, before_placed) {
         Ok(note) => Some(note),
         Err(e) => {
             crate::verbose!("cannot put the ending note at {}: {}", path.display(), errno_text(&e));
@@ -320,7 +329,7 @@ pub fn hold_ending_note(path: &Path, pgid: Pid, owner: u32, taken: Option<Taken>
     }
 }
 
-fn place_ending_note(path: &Path, pgid: Pid) -> io::Result<EndingNote> {
+fn place_ending_note(path: &Path, pgid: Pid, before_placed: impl FnOnce(u64, u64)) -> io::Result<EndingNote> {
     let note = stopping_note(pgid);
     let temp = TempFile::create(path, note.len())?;
     temp.set_content(note.as_bytes())?;
@@ -331,7 +340,9 @@ fn place_ending_note(path: &Path, pgid: Pid) -> io::Result<EndingNote> {
     // Known before it is placed (a rename keeps the inode): once in place,
     // nothing is left to fail.
     let meta = temp.file().metadata()?;
+    before_placed(meta.dev(), meta.ino());
     let file = temp.rename_into_place()?;
+    crate::test_hook::pause("ending-note-placed");
     Ok(EndingNote { path: path.to_path_buf(), locked: Some(file), dev: meta.dev(), ino: meta.ino() })
 }
 

@@ -138,7 +138,12 @@ impl Lifecycle<'_> {
     pub fn end_marker(&self) -> Option<pidfile::EndingNote> {
         let marker = self.marker?;
         let owner = crate::sys::geteuid();
-        let note = pidfile::hold_ending_note(marker, self.scope.pgid(), owner, *self.marker_taken)?;
+        let tell_guard = |dev, ino| {
+            if let Some(guard) = self.guard.as_ref() {
+                guard.ending_note(dev, ino);
+            }
+        };
+        let note = pidfile::hold_ending_note(marker, self.scope.pgid(), owner, *self.marker_taken, tell_guard)?;
         if let Some(guard) = self.guard.as_ref() {
             guard.marker(marker, true);
         }
