@@ -119,8 +119,7 @@ const RELEASED: usize = 7;
 /// 1 once pgrun has seen the run's group empty: gone for good, and its
 /// number no longer the run's.
 const GROUP_GONE: usize = 8;
-/// The note pgrun holds at the marker path at its end (see
-/// [`Guard::ending_note`]): an identity, three slots.
+/// The note pgrun holds at the marker path at its end ([`Guard::ending_note`]).
 const ENDING_NOTE: usize = 9;
 
 /// How many members pgrun hands its guard in one run, at most (one
@@ -407,10 +406,9 @@ impl Guard {
         }
     }
 
-    /// The note pgrun is about to put at the marker path at its end, to
-    /// hold until it exits (see [`crate::pidfile::hold_ending_note`]): told
-    /// before its rename into place, so that a SIGKILL right after it
-    /// leaves the guard to remove it (if it is still that note).
+    /// The note pgrun holds at the marker path at its end, told before its
+    /// rename into place ([`crate::pidfile::hold_ending_note`]): a SIGKILL
+    /// right after it leaves the guard to remove it (if still that note).
     pub fn ending_note(&self, dev: u64, ino: u64) {
         self.store_identity(ENDING_NOTE, dev, ino, 1);
     }
@@ -538,17 +536,9 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
             say::line(format_args!("guard: pgrun {pgrun} died; stopping {what}"));
             unsupervised::stop(target, &plan.sequence, None) || unsupervised::wait_dying(target, &plan.sequence)
         };
-        if !ended && target.only_zombies() {
-            let waited = crate::duration::describe(unsupervised::zombie_wait(&plan.sequence));
-            say::line(format_args!(
-                "guard: {what} still holds zombies {waited} after it was stopped (their parent has not reaped \
-                 them); giving up"
-            ));
-        } else if !ended && target.dying() {
-            let waited = crate::duration::describe(unsupervised::DYING_WAIT);
-            say::line(format_args!("guard: {what} is still dying {waited} after SIGKILL; giving up"));
-        } else if !ended {
-            say::line(format_args!("guard: {what} is still there 1s after SIGKILL; giving up"));
+        if !ended {
+            let why = unsupervised::why_given_up(target, &plan.sequence);
+            say::line(format_args!("guard: {what} {why}; giving up"));
         }
     }
     if let Some(leaf) = &leaf {

@@ -1377,7 +1377,7 @@ fn figures(seed: u64, runs: usize, took: Duration, load: &(String, String), resu
         ));
     }
     text.push_str(&format!(
-        "checks passed under the contract's zombie exception (init had not yet reaped the command pgrun's SIGKILL orphaned; the guard gave up on it 1 s after its KILL): {}\n",
+        "checks passed under the contract's zombie exception (init had not yet reaped the command pgrun's SIGKILL orphaned; the guard gave up waiting for its reaping): {}\n",
         count(&|r| r.excused)
     ));
     text.push_str(&format!(

@@ -145,6 +145,20 @@ pub fn wait_dying(target: &mut dyn Target, sequence: &StopSequence) -> bool {
     }
 }
 
+/// What a driver that gave up on `target` (a [`stop`], [`wait_reaped`] or
+/// [`wait_dying`] that returned false) says of it, after its name: only
+/// zombies left, what is left dying, or a survivor of the KILL.
+pub fn why_given_up(target: &mut dyn Target, sequence: &StopSequence) -> String {
+    if target.only_zombies() {
+        let waited = crate::duration::describe(zombie_wait(sequence));
+        format!("still holds zombies {waited} after it was stopped (their parent has not reaped them)")
+    } else if target.dying() {
+        format!("is still dying {} after SIGKILL", crate::duration::describe(DYING_WAIT))
+    } else {
+        "is still there 1s after SIGKILL".to_string()
+    }
+}
+
 /// Wait until `target` is gone, holds only zombies the caller cannot reap,
 /// or `until` passes (`None`: no deadline): on the target's event fd where
 /// it has one, else with a [`Backoff`].
