@@ -204,13 +204,14 @@ impl Target for ForeignGroup {
     }
 
     /// Every process of the run still there is dying: the members held
-    /// that have not exited, and, while the group's number is the run's
-    /// (or, for cancel's group, before any member was held), whatever
-    /// `/proc` finds in the group.
+    /// that have not exited, and whatever `/proc` finds in the group while
+    /// its number is the run's (a held group's, see the type's doc; for
+    /// cancel's, only where no member could be held).
     fn dying(&mut self) -> bool {
         self.find_members();
         let mut left: Vec<Pid> = self.members.iter().filter(|(_, fd)| !fd.exited()).map(|(pid, _)| *pid).collect();
-        if (self.held && self.number.in_use()) || self.members.is_empty() {
+        let by_number = if self.held { self.number.in_use() } else { self.members.is_empty() };
+        if by_number {
             left.extend(crate::sys::proc::scan().into_iter().filter(|(_, s)| s.pgrp == self.pgid).map(|(pid, _)| pid));
         }
         !left.is_empty() && left.iter().all(|&pid| crate::sys::proc::after_kill(pid) == Some(true))

@@ -120,9 +120,11 @@ pub const DYING_WAIT: Duration = Duration::from_secs(30);
 /// The final KILL's grace passed with the run still there (a [`stop`]
 /// that returned false): if everything left of it is dying
 /// ([`Target::dying`]), wait for it to be gone, at most [`DYING_WAIT`]
-/// while it stays dying (and for the reaping of what turns into zombies
-/// the driver cannot reap, as [`wait_reaped`] does). True if the target
-/// is gone by then; false is a give-up (the caller says so).
+/// (and for the reaping of what turns into zombies the driver cannot
+/// reap, as [`wait_reaped`] does). Dying is for good: a process with its
+/// KILL pending never runs its own code again, so it forks nothing, and
+/// is not asked again. True if the target is gone by then; false is a
+/// give-up (the caller says so).
 pub fn wait_dying(target: &mut dyn Target, sequence: &StopSequence) -> bool {
     // Only zombies: [`stop`] has waited for their reaping already.
     if target.only_zombies() || !target.dying() {
@@ -139,7 +141,7 @@ pub fn wait_dying(target: &mut dyn Target, sequence: &StopSequence) -> bool {
         if target.only_zombies() {
             return wait_reaped(target, sequence);
         }
-        if !target.dying() || !backoff.pause_until(until) {
+        if !backoff.pause_until(until) {
             return target.gone();
         }
     }
