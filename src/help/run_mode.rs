@@ -129,8 +129,8 @@ Guard (--no-guard to turn it off):
   it checks for the group's end with a backoff, and gives up with a warning
   1s after the final KILL (on Linux, what is left then that is dying of
   that KILL, its KILL pending or its exit begun, is waited for up to 30s
-  more: a loaded machine may not run it for a while). A zombie still holds its group: when nothing
-  else is left, the guard waits for the zombie's new parent to reap it, as
+  more: a loaded machine may not run it for a while). A zombie still
+  holds its group: when nothing else is left, the guard waits for the zombie's new parent to reap it, as
   long as the sequence's longest grace and at least 1s, then gives up with
   a warning. It acts only once pgrun is gone (it was
   reparented), and stops only what it can prove is the run's: on Linux the
