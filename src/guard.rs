@@ -494,6 +494,12 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     let group = pgid.and_then(|pgid| run_group(pgid, held, number_is_the_runs));
     drop(tie);
     confirm_pgrun_gone(shared, pgrun);
+    // A request at the marker path now was made while pgrun lived, for
+    // its run if the command was spawned (the cancel that made it finds
+    // that run): pgrun can no longer take it at its end, so the guard
+    // does, once the run is stopped, if the path still names it. A run
+    // that had not started leaves it pending, for the next run.
+    let request = pgid.and(plan.marker.as_deref()).and_then(crate::pidfile::Taken::request_at);
     let identity = |first: usize| {
         (shared.slot(first + 2).load(Ordering::Acquire) != 0)
             .then(|| (shared.slot(first).load(Ordering::Acquire), shared.slot(first + 1).load(Ordering::Acquire)))
@@ -543,7 +549,9 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     remove_temporaries_left();
     remove_pidfile_if_ours(plan.pidfile, identity(PIDFILE));
     let note = shared.slot(MARKER + 2).load(Ordering::Acquire) == MARKER_NOTE;
-    remove_marker_if_ours(plan.marker, identity(MARKER), note.then_some(pgrun));
+    let taken = identity(MARKER).map(|(dev, ino)| crate::pidfile::Taken { dev, ino, note });
+    remove_marker_if_ours(plan.marker.as_deref(), taken, pgrun);
+    remove_marker_if_ours(plan.marker.as_deref(), request, pgrun);
     if let Some(own) = &plan.self_leaf {
         own.leave();
     }
@@ -677,17 +685,12 @@ fn remove_pidfile_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>) {
     }
 }
 
-/// Remove the marker if it is still the file pgrun made or found, and
-/// still what it was then (see [`crate::pidfile::still_taken`]).
-fn remove_marker_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>, note: Option<Pid>) {
-    let (Some(path), Some((dev, ino))) = (path, id) else { return };
-    let taken = crate::pidfile::Taken { dev, ino, note: note.is_some() };
-    if !crate::pidfile::still_taken(&path, taken, note.unwrap_or(0), sys::geteuid()) {
-        return;
-    }
-    if let Err(e) = std::fs::remove_file(&path)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
+/// Remove the marker if it is still the file pgrun made or found (its
+/// stopping note, pgrun's) or the guard found, and still what it was then
+/// (see [`crate::pidfile::still_taken`]).
+fn remove_marker_if_ours(path: Option<&std::path::Path>, taken: Option<crate::pidfile::Taken>, pgrun: Pid) {
+    let (Some(path), Some(taken)) = (path, taken) else { return };
+    if let Err(e) = crate::pidfile::remove_if_still_taken(path, taken, pgrun, sys::geteuid()) {
         let what = crate::say::errno_text(&e);
         say::line(format_args!("guard: warning: cannot remove cancel marker {}: {what}", path.display()));
     }

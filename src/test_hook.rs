@@ -32,7 +32,9 @@
 //! `zombies-left` (a guard whose pgrun died found nothing left of the run
 //! but zombies of another parent, and is about to wait for their reaping),
 //! `run-gone` (the supervisor is done: the run is gone, nothing is
-//! withdrawn or released yet), `withdrawn` (the run's files are removed and
+//! withdrawn or released yet), `marker-handled` (the run is marked over in
+//! its pid file and the marker handled, its note held if it took one; the
+//! pid file still published), `withdrawn` (the run's files are removed and
 //! its report written, the pid file last; the guard not yet released),
 //! `exit` (all is done and written, pgrun is about to exit: its peak memory
 //! can be read; the run is withdrawn, its lock let go of, the note at the

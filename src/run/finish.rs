@@ -105,7 +105,17 @@ pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Endin
     let held_note = match gone {
         true => {
             outcome.cgroup_left = run.scope.remove_leaf();
-            run.life().end_marker()
+            // Over first, then the marker: a cancel's request made before
+            // the run is over is taken here; one made after, its cancel
+            // withdraws (see `pidfile::Record::run_over`).
+            if let Some(published) = &published
+                && let Err(e) = published.mark_over()
+            {
+                verbose!("cannot mark the run over in its pid file: {e}");
+            }
+            let note = run.life().end_marker(published.is_some());
+            crate::test_hook::pause("marker-handled");
+            note
         }
         false => None,
     };
