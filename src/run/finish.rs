@@ -6,9 +6,11 @@
 //!    failed, a SIGKILL to everything the mode reaches until the run is
 //!    gone (bounded); the leaf's accounting is read while it exists.
 //! 2. Reading stops (what the output pipes still hold is read once).
-//! 3. The run's own files go, the pid file last: the cgroup leaf, the
-//!    cancel marker (only the one this run took, which becomes the note
-//!    pgrun holds until it exits, see
+//! 3. The run's own files go, the pid file last: the cgroup leaf, then the
+//!    run is marked over in its pid file (it takes no cancel request from
+//!    then on, see [`pidfile::Published::mark_over`]) and the cancel marker
+//!    handled (only the one this run took, or a published run's requests,
+//!    which becomes the note pgrun holds until it exits, see
 //!    [`super::lifecycle::Lifecycle::end_marker`]), then the report is
 //!    written, then the pid file is withdrawn (so a report is in place when
 //!    no run is published any more), and only then is the guard let go (a
