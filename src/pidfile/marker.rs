@@ -236,9 +236,7 @@ impl Taken {
         let meta = fs::symlink_metadata(path).ok()?;
         Some(Taken { dev: meta.dev(), ino: meta.ino(), note })
     }
-}
 
-impl Taken {
     /// The request at `path` (a file or folder of this user's or root's
     /// that is no note), as a request taken; `None` if there is none.
     pub fn request_at(path: &Path) -> Option<Taken> {

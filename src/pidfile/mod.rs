@@ -78,6 +78,7 @@ pub fn check_safe(path: &Path, record: &Record) -> Result<()> {
     Ok(())
 }
 
+/// The error of a look at the lock of the pid file `path` that failed.
 pub fn lock_error(path: &Path, e: std::io::Error) -> anyhow::Error {
     anyhow!("cannot read the lock of pid file {}: {e}", path.display())
 }
