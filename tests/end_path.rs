@@ -173,6 +173,35 @@ fn a_no_wait_cancel_of_a_finishing_or_stopping_run_is_taken_by_that_run() {
     }
 }
 
+/// A run that was never published (publishing failed: it is stopped as
+/// if cancelled, its note at the marker path) ends with a request there
+/// (a cancel that made one of its note, held at `run-gone`): no cancel
+/// could have found that run, so the request is for the next run, which
+/// it cancels. Only a published run takes the requests it finds at its
+/// end.
+#[test]
+fn a_run_never_published_leaves_a_request_for_the_next_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let marker = scratch.path("job.pid.cancel");
+    let gone = Pause::new(&scratch, "run-gone");
+    let mut cmd = pgrun(["-p", p, "--", "sleep", "60"]);
+    cmd.env("PGRUN_TEST_HOOK", "publish-fails");
+    let first = guard.spawn(gone.arm(&mut cmd));
+    gone.wait_reached();
+    assert!(!pidfile.exists(), "the run was not published");
+    assert!(fs::read_to_string(&marker).unwrap().starts_with("pgrun-stopping "), "no stopping note");
+    fs::write(&marker, b"").unwrap();
+    gone.release();
+    assert_eq!(guard.wait(first), 125, "publishing failed");
+    assert!(marker.exists(), "the run that was never published took a request for the next run");
+    let witness = scratch.path("ran");
+    assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 143, "the next run");
+    assert!(!witness.exists(), "the cancelled run's command ran");
+}
+
 // A SIGKILL of pgrun at any point leaves no file of the run behind (issue
 // 29, end-path defect 4): pgrun names no file of the run while no guard is
 // armed (the report's temporary file, made before the guard, has no name
