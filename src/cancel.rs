@@ -19,7 +19,7 @@ use crate::backoff::Backoff;
 use crate::contain::ForeignGroup;
 use crate::contain::group::GroupNumber;
 use crate::exit::CancelExit;
-use crate::pidfile::{self, Liveness, Marker, Record, RecordError, SeenPgrun};
+use crate::pidfile::{self, Liveness, Marker, Record, RecordError, SeenPgrun, check_safe, lock_error};
 use crate::signame::Signal;
 use crate::stop::sequence::StopSequence;
 use crate::stop::unsupervised;
@@ -28,8 +28,7 @@ use crate::sys::{self, Pid, process};
 use crate::test_hook;
 use crate::{say, verbose};
 use anyhow::{Result, anyhow, bail};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// What `pgrun cancel` was asked to do (resolved from its command line by the
@@ -116,7 +115,7 @@ impl<'a> Canceller<'a> {
         if pidfile::same_file(&marker, &args.pidfile) {
             bail!("--cancel-file {} names the pid file itself", marker.display());
         }
-        let seen = glance(&args.pidfile, &marker);
+        let seen = SeenPgrun::glance(&args.pidfile, &marker);
         // Without a marker a live run can still be stopped through its lock
         // holder; only a run that has not published would be missed.
         let (created, marker_error) = match pidfile::create_marker(&marker) {
@@ -175,7 +174,10 @@ impl Canceller<'_> {
                     match record.liveness().map_err(|e| lock_error(path, e))? {
                         Liveness::Live(holder) => {
                             let exit = self.stop_live_run(&record, holder);
-                            if !self.args.no_wait {
+                            // A run not over yet takes this cancel's request
+                            // at its end; one over (by now, without
+                            // --no-wait) takes none: withdrawn here.
+                            if !self.args.no_wait || record.run_over(holder).map_err(|e| lock_error(path, e))? {
                                 self.withdraw_own_request();
                             }
                             return exit;
@@ -199,6 +201,19 @@ impl Canceller<'_> {
                     // itself. Its end is this cancel's too.
                     if let Some(ending) = pidfile::ending_run(&self.marker, sys::geteuid()) {
                         return self.wait_ending(ending);
+                    }
+                    // The run seen before the marker was made has ended
+                    // since, its record withdrawn (its group gone): it was
+                    // this cancel's to stop, and it is over. It took no
+                    // request made once it was over, nor does the next run
+                    // get this one.
+                    if let Some(seen) = &self.seen
+                        && seen.let_go_of_run().map_err(|e| lock_error(path, e))?
+                    {
+                        verbose!("the run at {} ended while cancel looked at it", path.display());
+                        self.withdraw_own_request();
+                        self.wait_for_exit_of(seen)?;
+                        return Ok(stale.and_then(|s| s.forced).unwrap_or(CancelExit::Gone));
                     }
                 }
                 Err(e) => bail!("cannot use pid file {}: {e}", path.display()),
@@ -277,16 +292,14 @@ impl Canceller<'_> {
         CancelExit::NoRun
     }
 
-    /// The live run this cancel stopped has ended: remove the request this
-    /// cancel made if it is still there as it was made (same file, still a
-    /// request). A run that was already finishing when the request came
-    /// (its run gone) did not take it, and removes only what it took: left
+    /// The run this cancel found has ended, or is over: remove the request
+    /// this cancel made if it is still there as it was made (same file,
+    /// still a request; never another's). A run that was already over when
+    /// the request came (see [`Record::run_over`]) did not take it: left
     /// there, the request would cancel the next run on this pid file.
     fn withdraw_own_request(&self) {
         if let Some(request) = self.request
-            && pidfile::still_taken(&self.marker, request, 0, sys::geteuid())
-            && let Err(e) = std::fs::remove_file(&self.marker)
-            && e.kind() != std::io::ErrorKind::NotFound
+            && let Err(e) = pidfile::remove_if_still_taken(&self.marker, request, 0, sys::geteuid())
         {
             say::line(format_args!(
                 "warning: cannot remove cancel marker {}: {}",
@@ -646,50 +659,4 @@ impl Canceller<'_> {
         say::line(format_args!("process group {pgid} is still alive 1s after SIGKILL"));
         CancelExit::Survived
     }
-}
-
-/// What cancel sees before it makes its marker: the pgrun holding the pid
-/// file's lock, or, with no pid file, the pgrun holding its note at the
-/// marker path (see [`pidfile::ending_run`]), each held by a handle proven
-/// to be it. Only seen, never acted on: a file cancel would refuse counts
-/// for nothing, and anything that cannot be read is nothing seen (the
-/// looks after the marker decide).
-fn glance(path: &Path, marker: &Path) -> Option<SeenPgrun> {
-    match pidfile::read_record(path, false) {
-        Ok(record) if check_safe(path, &record).is_ok() => match record.liveness() {
-            Ok(Liveness::Live(holder)) => SeenPgrun::holding(record, holder),
-            _ => None,
-        },
-        Err(RecordError::Missing) => pidfile::ending_run(marker, sys::geteuid()).and_then(SeenPgrun::ending),
-        _ => None,
-    }
-}
-
-/// Refuse pid files that someone else could have planted, and group ids
-/// whose signalling would hit more than one run (`pgrun wait` applies the
-/// same refusals).
-pub(crate) fn check_safe(path: &Path, record: &Record) -> Result<()> {
-    let me = sys::geteuid();
-    let owner = record.meta.uid();
-    if owner != me {
-        bail!("refusing pid file {}: owned by uid {owner}, not {me}", path.display());
-    }
-    if record.meta.permissions().mode() & 0o002 != 0 {
-        bail!("refusing pid file {}: it is world-writable", path.display());
-    }
-    let pgid = record.pgid;
-    if pgid <= 1 {
-        bail!("refusing pid file {}: unsafe process-group id {pgid}", path.display());
-    }
-    if pgid == sys::getpgrp() {
-        bail!("refusing pid file {}: process group {pgid} is cancel's own", path.display());
-    }
-    if sys::getpgid(sys::getppid()) == Some(pgid) {
-        bail!("refusing pid file {}: process group {pgid} is cancel's caller's", path.display());
-    }
-    Ok(())
-}
-
-pub(crate) fn lock_error(path: &Path, e: std::io::Error) -> anyhow::Error {
-    anyhow!("cannot read the lock of pid file {}: {e}", path.display())
 }

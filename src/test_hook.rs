@@ -36,7 +36,9 @@
 //! `dying` (such a guard's final KILL's grace has passed with what is left
 //! of the run dying of it, and it is about to wait for that to be gone),
 //! `run-gone` (the supervisor is done: the run is gone, nothing is
-//! withdrawn or released yet), `withdrawn` (the run's files are removed and
+//! withdrawn or released yet), `marker-handled` (the run is marked over in
+//! its pid file and the marker handled, its note held if it took one; the
+//! pid file still published), `withdrawn` (the run's files are removed and
 //! its report written, the pid file last; the guard not yet released),
 //! `exit` (all is done and written, pgrun is about to exit: its peak memory
 //! can be read; the run is withdrawn, its lock let go of, the note at the

@@ -26,9 +26,8 @@
 //! still be on its way when the lock is let go of: wait gives it a moment.
 
 use crate::backoff::{self, Backoff};
-use crate::cancel::{check_safe, lock_error};
 use crate::exit::WaitExit;
-use crate::pidfile::{self, Liveness, Record, RecordError};
+use crate::pidfile::{self, Liveness, Record, RecordError, check_safe, lock_error};
 use crate::sys::{self, Pid, process};
 use crate::{say, verbose};
 use anyhow::{Context, Result, anyhow, bail};

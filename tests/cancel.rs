@@ -703,3 +703,36 @@ fn a_cancel_whose_marker_the_ending_run_took_waits_for_its_pgrun_to_exit() {
     assert!(is_dead(pid), "cancel returned before pgrun {pid} exited");
     assert_eq!(guard.wait(index), 143);
 }
+
+#[test]
+fn a_cancel_that_saw_the_run_which_then_ended_says_it_is_gone() {
+    // cancel sees the run live before it makes its marker; the run, over
+    // already (held at `marker-handled`, so it takes no request), is
+    // withdrawn and its pgrun exits before cancel looks at the pid file
+    // (held at `cancel-marked`). The run cancel was asked to stop is gone:
+    // exit 0 at once, not "no run" after --wait-start, and its request,
+    // which no run took, is withdrawn (issue 30).
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let handled = Pause::new(&scratch, "marker-handled");
+    let index = guard.spawn(handled.arm(&mut pgrun(["-p", p, "--", "true"])));
+    handled.wait_reached();
+    let marked = Pause::new(&scratch, "cancel-marked");
+    let log = scratch.path("cancel.log");
+    let canceller = spawn_cancel(&mut guard, &log, Some(&marked), &["--wait-start", "3", p]);
+    marked.wait_reached();
+    assert_eq!(fs::read(scratch.path("job.pid.cancel")).unwrap(), b"", "cancel made its request");
+    handled.release();
+    assert_eq!(guard.wait(index), 0, "the run ended on its own");
+    assert!(!pidfile.exists(), "the run was withdrawn");
+    marked.release();
+    let said = || fs::read_to_string(&log).unwrap();
+    assert_eq!(guard.wait(canceller), 0, "cancel: the run it saw is gone: {}", said());
+    assert!(!said().contains("no run"), "{}", said());
+    assert!(!scratch.path("job.pid.cancel").exists(), "cancel left its request for the next run");
+    let witness = scratch.path("ran");
+    assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 0, "the next run");
+    assert!(witness.exists());
+}

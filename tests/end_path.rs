@@ -3,6 +3,7 @@
 //! running.
 
 use crate::util::*;
+use std::fs;
 
 /// A cancel that finds no run while the previous run on the pid file is
 /// finishing waits for the next run, and that run is cancelled: the
@@ -115,6 +116,90 @@ fn a_cancel_of_a_finishing_run_does_not_cancel_the_next_run() {
     let witness = scratch.path("ran");
     assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 0, "the next run");
     assert!(witness.exists(), "the next run was cancelled by a request meant for the run before");
+}
+
+/// `cancel --no-wait` of a run that is over (its run gone and marked over,
+/// its marker handled, its pid file still published: pgrun held at
+/// `marker-handled`): the run takes no request any more, so the one the
+/// cancel made is for no run; the cancel withdraws it, and the next run on
+/// the pid file runs (issue 29, end-path defect 1).
+#[test]
+fn a_no_wait_cancel_of_a_run_that_is_over_does_not_cancel_the_next_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let handled = Pause::new(&scratch, "marker-handled");
+    let first = guard.spawn(handled.arm(&mut pgrun(["-p", p, "--", "true"])));
+    handled.wait_reached();
+    assert!(pidfile.exists(), "the pid file is still published at this step");
+    assert_status(&run(&mut pgrun(["cancel", "--no-wait", p])), 0, "cancel --no-wait: the request is delivered");
+    handled.release();
+    assert_eq!(guard.wait(first), 0, "the run had ended on its own");
+    assert!(!scratch.path("job.pid.cancel").exists(), "the cancel's request outlived the run it found");
+    let witness = scratch.path("ran");
+    assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 0, "the next run");
+    assert!(witness.exists(), "the next run was cancelled by a request meant for the run before");
+}
+
+/// `cancel --no-wait` of a run that is finishing (its run gone, nothing
+/// withdrawn yet: pgrun held at `run-gone`), one that ended on its own and
+/// one that was stopping (its stopping note, which the cancel makes a
+/// request of): the run is not over yet, so it takes the request at its
+/// end, and the next run on the pid file runs (issue 29, end-path defect
+/// 1).
+#[test]
+fn a_no_wait_cancel_of_a_finishing_or_stopping_run_is_taken_by_that_run() {
+    for (args, status) in [(&["--", "true"][..], 0), (&["--timeout", "0.2", "--", "sleep", "60"][..], 124)] {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let pidfile = scratch.path("job.pid");
+        let p = pidfile.to_str().unwrap();
+        let marker = scratch.path("job.pid.cancel");
+        let gone = Pause::new(&scratch, "run-gone");
+        let mut cmd = pgrun(["-p", p]);
+        cmd.args(args);
+        let first = guard.spawn(gone.arm(&mut cmd));
+        gone.wait_reached();
+        assert_eq!(marker.exists(), status == 124, "{args:?}: a stopping run has its note, no other a marker");
+        assert_status(&run(&mut pgrun(["cancel", "--no-wait", p])), 0, "cancel --no-wait: the request is delivered");
+        assert_eq!(fs::read(&marker).unwrap(), b"", "{args:?}: cancel's request is in place");
+        gone.release();
+        assert_eq!(guard.wait(first), status, "{args:?}");
+        assert!(!marker.exists(), "{args:?}: the cancel's request outlived the run it stopped");
+        let witness = scratch.path("ran");
+        assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 0, "the next run");
+        assert!(witness.exists(), "{args:?}: the next run was cancelled by a request meant for the run before");
+    }
+}
+
+/// A run that was never published (publishing failed: it is stopped as
+/// if cancelled, its note at the marker path) ends with a request there
+/// (a cancel that made one of its note, held at `run-gone`): no cancel
+/// could have found that run, so the request is for the next run, which
+/// it cancels. Only a published run takes the requests it finds at its
+/// end.
+#[test]
+fn a_run_never_published_leaves_a_request_for_the_next_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let marker = scratch.path("job.pid.cancel");
+    let gone = Pause::new(&scratch, "run-gone");
+    let mut cmd = pgrun(["-p", p, "--", "sleep", "60"]);
+    cmd.env("PGRUN_TEST_HOOK", "publish-fails");
+    let first = guard.spawn(gone.arm(&mut cmd));
+    gone.wait_reached();
+    assert!(!pidfile.exists(), "the run was not published");
+    assert!(fs::read_to_string(&marker).unwrap().starts_with("pgrun-stopping "), "no stopping note");
+    fs::write(&marker, b"").unwrap();
+    gone.release();
+    assert_eq!(guard.wait(first), 125, "publishing failed");
+    assert!(marker.exists(), "the run that was never published took a request for the next run");
+    let witness = scratch.path("ran");
+    assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 143, "the next run");
+    assert!(!witness.exists(), "the cancelled run's command ran");
 }
 
 // A SIGKILL of pgrun at any point leaves no file of the run behind (issue

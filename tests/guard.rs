@@ -986,3 +986,62 @@ fn the_guard_waits_for_a_process_dying_after_its_kill() {
     wait_dead(keeper);
     assert!(!said().contains("giving up"), "the command died; the guard gave up instead: {}", said());
 }
+
+#[test]
+fn the_guard_removes_a_cancel_request_made_for_its_run() {
+    // A request made for a live run (a `cancel --no-wait` whose TERM came
+    // too late, or a marker dropped by hand) whose pgrun is then
+    // SIGKILLed: pgrun can no longer take it at its end, so the guard
+    // removes it once the run is stopped. Left, it would cancel the next
+    // run on the pid file (issue 29, end-path defect 1).
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let marker = scratch.path("job.pid.cancel");
+    let (index, pgid) = start_published(&mut guard, &pidfile, &[], "exec sleep 300");
+    let pgrun_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    fs::write(&marker, b"").unwrap();
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(keeper);
+    assert_ne!(unsafe { libc::kill(-pgid, 0) }, 0, "the guard left the group");
+    assert!(!pidfile.exists(), "the guard left the pid file");
+    assert!(!marker.exists(), "the guard left the request made for its run");
+    let witness = scratch.path("ran");
+    let out =
+        run(pgrun(["-p", pidfile.to_str().unwrap(), "--", "touch", witness.to_str().unwrap()]).stdin(Stdio::null()));
+    assert_status(&out, 0, "the next run");
+    assert!(witness.exists(), "the next run was cancelled by a request meant for the run before");
+}
+
+#[test]
+fn the_guard_of_a_run_that_had_not_started_leaves_a_request_pending() {
+    // pgrun is SIGKILLed before its command is spawned (held at
+    // `guard-started`, past its look at the marker), with a request at the
+    // marker path: no run started, so the request is for the next run, and
+    // the guard leaves it there.
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let p = pidfile.to_str().unwrap();
+    let marker = scratch.path("job.pid.cancel");
+    let witness = scratch.path("ran");
+    let w = witness.to_str().unwrap();
+    let started = Pause::new(&scratch, "guard-started");
+    let index = guard.spawn(started.arm(&mut pgrun(["-p", p, "--", "touch", w])));
+    started.wait_reached();
+    let pgrun_pid = guard.child(index).id() as i32;
+    let keeper = guard_of(pgrun_pid);
+    guard.record(keeper);
+    fs::write(&marker, b"").unwrap();
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(index), 137);
+    wait_dead(keeper);
+    assert!(!witness.exists(), "the command ran");
+    assert!(marker.exists(), "the guard of a run that never started removed the pending request");
+    let out = run(pgrun(["-p", p, "--", "touch", w]).stdin(Stdio::null()));
+    assert_status(&out, 143, "the next run, cancelled in advance");
+    assert!(!witness.exists(), "the cancelled run's command ran");
+}

@@ -119,7 +119,9 @@ Guard (--no-guard to turn it off):
   harness's timeout, the OOM killer, kill -9, a kill of its whole group),
   the guard runs the same stop sequence on the group (in cgroup mode on the
   leaf, which it then removes), and once the run is gone removes the pid
-  file and the marker if they are still the ones pgrun published, and every
+  file and the marker if they are still the ones pgrun published (and a
+  cancel request that was there when pgrun died, if the command had
+  started: one for a run that never started stays pending), and every
   temporary name pgrun had made and not yet placed (.NAME.pgrun-PID.tmp,
   .NAME.pgrun-starting.tmp beside the pid file) if it is still the file
   pgrun made, and exits: pgrun makes none before the guard is forked (on
@@ -183,7 +185,8 @@ Pid file:
 
   Liveness is a lock, so pid reuse cannot fool a reader. While the run lives,
   pgrun holds a POSIX write lock (fcntl F_SETLK, F_WRLCK) from byte 0 to the
-  end of the file. The run is alive exactly when F_GETLK for a write lock on
+  end of the file; once its run is over (it takes no more cancel requests)
+  it lets go of byte 1 alone, until it withdraws the file. The run is alive exactly when F_GETLK for a write lock on
   byte 0 reports l_type F_WRLCK held by a process running as the file's
   owner; l_pid is then pgrun's pid (0 if it runs in a PID namespace the
   reader cannot see). Anything else (no lock, a read lock, another user's
@@ -232,8 +235,12 @@ Cancel marker:
   starting run ignores a note; status says stopping only for the note of
   the pgrun holding the pid file; the next run that stops or ends there
   replaces or removes it; cancel turns a note into a request when it drops
-  its marker. A run that withdraws itself with a marker there (it was
-  cancelled, or stopped) puts its stopping note in its place, write-locked
+  its marker. A published run takes every request it finds at its end (one
+  made while it was published is a cancel of this run); a request made once
+  the run is over (byte 1 of its lock let go of) is withdrawn by the cancel
+  that made it, --no-wait included, so a cancel of a finishing run never
+  cancels the next one. A run that withdraws itself with a marker there (it
+  was cancelled, or stopped) puts its stopping note in its place, write-locked
   by pgrun, before it removes its pid file, and removes it as the last
   thing before it exits: a cancel that comes while pgrun finishes (writes
   its report and held output) finds the run's end under way and waits for
@@ -249,7 +256,9 @@ Cancel and status:
   of the note pgrun holds until it exits (see Cancel marker; a run that had
   no marker there leaves only its lock to go by). A cancel that finds no
   pid file but that note (another cancel, or the run itself, is stopping
-  it) waits for that same exit and exits 0.
+  it) waits for that same exit and exits 0; so does one that saw the run
+  live before it dropped its marker and then finds it withdrawn (it ended
+  as cancel looked).
   --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself
   while it is still the run's: on Linux, while it holds a descendant of
   that pgrun (pgrun is a child subreaper) or has not been seen empty since

@@ -86,7 +86,7 @@ impl Drop for Claim {
 /// A published pid file, locked for as long as this value lives.
 pub struct Published {
     path: PathBuf,
-    _locked: File,
+    locked: File,
     dev: u64,
     ino: u64,
 }
@@ -322,7 +322,7 @@ impl Claim {
         };
         test_hook::pause("placed");
         let meta = file.metadata().context("cannot stat the pid file")?;
-        Ok(Published { path, _locked: file, dev: meta.dev(), ino: meta.ino() })
+        Ok(Published { path, locked: file, dev: meta.dev(), ino: meta.ino() })
     }
 }
 
@@ -330,6 +330,16 @@ impl Published {
     /// The published file's device and inode.
     pub fn id(&self) -> (u64, u64) {
         (self.dev, self.ino)
+    }
+
+    /// The run is over: it takes no more cancel requests (see
+    /// [`super::hold_ending_note`]). Said by letting go of the lock's byte
+    /// 1 alone (byte 0 stays locked: the run is published until
+    /// [`Published::remove`]), so that a `cancel` that made its request and
+    /// then finds this run over knows that no run takes it (see
+    /// [`super::Record::run_over`]). Called before the marker is handled.
+    pub fn mark_over(&self) -> io::Result<()> {
+        lock::unlock(&self.locked, Range::Open)
     }
 
     /// Remove the pid file if it is still ours; the lock goes with it. One

@@ -236,37 +236,65 @@ impl Taken {
         let meta = fs::symlink_metadata(path).ok()?;
         Some(Taken { dev: meta.dev(), ino: meta.ino(), note })
     }
+
+    /// The request at `path` (a file or folder of this user's or root's
+    /// that is no note), as a request taken; `None` if there is none.
+    pub fn request_at(path: &Path) -> Option<Taken> {
+        (marker(path, geteuid()) == Marker::Request).then(|| Taken::at(path, false)).flatten()
+    }
+}
+
+/// Remove the marker at `path` if it is still `taken` (see
+/// [`still_taken`]); nothing else is touched. Gone already is no error.
+pub fn remove_if_still_taken(path: &Path, taken: Taken, pgrun: Pid, owner: u32) -> io::Result<()> {
+    if !still_taken(path, taken, pgrun, owner) {
+        return Ok(());
+    }
+    match remove(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// Whether the marker at `path` is still `taken`: the same file (device
 /// and inode) and still what it was then, the stopping note of the pgrun
 /// `pgrun`, or a request. A cancel that finds the note makes a request of
-/// it, in place, for the next run: that is no longer the run's.
+/// it, in place: no longer the note (a published run's end takes it all
+/// the same, as a request: see [`hold_ending_note`]).
 pub fn still_taken(path: &Path, taken: Taken, pgrun: Pid, owner: u32) -> bool {
     let was = if taken.note { Marker::Note(Some(pgrun)) } else { Marker::Request };
     marker(path, owner) == was
         && fs::symlink_metadata(path).is_ok_and(|meta| meta.dev() == taken.dev && meta.ino() == taken.ino)
 }
 
-/// This pgrun's run ends (its pid file still published, so no other run
-/// lives on the path): remove the marker at `path` if it is the one the
-/// run took (`taken`, see [`Taken`]), or a note an earlier run left (never
-/// a request: any request but the one that cancelled this run is a cancel
-/// of the next run, dropped by `pgrun cancel` or `--keep-pending`). Never
-/// another user's.
+/// This pgrun's run ends (its pid file, if it had one, still published,
+/// so no other run lives on the path): remove the marker at `path` if it
+/// is the one the run took (`taken`, see [`Taken`]), a note an earlier run
+/// left, or, for a run that was `published`, a request. Never another
+/// user's, and never a request at the end of a run that was not
+/// published: any request then is a cancel of the next run, dropped by
+/// `pgrun cancel` or `--keep-pending`.
+///
+/// A published run takes every request it finds at its end as its own:
+/// it was made while the run was published (a request there before is
+/// taken at the start or right after publishing), so the cancel that made
+/// it finds this run, live or ending, and is answered by its end. A
+/// request made once the run is over (see [`super::Published::mark_over`])
+/// is withdrawn by that cancel itself.
 ///
 /// One that cannot be removed must not cancel the next run on this path:
 /// it is reported (one warning line naming the path and the errno) and, if
 /// it is a request, overwritten with a consumed note, which no run takes
 /// for a request. Only if that fails too does the warning say that the
 /// next run will be cancelled.
-pub fn remove_marker_at_exit(path: &Path, owner: u32, taken: Option<Taken>) {
+pub fn remove_marker_at_exit(path: &Path, owner: u32, taken: Option<Taken>, published: bool) {
     let me = crate::sys::getpid();
     let found = marker(path, owner);
     let ours = match found {
         Marker::Absent | Marker::Foreign(_) => false,
         Marker::Note(Some(pgrun)) if pgrun != me => true,
         Marker::Note(None) => true,
+        Marker::Request if published => true,
         Marker::Note(Some(_)) | Marker::Request => taken.is_some_and(|t| still_taken(path, t, me, owner)),
     };
     if !ours {
@@ -297,33 +325,38 @@ pub struct EndingNote {
 
 /// The run of group `pgid` is gone and about to be withdrawn: if the
 /// marker at `path` is still the one the run took (`taken`: its stopping
-/// note, or the request that cancelled it), put this pgrun's stopping note
-/// there instead, write-locked by this pgrun until the returned note is
-/// dropped (it appears locked, by a rename over what was there). Anything
-/// else is left to [`remove_marker_at_exit`]'s rule (a note an earlier run
-/// left is removed, a request for the next run kept), and nothing is held:
-/// a run that was not stopping leaves no trace. A marker that cannot be
-/// replaced is removed as that function does. `before_placed` is told the
-/// note's device and inode before it is renamed into place (pgrun tells
-/// its guard: a SIGKILL right after the rename leaves the guard to remove
-/// it).
+/// note, or the request that cancelled it), or, for a run that was
+/// `published`, any request (see [`remove_marker_at_exit`]: such a request
+/// is this run's, a note of this run made a request by a cancel included),
+/// put this pgrun's stopping note there instead, write-locked by this
+/// pgrun until the returned note is dropped (it appears locked, by a
+/// rename over what was there). Anything else is left to
+/// [`remove_marker_at_exit`]'s rule (a note an earlier run left is removed,
+/// a request for the next run kept), and nothing is held: a run that was
+/// not stopping, and that no cancel asked to stop, leaves no trace. A
+/// marker that cannot be replaced is removed as that function does.
+/// `before_placed` is told the note's device and inode before it is
+/// renamed into place (pgrun tells its guard: a SIGKILL right after the
+/// rename leaves the guard to remove it).
 pub fn hold_ending_note(
     path: &Path,
     pgid: Pid,
     owner: u32,
     taken: Option<Taken>,
+    published: bool,
     before_placed: impl FnOnce(u64, u64),
 ) -> Option<EndingNote> {
     let me = crate::sys::getpid();
-    if !taken.is_some_and(|t| still_taken(path, t, me, owner)) {
-        remove_marker_at_exit(path, owner, taken);
+    let request = published && marker(path, owner) == Marker::Request;
+    if !request && !taken.is_some_and(|t| still_taken(path, t, me, owner)) {
+        remove_marker_at_exit(path, owner, taken, published);
         return None;
     }
     match place_ending_note(path, pgid, before_placed) {
         Ok(note) => Some(note),
         Err(e) => {
             crate::verbose!("cannot put the ending note at {}: {}", path.display(), errno_text(&e));
-            remove_marker_at_exit(path, owner, taken);
+            remove_marker_at_exit(path, owner, taken, published);
             None
         }
     }

@@ -21,9 +21,10 @@ pub use record::*;
 pub use seen::*;
 
 use crate::atomic_file::folder_of;
-use anyhow::{Result, bail};
+use crate::sys;
+use anyhow::{Result, anyhow, bail};
 use std::fs;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 /// Fail unless the folder of `path` exists and `path` is not a symlink or a
@@ -50,4 +51,34 @@ pub fn check_folder(path: &Path, what: &str) -> Result<()> {
 /// Whether `path` still names the file `meta` describes.
 fn names(path: &Path, meta: &fs::Metadata) -> bool {
     fs::symlink_metadata(path).is_ok_and(|now| now.dev() == meta.dev() && now.ino() == meta.ino())
+}
+
+/// Refuse pid files that someone else could have planted, and group ids
+/// whose signalling would hit more than one run (`pgrun wait` applies the
+/// same refusals).
+pub fn check_safe(path: &Path, record: &Record) -> Result<()> {
+    let me = sys::geteuid();
+    let owner = record.meta.uid();
+    if owner != me {
+        bail!("refusing pid file {}: owned by uid {owner}, not {me}", path.display());
+    }
+    if record.meta.permissions().mode() & 0o002 != 0 {
+        bail!("refusing pid file {}: it is world-writable", path.display());
+    }
+    let pgid = record.pgid;
+    if pgid <= 1 {
+        bail!("refusing pid file {}: unsafe process-group id {pgid}", path.display());
+    }
+    if pgid == sys::getpgrp() {
+        bail!("refusing pid file {}: process group {pgid} is cancel's own", path.display());
+    }
+    if sys::getpgid(sys::getppid()) == Some(pgid) {
+        bail!("refusing pid file {}: process group {pgid} is cancel's caller's", path.display());
+    }
+    Ok(())
+}
+
+/// The error of a look at the lock of the pid file `path` that failed.
+pub fn lock_error(path: &Path, e: std::io::Error) -> anyhow::Error {
+    anyhow!("cannot read the lock of pid file {}: {e}", path.display())
 }

@@ -62,6 +62,23 @@ impl Record {
     }
 }
 
+impl Record {
+    /// Whether the run of `holder`, found holding this record's lock, is
+    /// over: it takes no more cancel requests (see
+    /// [`super::Published::mark_over`]), it let go of its lock, or it is
+    /// gone. A `cancel` that made its request before it found the run not
+    /// over knows that the run takes that request at its end; one that
+    /// finds it over must withdraw its request itself. An error proves
+    /// nothing either way: it is returned.
+    pub fn run_over(&self, holder: Pid) -> io::Result<bool> {
+        if self.liveness()? != Liveness::Live(holder) {
+            return Ok(true);
+        }
+        let open = lock::holder(&self.file, Range::Open)?;
+        Ok(!open.is_some_and(|h| h.kind == Kind::Write && h.pid == holder))
+    }
+}
+
 /// The release of a record's lock, as an event a `poll` can wait for: a
 /// thread blocks until no process holds a write lock on byte 0 (see
 /// [`lock::wait_unlocked`]), then closes its end of a socket, so the other

@@ -11,10 +11,11 @@
 //! the exit (its lock goes with pgrun's last steps); a pid is never waited
 //! for by its number.
 
-use super::{EndingRun, Liveness, Record};
+use super::{EndingRun, Liveness, Record, RecordError};
 use crate::sys::Pid;
 use crate::sys::pidfd::Pidfd;
 use std::io;
+use std::path::Path;
 
 /// A pgrun seen holding a run, and a handle proven to be it.
 pub struct SeenPgrun {
@@ -55,6 +56,23 @@ impl SeenPgrun {
         let pgrun = run.pgrun();
         let handle = Pidfd::open(pgrun);
         run.held().ok()?.then_some(SeenPgrun { pgrun, handle, held: Held::Note(run) })
+    }
+
+    /// What `cancel` sees before it makes its marker: the pgrun holding
+    /// the pid file `path`'s lock, or, with no pid file, the pgrun holding
+    /// its note at `marker` (see [`super::ending_run`]), each held by a
+    /// handle proven to be it. Only seen, never acted on: a file cancel
+    /// would refuse counts for nothing, and anything that cannot be read is
+    /// nothing seen (the looks after the marker decide).
+    pub fn glance(path: &Path, marker: &Path) -> Option<SeenPgrun> {
+        match super::read_record(path, false) {
+            Ok(record) if super::check_safe(path, &record).is_ok() => match record.liveness() {
+                Ok(Liveness::Live(holder)) => SeenPgrun::holding(record, holder),
+                _ => None,
+            },
+            Err(RecordError::Missing) => super::ending_run(marker, crate::sys::geteuid()).and_then(SeenPgrun::ending),
+            _ => None,
+        }
     }
 
     /// Its pid.

@@ -6,9 +6,11 @@
 //!    failed, a SIGKILL to everything the mode reaches until the run is
 //!    gone (bounded); the leaf's accounting is read while it exists.
 //! 2. Reading stops (what the output pipes still hold is read once).
-//! 3. The run's own files go, the pid file last: the cgroup leaf, the
-//!    cancel marker (only the one this run took, which becomes the note
-//!    pgrun holds until it exits, see
+//! 3. The run's own files go, the pid file last: the cgroup leaf, then the
+//!    run is marked over in its pid file (it takes no cancel request from
+//!    then on, see [`pidfile::Published::mark_over`]) and the cancel marker
+//!    handled (only the one this run took, or a published run's requests,
+//!    which becomes the note pgrun holds until it exits, see
 //!    [`super::lifecycle::Lifecycle::end_marker`]), then the report is
 //!    written, then the pid file is withdrawn (so a report is in place when
 //!    no run is published any more), and only then is the guard let go (a
@@ -105,7 +107,17 @@ pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Endin
     let held_note = match gone {
         true => {
             outcome.cgroup_left = run.scope.remove_leaf();
-            run.life().end_marker()
+            // Over first, then the marker: a cancel's request made before
+            // the run is over is taken here; one made after, its cancel
+            // withdraws (see `pidfile::Record::run_over`).
+            if let Some(published) = &published
+                && let Err(e) = published.mark_over()
+            {
+                verbose!("cannot mark the run over in its pid file: {e}");
+            }
+            let note = run.life().end_marker(published.is_some());
+            crate::test_hook::pause("marker-handled");
+            note
         }
         false => None,
     };

@@ -129,13 +129,15 @@ impl Lifecycle<'_> {
     }
 
     /// The run is gone: the marker the run took (its note, or the request
-    /// that cancelled it) becomes the note pgrun holds until it exits (see
-    /// [`pidfile::hold_ending_note`]: a cancel that comes once the pid file
-    /// is gone finds the run's end under way and waits for that exit); a
-    /// note an earlier run left is removed; never a request for the next
-    /// run. Called before the pid file goes, so that a reader never finds
-    /// neither.
-    pub fn end_marker(&self) -> Option<pidfile::EndingNote> {
+    /// that cancelled it), or for a run that was `published` any request
+    /// there (a cancel's for this run), becomes the note pgrun holds until
+    /// it exits (see [`pidfile::hold_ending_note`]: a cancel that comes
+    /// once the pid file is gone finds the run's end under way and waits
+    /// for that exit); a note an earlier run left is removed; never a
+    /// request for the next run. Called once the run is marked over (see
+    /// [`pidfile::Published::mark_over`]) and before the pid file goes, so
+    /// that a reader never finds neither.
+    pub fn end_marker(&self, published: bool) -> Option<pidfile::EndingNote> {
         let marker = self.marker?;
         let owner = crate::sys::geteuid();
         let tell_guard = |dev, ino| {
@@ -143,7 +145,8 @@ impl Lifecycle<'_> {
                 guard.ending_note(dev, ino);
             }
         };
-        let note = pidfile::hold_ending_note(marker, self.scope.pgid(), owner, *self.marker_taken, tell_guard)?;
+        let note =
+            pidfile::hold_ending_note(marker, self.scope.pgid(), owner, *self.marker_taken, published, tell_guard)?;
         if let Some(guard) = self.guard.as_ref() {
             guard.marker(marker, true);
         }

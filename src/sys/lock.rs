@@ -1,5 +1,5 @@
-//! POSIX record locks (`fcntl` `F_SETLK`/`F_GETLK`) on the two byte ranges
-//! of the pid file protocol.
+//! POSIX record locks (`fcntl` `F_SETLK`/`F_GETLK`) on the byte ranges of
+//! the pid file protocol.
 //!
 //! - [`Range::Record`]: a published run holds a write lock from byte 0 to
 //!   the end of the file (and beyond). "Byte 0 is write-locked by a process
@@ -9,6 +9,10 @@
 //!   this byte of the old file, so that starters serialise with each other
 //!   (and with a canceller removing the file) while a reader testing byte 0
 //!   never mistakes a starter for a live run.
+//! - [`Range::Open`]: byte 1, part of the live run's lock while the run is
+//!   open (it still takes the cancel requests made for it); pgrun lets go
+//!   of that byte alone once the run is over, keeping byte 0 (the run is
+//!   still published, and alive, until the pid file is withdrawn).
 //!
 //! The kernel drops the locks when their holder exits, however it exits, so
 //! pid reuse cannot fool a reader. Record locks belong to the process and
@@ -34,6 +38,8 @@ pub enum Range {
     FirstByte,
     /// The one byte at [`CLAIM_BYTE`]: a starting run's claim.
     Claim,
+    /// Byte 1 alone: held by a live run's pgrun until its run is over.
+    Open,
 }
 
 /// The kind of a lock someone holds.
@@ -63,6 +69,7 @@ fn flock(range: Range, kind: libc::c_short) -> libc::flock {
         Range::Record => (0, 0), // length 0: to the end, however long it grows
         Range::FirstByte => (0, 1),
         Range::Claim => (CLAIM_BYTE, 1),
+        Range::Open => (1, 1),
     };
     lock.l_start = start as libc::off_t;
     lock.l_len = len;

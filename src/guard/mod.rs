@@ -106,6 +106,9 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use withdraw::{remove_marker_if_ours, remove_pidfile_if_ours, remove_temporaries_left};
+
+mod withdraw;
 
 /// The guard's name in `ps` (`/proc/PID/comm`).
 pub const NAME: &str = "pgrun-guard";
@@ -503,6 +506,12 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     let group = pgid.and_then(|pgid| run_group(pgid, held, number_is_the_runs));
     drop(tie);
     confirm_pgrun_gone(shared, pgrun);
+    // A request at the marker path now was made while pgrun lived, for
+    // its run if the command was spawned (the cancel that made it finds
+    // that run): pgrun can no longer take it at its end, so the guard
+    // does, once the run is stopped, if the path still names it. A run
+    // that had not started leaves it pending, for the next run.
+    let request = pgid.and(plan.marker.as_deref()).and_then(crate::pidfile::Taken::request_at);
     let identity = |first: usize| {
         (shared.slot(first + 2).load(Ordering::Acquire) != 0)
             .then(|| (shared.slot(first).load(Ordering::Acquire), shared.slot(first + 1).load(Ordering::Acquire)))
@@ -546,9 +555,12 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     }
     remove_temporaries_left();
     remove_pidfile_if_ours(plan.pidfile, identity(PIDFILE));
+    // The marker pgrun took, the ending note it placed, the request above.
+    let taken = |slot, note| identity(slot).map(|(dev, ino)| crate::pidfile::Taken { dev, ino, note });
     let note = shared.slot(MARKER + 2).load(Ordering::Acquire) == MARKER_NOTE;
-    remove_marker_if_ours(plan.marker.clone(), identity(MARKER), note.then_some(pgrun));
-    remove_marker_if_ours(plan.marker, identity(ENDING_NOTE), Some(pgrun));
+    for marker in [taken(MARKER, note), taken(ENDING_NOTE, true), request] {
+        remove_marker_if_ours(plan.marker.as_deref(), marker, pgrun);
+    }
     if let Some(own) = &plan.self_leaf {
         own.leave();
     }
@@ -623,77 +635,5 @@ fn confirm_pgrun_gone(shared: &lifetime::SharedPage, pgrun: Pid) {
 fn exit_if_released(shared: &lifetime::SharedPage) {
     if shared.slot(RELEASED).load(Ordering::Acquire) == 1 {
         sys::exit_now(0);
-    }
-}
-
-/// Remove the temporary names pgrun had made and not placed or removed
-/// when it died (recorded in memory shared with the guard, see
-/// [`crate::exit_hooks`]): each if it is still the file pgrun made there
-/// ([`crate::atomic_file::remove_left`]).
-fn remove_temporaries_left() {
-    for named in crate::exit_hooks::temporaries_left() {
-        if let Err(e) = crate::atomic_file::remove_left(&named) {
-            let what = crate::say::errno_text(&e);
-            say::line(format_args!("guard: warning: cannot remove {}: {what}", named.path.display()));
-        }
-    }
-}
-
-/// How often, and how far apart, the guard looks again at a path whose
-/// look failed for a passing reason (see [`remove_pidfile_if_ours`]).
-const LOOK_RETRIES: u32 = 4;
-const LOOK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
-
-/// Remove the pid file if it is still the one pgrun published (same
-/// device and inode) and it is stale: a reader's removal, under the claim
-/// byte, refused while a live run holds the file's lock. The inode number
-/// alone proves nothing: once pgrun died its file was stale, another run
-/// may have replaced it meanwhile, and a new file often gets the old
-/// number (ext4). That run holds its file's lock from before the file
-/// appears at the path, so the lock tells it apart, whatever its inode.
-///
-/// A look that fails (the path's stat, the lock's test: ENOMEM, EINTR, an
-/// I/O error) proves nothing: the whole check is made again, a few times
-/// ([`LOOK_RETRIES`]), then reported with one warning line naming the
-/// path, the file left in place.
-fn remove_pidfile_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>) {
-    use crate::pidfile::RecordError;
-    let (Some(path), Some((dev, ino))) = (path, id) else { return };
-    let look = || -> std::io::Result<()> {
-        let record = match crate::pidfile::read_record(&path, true) {
-            Ok(record) => record,
-            Err(RecordError::Unreadable(e)) => return Err(e),
-            Err(_) => return Ok(()),
-        };
-        if record.meta.dev() == dev && record.meta.ino() == ino {
-            crate::pidfile::remove_if_stale(&path, &record)?;
-        }
-        Ok(())
-    };
-    let mut tries = 0;
-    while let Err(e) = look() {
-        if tries == LOOK_RETRIES {
-            let what = crate::say::errno_text(&e);
-            say::line(format_args!("guard: warning: cannot check pid file {}: {what}; left in place", path.display()));
-            return;
-        }
-        tries += 1;
-        std::thread::sleep(LOOK_RETRY_PAUSE);
-    }
-}
-
-/// Remove the marker if it is still the file pgrun made or found, and
-/// still what it was then (see [`crate::pidfile::still_taken`]).
-fn remove_marker_if_ours(path: Option<PathBuf>, id: Option<(u64, u64)>, note: Option<Pid>) {
-    let (Some(path), Some((dev, ino))) = (path, id) else { return };
-    let taken = crate::pidfile::Taken { dev, ino, note: note.is_some() };
-    if !crate::pidfile::still_taken(&path, taken, note.unwrap_or(0), sys::geteuid()) {
-        return;
-    }
-    if let Err(e) = std::fs::remove_file(&path)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        let what = crate::say::errno_text(&e);
-        say::line(format_args!("guard: warning: cannot remove cancel marker {}: {what}", path.display()));
     }
 }
