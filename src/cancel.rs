@@ -19,7 +19,7 @@ use crate::backoff::Backoff;
 use crate::contain::ForeignGroup;
 use crate::contain::group::GroupNumber;
 use crate::exit::CancelExit;
-use crate::pidfile::{self, Liveness, Marker, Record, RecordError, SeenPgrun};
+use crate::pidfile::{self, Liveness, Marker, Record, RecordError, SeenPgrun, lock_error};
 use crate::signame::Signal;
 use crate::stop::sequence::StopSequence;
 use crate::stop::unsupervised;
@@ -50,12 +50,17 @@ pub struct Options {
     pub no_wait: bool,
     /// `--force`: stop a stale file's group.
     pub force: bool,
+    /// `--report`: the run's report, which says at once that it is over.
+    pub report: Option<PathBuf>,
     pub verbose: bool,
 }
 
 /// `pgrun cancel`: stop the run, or say the one error; the exit status.
 pub fn cancel(args: &Options) -> CancelExit {
     say::set_verbose(args.verbose);
+    if args.report.as_deref().is_some_and(|report| crate::report::said_over(&args.pidfile, report)) {
+        return CancelExit::NoRun;
+    }
     match Canceller::arm(args).and_then(|c| c.finish()) {
         Ok(exit) => exit,
         Err(err) => {
@@ -272,7 +277,7 @@ impl Canceller<'_> {
             }
             say::line(format_args!("no run at {path}{stale_note}; cancel left pending at {}", self.marker.display()));
         } else {
-            say::line(format_args!("no run at {path}{stale_note}"));
+            pidfile::say_no_run(&self.args.pidfile, &stale_note, self.args.wait_start, self.args.report.as_deref());
         }
         CancelExit::NoRun
     }
@@ -688,8 +693,4 @@ pub(crate) fn check_safe(path: &Path, record: &Record) -> Result<()> {
         bail!("refusing pid file {}: process group {pgid} is cancel's caller's", path.display());
     }
     Ok(())
-}
-
-pub(crate) fn lock_error(path: &Path, e: std::io::Error) -> anyhow::Error {
-    anyhow!("cannot read the lock of pid file {}: {e}", path.display())
 }

@@ -1,15 +1,20 @@
-//! The `--report` JSON outcome, written atomically at exit.
+//! The `--report` JSON outcome, written atomically at exit, and read back
+//! by `wait` and `cancel` ([`read`], [`over_at`]).
 //!
 //! The path is checked before anything else, and the temporary file the
 //! report is renamed from is created then: once the path is accepted, every
 //! exit can write the report, failures included, and a folder the report
-//! cannot be written to is found before the command starts.
+//! cannot be written to is found before the command starts. An old report
+//! at the path is removed then too, before the run publishes its pid file,
+//! and the report names that pid file (`pidfile`): so a report found while
+//! no run is published at its pid file is the last run's, and says at once
+//! how that run ended.
 
 use crate::atomic_file::TempFile;
 use crate::contain::Mode;
 use crate::exit::RunExit;
 use crate::output::{Relayed, StreamError};
-use crate::pidfile::check_target;
+use crate::pidfile::{self, check_target};
 use crate::resources::Resources;
 use crate::stop::plan::SentSignal;
 use crate::sys::Pid;
@@ -52,6 +57,8 @@ struct ReportJson<'a> {
     reason: Reason,
     status: Status,
     pgid: Option<Pid>,
+    /// The pid file's absolute name (see [`pidfile::absolute_name`]).
+    pidfile: Option<&'a Path>,
     signals: Vec<SignalEntry>,
     stragglers: usize,
     unreaped: usize,
@@ -191,18 +198,39 @@ const REPORT_SPACE: usize = 4096;
 pub struct ReportTarget {
     path: PathBuf,
     temp: TempFile,
+    /// The run's pid file, by its absolute name.
+    pidfile: Option<PathBuf>,
 }
 
 impl ReportTarget {
-    /// Accept `path` if its folder exists and it is not a symlink or folder,
-    /// and create the temporary file the report will be renamed from: with
-    /// no name until then where the system allows (it is made before the
-    /// guard exists, see [`TempFile::unnamed`]).
-    pub fn prepare(path: &Path) -> Result<Self> {
+    /// Accept `path` if its folder exists and it is not a symlink, a folder
+    /// or a live run's pid file, and create the temporary file the report
+    /// will be renamed from: with no name until then where the system
+    /// allows (it is made before the guard exists, see
+    /// [`TempFile::unnamed`]). Then remove the report a run before left at
+    /// `path`: this run's `pidfile` is not published yet.
+    pub fn prepare(path: &Path, pidfile: Option<&Path>) -> Result<Self> {
+        let target = Self::again(path, pidfile)?;
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                anyhow::bail!("cannot remove the old report {}: {}", path.display(), crate::say::errno_text(&e))
+            }
+            _ => Ok(target),
+        }
+    }
+
+    /// As [`ReportTarget::prepare`], for this run's report written once
+    /// more: what is at `path` is this run's own, and stays until replaced.
+    pub fn again(path: &Path, pidfile: Option<&Path>) -> Result<Self> {
         check_target(path, "report")?;
+        if let Ok(record) = pidfile::read_record(path, false)
+            && let Ok(pidfile::Liveness::Live(pgrun)) = record.liveness()
+        {
+            anyhow::bail!("report {} is the pid file of a live run (pgrun {pgrun})", path.display());
+        }
         let temp = TempFile::unnamed(path, REPORT_SPACE)
             .with_context(|| format!("cannot prepare report {}", path.display()))?;
-        Ok(ReportTarget { path: path.to_path_buf(), temp })
+        Ok(ReportTarget { path: path.to_path_buf(), temp, pidfile: pidfile.map(pidfile::absolute_name) })
     }
 
     /// Write the report into the temporary file, then rename it into place.
@@ -220,6 +248,7 @@ impl ReportTarget {
                 None => Status { code: None, signal: None },
             },
             pgid: outcome.pgid,
+            pidfile: self.pidfile.as_deref(),
             signals: outcome
                 .signals
                 .iter()
@@ -252,4 +281,65 @@ impl ReportTarget {
         self.temp.rename_into_place().with_context(|| format!("cannot write report {}", path.display()))?;
         Ok(())
     }
+}
+
+/// What `wait` and `cancel` act on in a report a run wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// pgrun's exit status: the run's own.
+    pub exit_code: u8,
+    /// The run's process group; `None` if the command never ran.
+    pub pgid: Option<Pid>,
+    /// The run's pid file by its absolute name; `None` without one (or in
+    /// a report written before reports named it).
+    pub pidfile: Option<PathBuf>,
+}
+
+/// Read the report at `path`. Every failure (no file included) is one
+/// message naming the path.
+pub fn read(path: &Path) -> Result<Written> {
+    let cannot = |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot read report {}: {e}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| cannot(&e))?;
+    let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| cannot(&e))?;
+    let exit_code = report
+        .get("exit_code")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|code| u8::try_from(code).ok())
+        .ok_or_else(|| cannot(&"no exit_code from 0 to 255"))?;
+    let pgid = report.get("pgid").and_then(serde_json::Value::as_i64).and_then(|p| Pid::try_from(p).ok());
+    let pidfile = report.get("pidfile").and_then(serde_json::Value::as_str).map(PathBuf::from);
+    Ok(Written { exit_code, pgid, pidfile })
+}
+
+/// The run at pid file `pidfile` is over if no run is published there
+/// and the report at `report` names it (a run removes its old report
+/// before it publishes, and writes the new one once it is over): that
+/// run's report. `None` if a run is published or starting there, or the
+/// report is not there, cannot be read or names another pid file: then
+/// only the pid file can tell. The pid file is looked at first, then the
+/// report, so a report found is never older than the run last seen.
+pub fn over_at(pidfile: &Path, report: &Path) -> Option<Written> {
+    if !matches!(pidfile::read_record(pidfile, false), Err(pidfile::RecordError::Missing)) {
+        return None;
+    }
+    match read(report) {
+        Ok(written) if written.pidfile.as_deref() == Some(pidfile::absolute_name(pidfile).as_path()) => Some(written),
+        Ok(_) => {
+            crate::verbose!("report {} is not the report of a run at {}", report.display(), pidfile.display());
+            None
+        }
+        Err(err) => {
+            crate::verbose!("{err:#}");
+            None
+        }
+    }
+}
+
+/// `cancel --report`: if the run at `pidfile` is over by its `report` (see
+/// [`over_at`]), say so, one line, and true: no live run is left to stop.
+pub fn said_over(pidfile: &Path, report: &Path) -> bool {
+    let Some(over) = over_at(pidfile, report) else { return false };
+    let (path, report, code) = (pidfile.display(), report.display(), over.exit_code);
+    crate::say::line(format_args!("no live run at {path}: it is over (report {report}: exit status {code})"));
+    true
 }
