@@ -215,7 +215,10 @@ impl ReportTarget {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 anyhow::bail!("cannot remove the old report {}: {}", path.display(), crate::say::errno_text(&e))
             }
-            _ => Ok(target),
+            _ => {
+                crate::test_hook::pause("report-cleared");
+                Ok(target)
+            }
         }
     }
 
@@ -223,9 +226,8 @@ impl ReportTarget {
     /// more: what is at `path` is this run's own, and stays until replaced.
     pub fn again(path: &Path, pidfile: Option<&Path>) -> Result<Self> {
         check_target(path, "report")?;
-        if let Ok(record) = pidfile::read_record(path, false)
-            && let Ok(pidfile::Liveness::Live(pgrun)) = record.liveness()
-        {
+        let live = pidfile::live_run_at(path).with_context(|| format!("cannot look at report {}", path.display()))?;
+        if let Some(pgrun) = live {
             anyhow::bail!("report {} is the pid file of a live run (pgrun {pgrun})", path.display());
         }
         let temp = TempFile::unnamed(path, REPORT_SPACE)

@@ -283,11 +283,16 @@ fn a_pgrun_killed_while_it_reports_a_command_not_found_leaves_no_file() {
     let mut guard = Guard::new();
     let dir = run_folder(&scratch);
     let (pidfile, report) = (dir.join("job.pid"), dir.join("r.json"));
-    std::fs::write(&report, "old\n").unwrap();
+    let cleared = Pause::new(&scratch, "report-cleared");
     let named = Pause::new(&scratch, "temp-named:r.json");
     let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--report", report.to_str().unwrap(), "--"]);
     cmd.arg(scratch.path("no-such-command"));
-    let index = guard.spawn(named.arm(&mut cmd));
+    let index = guard.spawn(Pause::arm_all(&[&cleared, &named], &mut cmd));
+    // The run removed the old report before it published; one put there
+    // since is what the new report takes the place of.
+    cleared.wait_reached();
+    std::fs::write(&report, "old\n").unwrap();
+    cleared.release();
     named.wait_reached();
     assert_eq!(names_in(&dir).len(), 2, "the new report under its temporary name: {:?}", names_in(&dir));
     kill_paused(&mut guard, index);
@@ -310,11 +315,16 @@ fn a_pgrun_killed_while_it_reports_a_failure_before_its_guard_leaves_no_file() {
     let mut guard = Guard::new();
     let dir = run_folder(&scratch);
     let report = dir.join("r.json");
-    std::fs::write(&report, "old\n").unwrap();
+    let cleared = Pause::new(&scratch, "report-cleared");
     let named = Pause::new(&scratch, "temp-named:r.json");
     let mut cmd =
         pgrun(["--contain", "group", "--memory-max", "1G", "--report", report.to_str().unwrap(), "--", "true"]);
-    let index = guard.spawn(named.arm(&mut cmd));
+    let index = guard.spawn(Pause::arm_all(&[&cleared, &named], &mut cmd));
+    // The run removed the old report before it published; one put there
+    // since is what the new report takes the place of.
+    cleared.wait_reached();
+    std::fs::write(&report, "old\n").unwrap();
+    cleared.release();
     named.wait_reached();
     assert_eq!(names_in(&dir).len(), 2, "the new report under its temporary name: {:?}", names_in(&dir));
     kill_paused(&mut guard, index);
