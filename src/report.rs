@@ -207,10 +207,12 @@ impl ReportTarget {
     /// or a live run's pid file, and create the temporary file the report
     /// will be renamed from: with no name until then where the system
     /// allows (it is made before the guard exists, see
-    /// [`TempFile::unnamed`]). Then remove the report a run before left at
-    /// `path`: this run's `pidfile` is not published yet.
+    /// [`TempFile::unnamed`]). Mark the path in use (refused if another
+    /// live pgrun has: see [`mark_in_use`]), then remove the report a run
+    /// before left at `path`: this run's `pidfile` is not published yet.
     pub fn prepare(path: &Path, pidfile: Option<&Path>) -> Result<Self> {
         let target = Self::again(path, pidfile)?;
+        mark_in_use(path)?;
         match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 anyhow::bail!("cannot remove the old report {}: {}", path.display(), crate::say::errno_text(&e))
@@ -283,6 +285,51 @@ impl ReportTarget {
         self.temp.rename_into_place().with_context(|| format!("cannot write report {}", path.display()))?;
         Ok(())
     }
+}
+
+/// The folder of this pgrun's report, open while pgrun lives, with the
+/// report's name marked in use on it (see [`mark_in_use`]).
+static IN_USE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+
+/// Mark the report path `path` in use by this pgrun until it exits, or
+/// fail if a live pgrun has marked it: two runs that share a report would
+/// each remove and replace the other's. The mark is a read lock on one
+/// byte of the report's folder, at an offset its file name gives (a hash:
+/// two names of one folder share a byte once in 2^62), held on an fd kept
+/// open until pgrun exits, so the kernel drops it however pgrun ends, and
+/// never before its run is withdrawn and its report written. A starting
+/// run looks for another's lock there, takes its own, and looks again: of
+/// runs that start at once, at most one goes on (one that looks again
+/// after another took its lock sees it).
+fn mark_in_use(path: &Path) -> Result<()> {
+    use crate::sys::lock::{self, Range};
+    use std::os::unix::ffi::OsStrExt;
+    let folder_path = crate::atomic_file::folder_of(path);
+    let folder = std::fs::File::open(folder_path)
+        .with_context(|| format!("cannot open the folder of report {}", path.display()))?;
+    let name = path.file_name().map_or(&[][..], |n| n.as_bytes());
+    // FNV-1a, folded into the non-negative offsets of any off_t.
+    let hash = name.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let mark = Range::Mark((hash % (libc::off_t::MAX as u64)) as libc::off_t);
+    let cannot = |e: std::io::Error| anyhow::anyhow!("cannot mark report {} in use: {e}", path.display());
+    let used_by = |pgrun: Pid| anyhow::anyhow!("report {} is used by another live run (pgrun {pgrun})", path.display());
+    if let Some(other) = lock::holder(&folder, mark).map_err(cannot)? {
+        return Err(used_by(other.pid));
+    }
+    crate::test_hook::pause("report-looked");
+    if !lock::try_read_lock(&folder, mark).map_err(cannot)? {
+        return Err(anyhow::anyhow!("report {} is locked by another process", path.display()));
+    }
+    if let Some(other) = lock::holder(&folder, mark).map_err(cannot)? {
+        lock::unlock(&folder, mark).map_err(cannot)?;
+        return Err(used_by(other.pid));
+    }
+    if let Err(folder) = IN_USE.set(folder) {
+        // A second report in one pgrun (there is none): closing this fd
+        // would drop every mark on the folder, so it stays open too.
+        std::mem::forget(folder);
+    }
+    Ok(())
 }
 
 /// What `wait` and `cancel` act on in a report a run wrote.

@@ -239,3 +239,70 @@ fn a_report_path_that_is_a_live_runs_pid_file_is_refused_and_nothing_runs() {
     assert_status(&run(&mut pgrun(["cancel", live.to_str().unwrap()])), 0, "cancel");
     assert_eq!(guard.wait(index), 143);
 }
+
+#[test]
+fn a_report_path_another_live_run_uses_is_refused_and_nothing_is_lost() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let report = scratch.path("shared.json");
+    let first = scratch.path("first.pid");
+    let dir = scratch.sh();
+    let payload = format!("echo ready > {dir}/ready; while [ ! -e {dir}/gate ]; do sleep 0.05; done; exit 3");
+    let (index, _) = start_published(&mut guard, &first, &["--report", report.to_str().unwrap()], &payload);
+    wait_line(&scratch.path("ready"));
+    // A second run given the same report, by another spelling: refused
+    // before anything runs, the first run's report path left alone.
+    fs::write(&report, "left by someone\n").unwrap();
+    let second = scratch.path("second.pid");
+    let out = run(pgrun([
+        "-p",
+        second.to_str().unwrap(),
+        "--report",
+        &format!("{dir}/./shared.json"),
+        "--",
+        "sh",
+        "-c",
+        &format!("touch {dir}/ran"),
+    ])
+    .stderr(Stdio::piped()));
+    assert_status(&out, 125, "a report path another live run uses");
+    let err = stderr_of(&out);
+    assert!(err.starts_with("pgrun: ") && err.lines().count() == 1 && err.contains("shared.json"), "{err}");
+    assert!(err.contains("another live run"), "{err}");
+    assert!(!scratch.path("ran").exists(), "the command ran");
+    assert!(!second.exists(), "the refused run left its pid file");
+    assert_eq!(fs::read_to_string(&report).unwrap(), "left by someone\n", "the refused run touched the report");
+    // The first run ends and writes its report; then the path is free.
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(index), 3);
+    assert_eq!(json(&report)["exit_code"], 3);
+    assert_eq!(finished_run(&second, &report, "exit 5"), 5);
+    assert_eq!(json(&report)["pidfile"], absolute(&second));
+}
+
+#[test]
+fn a_run_that_marks_its_report_as_another_run_takes_it_looks_again_and_stops() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let report = scratch.path("shared.json");
+    let dir = scratch.sh();
+    // The first run has looked for another run's mark (none yet) and is
+    // held before it takes its own; a second run marks the path meanwhile.
+    let looked = Pause::new(&scratch, "report-looked");
+    let mut cmd = pgrun(["--report", report.to_str().unwrap(), "--", "sh", "-c", &format!("touch {dir}/first")]);
+    let first = guard.spawn(looked.arm(cmd.stderr(Stdio::piped())));
+    looked.wait_reached();
+    let payload = format!("echo ready > {dir}/ready; while [ ! -e {dir}/gate ]; do sleep 0.05; done");
+    let (second, _) =
+        start_published(&mut guard, &scratch.path("second.pid"), &["--report", report.to_str().unwrap()], &payload);
+    wait_line(&scratch.path("ready"));
+    looked.release();
+    assert_eq!(guard.wait(first), 125, "the run that looked first, then found the other's mark");
+    let mut err = String::new();
+    std::io::Read::read_to_string(guard.child(first).stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(err.contains("another live run"), "{err}");
+    assert!(!scratch.path("first").exists(), "its command ran");
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(second), 0);
+    assert_eq!(json(&report)["pidfile"], absolute(&scratch.path("second.pid")));
+}

@@ -346,8 +346,9 @@ Report:
   is the pid file's absolute path (its folder resolved), null without one.
   The path is checked before anything else,
   so every exit after that writes the report; cancelled is written only
-  once the group is confirmed gone. A report path that is a live run's pid
-  file is refused (125, nothing runs). An old report at PATH is removed
+  once the group is confirmed gone. A report path another live run uses
+  as its report, or that is a live run's pid file, is refused (125, nothing
+  runs, nothing written). An old report at PATH is removed
   before the run publishes its pid file, so a report found while no run is
   published there is the last run's: `pgrun wait --report PATH PIDFILE` then
   exits at once with that run's status, and `pgrun cancel --report PATH
