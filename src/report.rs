@@ -302,34 +302,53 @@ static IN_USE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
 /// runs that start at once, at most one goes on (one that looks again
 /// after another took its lock sees it).
 fn mark_in_use(path: &Path) -> Result<()> {
+    match look_and_mark(path) {
+        Ok(marked) => marked,
+        // A folder this pgrun may not read, or one whose file system keeps
+        // no locks on folders: the path cannot be marked, nor a mark seen,
+        // so runs that share it are not told apart (as before marks).
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EACCES | libc::EBADF | libc::EINVAL | libc::ENOLCK | libc::EOPNOTSUPP)
+            ) =>
+        {
+            crate::verbose!("cannot mark report {} in use ({e}): another run given it is not refused", path.display());
+            Ok(())
+        }
+        Err(e) => Err(anyhow::anyhow!("cannot mark report {} in use: {e}", path.display())),
+    }
+}
+
+/// [`mark_in_use`]'s looks and lock: `Err` if one failed, else `Ok` of
+/// whether the path is this run's now.
+fn look_and_mark(path: &Path) -> std::io::Result<Result<()>> {
     use crate::sys::lock::{self, Range};
     use std::os::unix::ffi::OsStrExt;
-    let folder_path = crate::atomic_file::folder_of(path);
-    let folder = std::fs::File::open(folder_path)
-        .with_context(|| format!("cannot open the folder of report {}", path.display()))?;
+    let folder = std::fs::File::open(crate::atomic_file::folder_of(path))?;
     let name = path.file_name().map_or(&[][..], |n| n.as_bytes());
     // FNV-1a, folded into the non-negative offsets of any off_t.
     let hash = name.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
     let mark = Range::Mark((hash % (libc::off_t::MAX as u64)) as libc::off_t);
-    let cannot = |e: std::io::Error| anyhow::anyhow!("cannot mark report {} in use: {e}", path.display());
-    let used_by = |pgrun: Pid| anyhow::anyhow!("report {} is used by another live run (pgrun {pgrun})", path.display());
-    if let Some(other) = lock::holder(&folder, mark).map_err(cannot)? {
-        return Err(used_by(other.pid));
+    let used_by =
+        |pgrun: Pid| Err(anyhow::anyhow!("report {} is used by another live run (pgrun {pgrun})", path.display()));
+    if let Some(other) = lock::holder(&folder, mark)? {
+        return Ok(used_by(other.pid));
     }
     crate::test_hook::pause("report-looked");
-    if !lock::try_read_lock(&folder, mark).map_err(cannot)? {
-        return Err(anyhow::anyhow!("report {} is locked by another process", path.display()));
+    if !lock::try_read_lock(&folder, mark)? {
+        return Ok(Err(anyhow::anyhow!("report {} is locked by another process", path.display())));
     }
-    if let Some(other) = lock::holder(&folder, mark).map_err(cannot)? {
-        lock::unlock(&folder, mark).map_err(cannot)?;
-        return Err(used_by(other.pid));
+    if let Some(other) = lock::holder(&folder, mark)? {
+        lock::unlock(&folder, mark)?;
+        return Ok(used_by(other.pid));
     }
     if let Err(folder) = IN_USE.set(folder) {
         // A second report in one pgrun (there is none): closing this fd
         // would drop every mark on the folder, so it stays open too.
         std::mem::forget(folder);
     }
-    Ok(())
+    Ok(Ok(()))
 }
 
 /// What `wait` and `cancel` act on in a report a run wrote.
