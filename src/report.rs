@@ -294,8 +294,9 @@ static IN_USE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
 /// Mark the report path `path` in use by this pgrun until it exits, or
 /// fail if a live pgrun has marked it: two runs that share a report would
 /// each remove and replace the other's. The mark is a read lock on one
-/// byte of the report's folder, at an offset its file name gives (a hash:
-/// two names of one folder share a byte once in 2^62), held on an fd kept
+/// byte of the report's folder, at an offset its file name gives (a
+/// 64-bit hash folded into off_t's range: two names of one folder that
+/// share a byte are refused as one, a chance too small to matter), held on an fd kept
 /// open until pgrun exits, so the kernel drops it however pgrun ends, and
 /// never before its run is withdrawn and its report written. A starting
 /// run looks for another's lock there, takes its own, and looks again: of
