@@ -693,12 +693,6 @@ impl Pause {
     pub fn arm<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
         cmd.env("PGRUN_TEST_PAUSE", format!("{}={}", self.step, self.gate.display()))
     }
-    /// Ask `cmd` (a pgrun) to pause at each of `pauses` (one list: the
-    /// environment holds one).
-    pub fn arm_all<'a>(pauses: &[&Pause], cmd: &'a mut Command) -> &'a mut Command {
-        let spec: Vec<String> = pauses.iter().map(|p| format!("{}={}", p.step, p.gate.display())).collect();
-        cmd.env("PGRUN_TEST_PAUSE", spec.join(","))
-    }
     /// Wait until pgrun has reached the step and is waiting there.
     pub fn wait_reached(&self) {
         let reached = PathBuf::from(format!("{}.reached", self.gate.display()));
