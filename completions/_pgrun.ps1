@@ -65,6 +65,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Bound the wait for the run to stop; past it, SIGKILL the group')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Bound the wait for the run to stop; past it, SIGKILL the group')
             [CompletionResult]::new('--cancel-file', '--cancel-file', [CompletionResultType]::ParameterName, 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'The run''s report (the PATH it was given): a run over answers at once (exit 1)')
             [CompletionResult]::new('--keep-pending', '--keep-pending', [CompletionResultType]::ParameterName, 'If no run appears, leave the marker so the run is cancelled when it starts')
             [CompletionResult]::new('--no-wait', '--no-wait', [CompletionResultType]::ParameterName, 'Return as soon as the request is delivered')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Stop the group named by a stale pid file (nobody holds its lock)')

@@ -187,7 +187,7 @@ _pgrun_options() {
             return 0
             ;;
         pgrun__subcmd__cancel)
-            opts="-t -v -h --wait-start --timeout --keep-pending --no-wait --force --cancel-file --verbose --help"
+            opts="-t -v -h --wait-start --timeout --keep-pending --no-wait --force --cancel-file --report --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -206,6 +206,21 @@ _pgrun_options() {
                     return 0
                     ;;
                 --cancel-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --report)
                     local oldifs
                     if [ -n "${IFS+x}" ]; then
                         oldifs="$IFS"

@@ -61,6 +61,7 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand -t 'Bound the wait for the run to stop; past it, SIGKILL the group'
             cand --timeout 'Bound the wait for the run to stop; past it, SIGKILL the group'
             cand --cancel-file 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]'
+            cand --report 'The run''s report (the PATH it was given): a run over answers at once (exit 1)'
             cand --keep-pending 'If no run appears, leave the marker so the run is cancelled when it starts'
             cand --no-wait 'Return as soon as the request is delivered'
             cand --force 'Stop the group named by a stale pid file (nobody holds its lock)'

@@ -86,6 +86,7 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -a "ls" -d 'List the runs publ
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l wait-start -d 'How long to wait for a pid file to appear' -r
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -s t -l timeout -d 'Bound the wait for the run to stop; past it, SIGKILL the group' -r
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l cancel-file -d 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]' -r -F
+complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l report -d 'The run\'s report (the PATH it was given): a run over answers at once (exit 1)' -r -F
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l keep-pending -d 'If no run appears, leave the marker so the run is cancelled when it starts'
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l no-wait -d 'Return as soon as the request is delivered'
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l force -d 'Stop the group named by a stale pid file (nobody holds its lock)'

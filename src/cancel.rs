@@ -49,12 +49,17 @@ pub struct Options {
     pub no_wait: bool,
     /// `--force`: stop a stale file's group.
     pub force: bool,
+    /// `--report`: the run's report, which says at once that it is over.
+    pub report: Option<PathBuf>,
     pub verbose: bool,
 }
 
 /// `pgrun cancel`: stop the run, or say the one error; the exit status.
 pub fn cancel(args: &Options) -> CancelExit {
     say::set_verbose(args.verbose);
+    if args.report.as_deref().is_some_and(|report| crate::report::said_over(&args.pidfile, report)) {
+        return CancelExit::NoRun;
+    }
     match Canceller::arm(args).and_then(|c| c.finish()) {
         Ok(exit) => exit,
         Err(err) => {
@@ -287,7 +292,7 @@ impl Canceller<'_> {
             }
             say::line(format_args!("no run at {path}{stale_note}; cancel left pending at {}", self.marker.display()));
         } else {
-            say::line(format_args!("no run at {path}{stale_note}"));
+            pidfile::say_no_run(&self.args.pidfile, &stale_note, self.args.wait_start, self.args.report.as_deref());
         }
         CancelExit::NoRun
     }

@@ -361,6 +361,10 @@ pub struct CancelArgs {
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub cancel_file: Option<PathBuf>,
 
+    /// The run's report (the PATH it was given): a run over answers at once (exit 1).
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub report: Option<PathBuf>,
+
     /// Say what cancel does, on stderr.
     #[arg(short = 'v', long)]
     pub verbose: bool,

@@ -123,8 +123,8 @@ fn hint() {
 
 /// The plain request `pgrun cancel` acts on.
 fn cancel_options(args: CancelArgs) -> cancel::Options {
-    let CancelArgs { wait_start, timeout, keep_pending, no_wait, force, cancel_file, verbose, pidfile } = args;
-    cancel::Options { pidfile, cancel_file, wait_start, timeout, keep_pending, no_wait, force, verbose }
+    let CancelArgs { wait_start, timeout, keep_pending, no_wait, force, cancel_file, report, verbose, pidfile } = args;
+    cancel::Options { pidfile, cancel_file, wait_start, timeout, keep_pending, no_wait, force, report, verbose }
 }
 
 /// The plain question `pgrun status` answers.

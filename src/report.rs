@@ -1,15 +1,20 @@
-//! The `--report` JSON outcome, written atomically at exit.
+//! The `--report` JSON outcome, written atomically at exit, and read back
+//! by `wait` and `cancel` ([`read`], [`over_at`]).
 //!
 //! The path is checked before anything else, and the temporary file the
 //! report is renamed from is created then: once the path is accepted, every
 //! exit can write the report, failures included, and a folder the report
-//! cannot be written to is found before the command starts.
+//! cannot be written to is found before the command starts. An old report
+//! at the path is removed then too, before the run publishes its pid file,
+//! and the report names that pid file (`pidfile`): so a report found while
+//! no run is published at its pid file is the last run's, and says at once
+//! how that run ended.
 
 use crate::atomic_file::TempFile;
 use crate::contain::Mode;
 use crate::exit::RunExit;
 use crate::output::{Relayed, StreamError};
-use crate::pidfile::check_target;
+use crate::pidfile::{self, check_target};
 use crate::resources::Resources;
 use crate::stop::plan::SentSignal;
 use crate::sys::Pid;
@@ -52,6 +57,8 @@ struct ReportJson<'a> {
     reason: Reason,
     status: Status,
     pgid: Option<Pid>,
+    /// The pid file's absolute name (see [`pidfile::absolute_name`]).
+    pidfile: Option<&'a Path>,
     signals: Vec<SignalEntry>,
     stragglers: usize,
     unreaped: usize,
@@ -191,18 +198,43 @@ const REPORT_SPACE: usize = 4096;
 pub struct ReportTarget {
     path: PathBuf,
     temp: TempFile,
+    /// The run's pid file, by its absolute name.
+    pidfile: Option<PathBuf>,
 }
 
 impl ReportTarget {
-    /// Accept `path` if its folder exists and it is not a symlink or folder,
-    /// and create the temporary file the report will be renamed from: with
-    /// no name until then where the system allows (it is made before the
-    /// guard exists, see [`TempFile::unnamed`]).
-    pub fn prepare(path: &Path) -> Result<Self> {
+    /// Accept `path` if its folder exists and it is not a symlink, a folder
+    /// or a live run's pid file, and create the temporary file the report
+    /// will be renamed from: with no name until then where the system
+    /// allows (it is made before the guard exists, see
+    /// [`TempFile::unnamed`]). Mark the path in use (refused if another
+    /// live pgrun has: see [`mark_in_use`]), then remove the report a run
+    /// before left at `path`: this run's `pidfile` is not published yet.
+    pub fn prepare(path: &Path, pidfile: Option<&Path>) -> Result<Self> {
+        let target = Self::again(path, pidfile)?;
+        mark_in_use(path)?;
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                anyhow::bail!("cannot remove the old report {}: {}", path.display(), crate::say::errno_text(&e))
+            }
+            _ => {
+                crate::test_hook::pause("report-cleared");
+                Ok(target)
+            }
+        }
+    }
+
+    /// As [`ReportTarget::prepare`], for this run's report written once
+    /// more: what is at `path` is this run's own, and stays until replaced.
+    pub fn again(path: &Path, pidfile: Option<&Path>) -> Result<Self> {
         check_target(path, "report")?;
+        let live = pidfile::live_run_at(path).with_context(|| format!("cannot look at report {}", path.display()))?;
+        if let Some(pgrun) = live {
+            anyhow::bail!("report {} is the pid file of a live run (pgrun {pgrun})", path.display());
+        }
         let temp = TempFile::unnamed(path, REPORT_SPACE)
             .with_context(|| format!("cannot prepare report {}", path.display()))?;
-        Ok(ReportTarget { path: path.to_path_buf(), temp })
+        Ok(ReportTarget { path: path.to_path_buf(), temp, pidfile: pidfile.map(pidfile::absolute_name) })
     }
 
     /// Write the report into the temporary file, then rename it into place.
@@ -220,6 +252,7 @@ impl ReportTarget {
                 None => Status { code: None, signal: None },
             },
             pgid: outcome.pgid,
+            pidfile: self.pidfile.as_deref(),
             signals: outcome
                 .signals
                 .iter()
@@ -252,4 +285,130 @@ impl ReportTarget {
         self.temp.rename_into_place().with_context(|| format!("cannot write report {}", path.display()))?;
         Ok(())
     }
+}
+
+/// The folder of this pgrun's report, open while pgrun lives, with the
+/// report's name marked in use on it (see [`mark_in_use`]).
+static IN_USE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+
+/// Mark the report path `path` in use by this pgrun until it exits, or
+/// fail if a live pgrun has marked it: two runs that share a report would
+/// each remove and replace the other's. The mark is a read lock on one
+/// byte of the report's folder, at an offset its file name gives (a
+/// 64-bit hash folded into off_t's range: two names of one folder that
+/// share a byte are refused as one, a chance too small to matter), held on an fd kept
+/// open until pgrun exits, so the kernel drops it however pgrun ends, and
+/// never before its run is withdrawn and its report written. A starting
+/// run looks for another's lock there, takes its own, and looks again: of
+/// runs that start at once, at most one goes on (one that looks again
+/// after another took its lock sees it).
+fn mark_in_use(path: &Path) -> Result<()> {
+    match look_and_mark(path) {
+        Ok(marked) => marked,
+        // A folder this pgrun may not read, or one whose file system keeps
+        // no locks on folders: the path cannot be marked, nor a mark seen,
+        // so runs that share it are not told apart (as before marks).
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EACCES | libc::EBADF | libc::EINVAL | libc::ENOLCK | libc::EOPNOTSUPP)
+            ) =>
+        {
+            crate::verbose!("cannot mark report {} in use ({e}): another run given it is not refused", path.display());
+            Ok(())
+        }
+        Err(e) => Err(anyhow::anyhow!("cannot mark report {} in use: {e}", path.display())),
+    }
+}
+
+/// [`mark_in_use`]'s looks and lock: `Err` if one failed, else `Ok` of
+/// whether the path is this run's now.
+fn look_and_mark(path: &Path) -> std::io::Result<Result<()>> {
+    use crate::sys::lock::{self, Range};
+    use std::os::unix::ffi::OsStrExt;
+    let folder = std::fs::File::open(crate::atomic_file::folder_of(path))?;
+    let name = path.file_name().map_or(&[][..], |n| n.as_bytes());
+    // FNV-1a, folded into the non-negative offsets of any off_t.
+    let hash = name.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let mark = Range::Mark((hash % (libc::off_t::MAX as u64)) as libc::off_t);
+    let used_by =
+        |pgrun: Pid| Err(anyhow::anyhow!("report {} is used by another live run (pgrun {pgrun})", path.display()));
+    if let Some(other) = lock::holder(&folder, mark)? {
+        return Ok(used_by(other.pid));
+    }
+    crate::test_hook::pause("report-looked");
+    if !lock::try_read_lock(&folder, mark)? {
+        return Ok(Err(anyhow::anyhow!("report {} is locked by another process", path.display())));
+    }
+    if let Some(other) = lock::holder(&folder, mark)? {
+        lock::unlock(&folder, mark)?;
+        return Ok(used_by(other.pid));
+    }
+    if let Err(folder) = IN_USE.set(folder) {
+        // A second report in one pgrun (there is none): closing this fd
+        // would drop every mark on the folder, so it stays open too.
+        std::mem::forget(folder);
+    }
+    Ok(Ok(()))
+}
+
+/// What `wait` and `cancel` act on in a report a run wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// pgrun's exit status: the run's own.
+    pub exit_code: u8,
+    /// The run's process group; `None` if the command never ran.
+    pub pgid: Option<Pid>,
+    /// The run's pid file by its absolute name; `None` without one (or in
+    /// a report written before reports named it).
+    pub pidfile: Option<PathBuf>,
+}
+
+/// Read the report at `path`. Every failure (no file included) is one
+/// message naming the path.
+pub fn read(path: &Path) -> Result<Written> {
+    let cannot = |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot read report {}: {e}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| cannot(&e))?;
+    let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| cannot(&e))?;
+    let exit_code = report
+        .get("exit_code")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|code| u8::try_from(code).ok())
+        .ok_or_else(|| cannot(&"no exit_code from 0 to 255"))?;
+    let pgid = report.get("pgid").and_then(serde_json::Value::as_i64).and_then(|p| Pid::try_from(p).ok());
+    let pidfile = report.get("pidfile").and_then(serde_json::Value::as_str).map(PathBuf::from);
+    Ok(Written { exit_code, pgid, pidfile })
+}
+
+/// The run at pid file `pidfile` is over if no run is published there
+/// and the report at `report` names it (a run removes its old report
+/// before it publishes, and writes the new one once it is over): that
+/// run's report. `None` if a run is published or starting there, or the
+/// report is not there, cannot be read or names another pid file: then
+/// only the pid file can tell. The pid file is looked at first, then the
+/// report, so a report found is never older than the run last seen.
+pub fn over_at(pidfile: &Path, report: &Path) -> Option<Written> {
+    if !matches!(pidfile::read_record(pidfile, false), Err(pidfile::RecordError::Missing)) {
+        return None;
+    }
+    match read(report) {
+        Ok(written) if written.pidfile.as_deref() == Some(pidfile::absolute_name(pidfile).as_path()) => Some(written),
+        Ok(_) => {
+            crate::verbose!("report {} is not the report of a run at {}", report.display(), pidfile.display());
+            None
+        }
+        Err(err) => {
+            crate::verbose!("{err:#}");
+            None
+        }
+    }
+}
+
+/// `cancel --report`: if the run at `pidfile` is over by its `report` (see
+/// [`over_at`]), say so, one line, and true: no live run is left to stop.
+pub fn said_over(pidfile: &Path, report: &Path) -> bool {
+    let Some(over) = over_at(pidfile, report) else { return false };
+    let (path, report, code) = (pidfile.display(), report.display(), over.exit_code);
+    crate::say::line(format_args!("no live run at {path}: it is over (report {report}: exit status {code})"));
+    true
 }

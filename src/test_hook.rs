@@ -8,7 +8,9 @@
 //! then goes on. Only debug builds (the ones `cargo test` runs) read the
 //! variable; in release builds [`pause`] is empty and compiles away.
 //!
-//! Steps: `claim-opened` (a stale pid file is open, not yet claimed; the
+//! Steps: `report-looked` (no other run's mark on the report path was
+//! found, this run's own not yet taken), `report-cleared` (the report path is accepted, its
+//! old report removed, nothing else prepared yet), `claim-opened` (a stale pid file is open, not yet claimed; the
 //! guard is forked already), `claimed` (the claim is held, the record not prepared yet), `starting` (the
 //! starting name is held too, the path not yet checked again), `marker-checked`
 //! (no marker was found before the start), `guard-started` (all is

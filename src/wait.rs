@@ -29,7 +29,7 @@ use crate::backoff::{self, Backoff};
 use crate::exit::WaitExit;
 use crate::pidfile::{self, Liveness, Record, RecordError, check_safe, lock_error};
 use crate::sys::{self, Pid, process};
-use crate::{say, verbose};
+use crate::{report, say, verbose};
 use anyhow::{Context, Result, anyhow, bail};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
@@ -124,11 +124,18 @@ impl Waiter<'_> {
                         }
                     }
                 }
-                Err(RecordError::Missing) => {}
+                Err(RecordError::Missing) => {
+                    // No run published: one whose report names this pid
+                    // file is over (see `report::over_at`).
+                    if let Some(written) = self.args.report.as_deref().and_then(|r| report::over_at(path, r)) {
+                        verbose!("no run at {}; its report says it is over", path.display());
+                        return Ok(WaitExit::RunStatus(written.exit_code));
+                    }
+                }
                 Err(e) => bail!("cannot use pid file {}: {e}", path.display()),
             }
             if !backoff.pause_until(until) {
-                say::line(format_args!("no run at {}", path.display()));
+                pidfile::say_no_run(path, "", self.args.wait_start, self.args.report.as_deref());
                 return Ok(WaitExit::NoRun);
             }
         }
@@ -291,15 +298,9 @@ fn find_guard(holder: Pid, holder_fd: BorrowedFd<'_>) -> Option<OwnedFd> {
 /// The run's own exit status from the report at `path`, which must be the
 /// report of the run of group `pgid`.
 fn read_report(path: &Path, pgid: Pid) -> Result<u8> {
-    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read report {}: {e}", path.display()))?;
-    let report: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| anyhow!("cannot read report {}: {e}", path.display()))?;
-    if report.get("pgid").and_then(serde_json::Value::as_i64) != Some(i64::from(pgid)) {
+    let written = report::read(path)?;
+    if written.pgid != Some(pgid) {
         bail!("report {} is not the run's: it names another process group than {pgid}", path.display());
     }
-    report
-        .get("exit_code")
-        .and_then(serde_json::Value::as_u64)
-        .and_then(|code| u8::try_from(code).ok())
-        .ok_or_else(|| anyhow!("cannot read report {}: no exit_code from 0 to 255", path.display()))
+    Ok(written.exit_code)
 }

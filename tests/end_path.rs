@@ -391,11 +391,16 @@ fn a_pgrun_killed_while_it_reports_a_command_not_found_leaves_no_file() {
     let mut guard = Guard::new();
     let dir = run_folder(&scratch);
     let (pidfile, report) = (dir.join("job.pid"), dir.join("r.json"));
-    std::fs::write(&report, "old\n").unwrap();
+    let cleared = Pause::new(&scratch, "report-cleared");
     let named = Pause::new(&scratch, "temp-named:r.json");
     let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--report", report.to_str().unwrap(), "--"]);
     cmd.arg(scratch.path("no-such-command"));
-    let index = guard.spawn(named.arm(&mut cmd));
+    let index = guard.spawn(arm_steps(&scratch, &mut cmd, &["report-cleared", "temp-named:r.json"]));
+    // The run removed the old report before it published; one put there
+    // since is what the new report takes the place of.
+    cleared.wait_reached();
+    std::fs::write(&report, "old\n").unwrap();
+    cleared.release();
     named.wait_reached();
     assert_eq!(names_in(&dir).len(), 2, "the new report under its temporary name: {:?}", names_in(&dir));
     kill_paused(&mut guard, index);
@@ -418,11 +423,16 @@ fn a_pgrun_killed_while_it_reports_a_failure_before_its_guard_leaves_no_file() {
     let mut guard = Guard::new();
     let dir = run_folder(&scratch);
     let report = dir.join("r.json");
-    std::fs::write(&report, "old\n").unwrap();
+    let cleared = Pause::new(&scratch, "report-cleared");
     let named = Pause::new(&scratch, "temp-named:r.json");
     let mut cmd =
         pgrun(["--contain", "group", "--memory-max", "1G", "--report", report.to_str().unwrap(), "--", "true"]);
-    let index = guard.spawn(named.arm(&mut cmd));
+    let index = guard.spawn(arm_steps(&scratch, &mut cmd, &["report-cleared", "temp-named:r.json"]));
+    // The run removed the old report before it published; one put there
+    // since is what the new report takes the place of.
+    cleared.wait_reached();
+    std::fs::write(&report, "old\n").unwrap();
+    cleared.release();
     named.wait_reached();
     assert_eq!(names_in(&dir).len(), 2, "the new report under its temporary name: {:?}", names_in(&dir));
     kill_paused(&mut guard, index);
@@ -464,4 +474,17 @@ fn a_pgrun_killed_while_it_writes_its_report_again_leaves_no_file() {
     kill_paused(&mut guard, index);
     assert_eq!(names_in(&dir), ["report.json"], "files left");
     assert_eq!(std::fs::read_to_string(&report).unwrap(), first, "the first report stays");
+}
+
+/// Arm `cmd` (a pgrun) with the pauses at all of `steps` at once, each
+/// gated as [`Pause::new`] gates it (so a `Pause` of the same step waits
+/// for it and releases it).
+fn arm_steps<'a>(
+    scratch: &Scratch,
+    cmd: &'a mut std::process::Command,
+    steps: &[&str],
+) -> &'a mut std::process::Command {
+    let spec: Vec<String> =
+        steps.iter().map(|step| format!("{step}={}", scratch.path(&format!("gate-{step}")).display())).collect();
+    cmd.env("PGRUN_TEST_PAUSE", spec.join(","))
 }

@@ -22,6 +22,7 @@ mod limits;
 mod load;
 mod ls;
 mod number_reuse;
+mod outcome;
 mod output;
 mod output_file;
 mod output_shared;

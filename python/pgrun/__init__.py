@@ -102,6 +102,18 @@ class PgrunError(Exception):
 # ---------------------------------------------------------------- the report
 
 
+class _Outcome(enum.IntEnum):
+    """An exit status with a name: compares and converts as the number,
+    prints as the name (``str()``, ``format()`` and f-strings without a
+    format spec), as every enum of this module does."""
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __format__(self, spec: str) -> str:
+        return self.name if not spec else int(self).__format__(spec)
+
+
 @dataclass(frozen=True)
 class ExitStatus:
     """How the command ended: its exit ``code`` or the ``signal`` name that
@@ -168,6 +180,9 @@ class Report:
     reason: str
     status: ExitStatus
     pgid: Optional[int]
+    #: The run's pid file by its absolute path (``None`` without one, or
+    #: in a report of a pgrun before reports named it).
+    pidfile: Optional[str]
     signals: List[SentSignal]
     stragglers: int
     unreaped: int
@@ -191,6 +206,7 @@ class Report:
             reason=obj["reason"],
             status=ExitStatus(code=obj["status"]["code"], signal=obj["status"]["signal"]),
             pgid=obj["pgid"],
+            pidfile=obj.get("pidfile"),
             signals=[SentSignal(signal=s["signal"], at_ms=s["at_ms"]) for s in obj["signals"]],
             stragglers=obj["stragglers"],
             unreaped=obj["unreaped"],
@@ -419,8 +435,16 @@ def run(
 @dataclass(frozen=True)
 class DetachedRun:
     """A run started with :func:`start`: its pid file, and its report path
-    if one was asked for. :meth:`status`, :meth:`cancel` and :meth:`wait`
-    are the module's functions on this pid file."""
+    (beside the pid file unless :func:`start` was told otherwise; ``None``
+    with ``report=False``). :meth:`status`, :meth:`cancel` and :meth:`wait`
+    are the module's functions on this pid file (with its report);
+    :meth:`result` is how the run ended. As a context manager it cancels
+    the run on exit, if it is still running::
+
+        with pgrun.start(["./server"], pidfile="/tmp/srv.pid") as srv:
+            ...                      # the server runs here
+        srv.result().reason          # 'cancelled' (or how it ended before)
+    """
 
     pidfile: str
     report: Optional[str]
@@ -432,14 +456,45 @@ class DetachedRun:
         return status(self.pidfile, cancel_file=self.cancel_file)
 
     def cancel(self, **kwargs: Any) -> "CancelOutcome":
-        """:func:`cancel` of this run (keywords as there)."""
+        """:func:`cancel` of this run (keywords as there). It was published
+        when :func:`start` returned, so a pid file found empty means the run
+        is over: ``wait_start`` is 0 unless given, and with the report,
+        pgrun answers at once (:attr:`CancelOutcome.NO_RUN`)."""
         kwargs.setdefault("cancel_file", self.cancel_file)
+        kwargs.setdefault("report", self.report)
+        kwargs.setdefault("wait_start", 0)
         return cancel(self.pidfile, **kwargs)
 
     def wait(self, **kwargs: Any) -> "WaitResult":
-        """:func:`wait` for this run; the result carries its report."""
+        """:func:`wait` for this run; the result carries its report (at once
+        if the run is over already). ``wait_start`` is 0 unless given, as
+        for :meth:`cancel`."""
         kwargs.setdefault("report", self.report)
+        kwargs.setdefault("wait_start", 0)
         return wait(self.pidfile, **kwargs)
+
+    def result(self, timeout: Optional[Duration] = None) -> "Report":
+        """How the run ended: its report, at once if it is over, else once
+        it is (``pgrun wait --report``), or :class:`TimeoutError` once
+        ``timeout`` passes with the run still running (it is left alone).
+        Raises :class:`PgrunError` if the run has no report (``report=False``,
+        or a pgrun killed before it could write one)."""
+        if self.report is None:
+            raise PgrunError(f"the run at {self.pidfile} was started with no report", FAILURE)
+        waited = wait(self.pidfile, timeout=timeout, wait_start=0, report=self.report)
+        if waited.outcome is WaitOutcome.TIMED_OUT:
+            raise TimeoutError(f"the run at {self.pidfile} is still running after timeout={timeout!r}")
+        if waited.report is None:
+            raise PgrunError(f"the run at {self.pidfile} is over, with no report at {self.report}", FAILURE)
+        return waited.report
+
+    def __enter__(self) -> "DetachedRun":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Cancel the run if it is still running, and wait until it is
+        gone; a run over already is left as it is."""
+        self.cancel()
 
 
 def start(
@@ -447,7 +502,7 @@ def start(
     *,
     pidfile: StrPath,
     output_file: Optional[StrPath] = None,
-    report: Optional[StrPath] = None,
+    report: Union[bool, StrPath] = True,
     timeout: Optional[Duration] = None,
     idle_timeout: Optional[Duration] = None,
     signal: Optional[str] = None,
@@ -475,7 +530,10 @@ def start(
     and stdout and stderr in ``output_file`` (else ``/dev/null``); the
     keywords are pgrun's options as for :func:`run`, relative paths taken
     in ``cwd`` when it is given (the returned run holds them joined to it,
-    so that its methods find them from anywhere). Raises
+    so that its methods find them from anywhere). ``report=True`` (the
+    default) puts the report beside the pid file (``PIDFILE.report.json``),
+    so that how the run ended can be learnt later (:meth:`DetachedRun.result`);
+    a path puts it there; ``False`` asks for none. Raises
     :class:`PgrunError` if the run did not start: pgrun's 125, 126 or 127,
     with pgrun's message; or 143 (128+N for another termination signal N)
     when it was cancelled before it started (a pending cancel marker,
@@ -483,7 +541,8 @@ def start(
     message says so.
     """
     pidfile = _at(cwd, pidfile)
-    cancel_file, output_file, report = (_at(cwd, p) for p in (cancel_file, output_file, report))
+    cancel_file, output_file = (_at(cwd, p) for p in (cancel_file, output_file))
+    report_path = _report_beside(pidfile, report, cwd)
     options = _run_options(
         timeout=timeout,
         idle_timeout=idle_timeout,
@@ -506,8 +565,8 @@ def start(
         setsid=setsid,
         verbose=False,
     )
-    if report is not None:
-        options += ["--report", report]
+    if report_path is not None:
+        options += ["--report", report_path]
     args = [binary(), "--detach", *options, *extra_args, "--", *_command(argv)]
     done = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, cwd=cwd, env=env)
     if done.returncode > 128 and _pgrun_line(done.stderr) is None:
@@ -525,7 +584,17 @@ def start(
         )
     if done.returncode != 0:
         raise _error(done.returncode, done.stderr, None)
-    return DetachedRun(pidfile=pidfile, report=report, output_file=output_file, cancel_file=cancel_file)
+    return DetachedRun(pidfile=pidfile, report=report_path, output_file=output_file, cancel_file=cancel_file)
+
+
+def _report_beside(pidfile: str, report: Union[None, bool, StrPath], cwd: Optional[StrPath]) -> Optional[str]:
+    """:func:`start`'s report path: beside the pid file for ``True``, the
+    path given (taken in ``cwd``), or none for ``False`` (and ``None``)."""
+    if report is None or report is False:
+        return None
+    if report is True:
+        return pidfile + ".report.json"
+    return _at(cwd, report)
 
 
 # ---------------------------------------------------------------- status
@@ -610,7 +679,7 @@ def status(pidfile: StrPath, *, cancel_file: Optional[StrPath] = None) -> Status
 # ---------------------------------------------------------------- cancel
 
 
-class CancelOutcome(enum.IntEnum):
+class CancelOutcome(_Outcome):
     """How ``pgrun cancel`` ended (its exit status)."""
 
     #: The run is gone (stopped, or kept from starting).
@@ -630,17 +699,23 @@ def cancel(
     no_wait: bool = False,
     force: bool = False,
     cancel_file: Optional[StrPath] = None,
+    report: Optional[StrPath] = None,
     verbose: bool = False,
 ) -> CancelOutcome:
     """Stop the run published in ``pidfile`` from any process
-    (``pgrun cancel``) and, unless ``no_wait``, wait until it is gone.
-    Raises :class:`PgrunError` on pgrun's 125."""
+    (``pgrun cancel``) and, unless ``no_wait``, wait until it is gone. With
+    ``report`` (the path the run was given), a run that is over already
+    (none published, and that report names ``pidfile``) is
+    :attr:`CancelOutcome.NO_RUN` at once, with no marker left. Raises
+    :class:`PgrunError` on pgrun's 125."""
     args = [binary(), "cancel"]
     args += _duration_option("--timeout", timeout) + _duration_option("--wait-start", wait_start)
     args += _flag("--keep-pending", keep_pending) + _flag("--no-wait", no_wait) + _flag("--force", force)
     args += _flag("--verbose", verbose)
     if cancel_file is not None:
         args += ["--cancel-file", os.fspath(cancel_file)]
+    if report is not None:
+        args += ["--report", os.fspath(report)]
     done = subprocess.run(
         [*args, "--", os.fspath(pidfile)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -652,7 +727,7 @@ def cancel(
 # ---------------------------------------------------------------- wait
 
 
-class WaitOutcome(enum.IntEnum):
+class WaitOutcome(_Outcome):
     """How ``pgrun wait`` ended (its exit status)."""
 
     #: The run is over.
@@ -683,7 +758,9 @@ def wait(
     (``pgrun wait``). With ``report`` (the path the run was given), it is
     ``pgrun wait --report``: once the run is over, pgrun checks that the
     report there is this run's (it names the run's process group; it gives
-    pgrun a moment to write it) and the report is then parsed. Raises
+    pgrun a moment to write it) and the report is then parsed. A run that
+    is over already (none published, and that report names ``pidfile``) is
+    answered at once, without ``wait_start``. Raises
     :class:`PgrunError` on pgrun's 125, and when the run is over but its
     report is missing, unreadable or another run's."""
     args = [binary(), "wait"]

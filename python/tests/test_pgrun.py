@@ -187,10 +187,12 @@ def test_detached_start_status_wait_cancel(tmp_path: Path, runs: List[Path]) -> 
     assert waited.outcome is pgrun.WaitOutcome.TIMED_OUT and waited.report is None
     assert pgrun.status(pidfile).alive  # wait left it alone
     assert run.cancel(timeout=20) is pgrun.CancelOutcome.GONE
-    done = run.wait(wait_start=0)
-    assert done.outcome is pgrun.WaitOutcome.NO_RUN  # over, and its pid file is gone
+    done = run.wait()
+    assert done.outcome is pgrun.WaitOutcome.OVER  # over: its report says how, at once
     rep = pgrun.Report.load(report)
+    assert done.report == rep
     assert rep.reason == "cancelled" and rep.exit_code == 143
+    assert rep.pidfile == str(pidfile.resolve())
     assert rep.output is not None and rep.output.file == str(out)
     assert st.pgid is not None and dead(st.pgid)
 
@@ -451,3 +453,69 @@ def test_install_script_takes_relative_paths_from_the_caller_and_checks_first(
                        "fish/vendor_completions.d/pgrun.fish"):
         assert (root / "share" / completion).stat().st_size > 0
     assert sorted(p.name for p in here.iterdir()) == ["from", "stage"]
+
+
+def test_start_writes_a_report_beside_the_pid_file_unless_told_not_to(tmp_path: Path, runs: List[Path]) -> None:
+    pidfile = tmp_path / "b.pid"
+    runs.append(pidfile)
+    run = pgrun.start(["sh", "-c", "exit 6"], pidfile=pidfile)
+    assert run.report == str(pidfile) + ".report.json"
+    rep = run.result()
+    assert (rep.exit_code, rep.reason, rep.pidfile) == (6, "exited", str(pidfile.resolve()))
+    assert pgrun.Report.load(run.report) == rep
+    none = pgrun.start(["true"], pidfile=tmp_path / "n.pid", report=False)
+    runs.append(tmp_path / "n.pid")
+    assert none.report is None
+    with pytest.raises(pgrun.PgrunError, match="no report"):
+        none.result()
+
+
+def test_the_outcome_of_a_run_that_is_over_comes_at_once(tmp_path: Path, runs: List[Path]) -> None:
+    pidfile, report = tmp_path / "o.pid", tmp_path / "o.json"
+    runs.append(pidfile)
+    run = pgrun.start(["sh", "-c", "exit 9"], pidfile=pidfile, report=report)
+    poll("the run to be over", lambda: not pidfile.exists() and report.exists())
+    # However long they would wait for a run to start, wait and cancel
+    # answer at once: the report names the pid file, and no run is there.
+    began = time.monotonic()
+    waited = pgrun.wait(pidfile, report=report, wait_start=120)
+    assert waited.outcome is pgrun.WaitOutcome.OVER
+    assert waited.report is not None and waited.report.exit_code == 9
+    assert pgrun.cancel(pidfile, report=report, wait_start=120) is pgrun.CancelOutcome.NO_RUN
+    assert time.monotonic() - began < 20
+    assert not Path(str(pidfile) + ".cancel").exists()
+    assert run.result().exit_code == 9
+
+
+def test_result_waits_for_a_live_run_or_times_out(tmp_path: Path, runs: List[Path]) -> None:
+    pidfile, go = tmp_path / "r.pid", tmp_path / "go"
+    runs.append(pidfile)
+    run = pgrun.start(["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.01; done; exit 4"], pidfile=pidfile)
+    with pytest.raises(TimeoutError):
+        run.result(timeout=0.1)
+    assert run.status().alive  # left alone
+    go.touch()
+    assert run.result(timeout=DEADLINE).exit_code == 4
+
+
+def test_a_detached_run_as_a_context_manager_is_cancelled_on_exit(tmp_path: Path, runs: List[Path]) -> None:
+    pidfile, out = tmp_path / "c.pid", tmp_path / "c.out"
+    runs.append(pidfile)
+    with pgrun.start(["sh", "-c", "echo up; exec sleep 300"], pidfile=pidfile, output_file=out) as run:
+        poll("the run's output", lambda: out.exists() and out.read_bytes() == b"up\n")
+        pgid = run.status().pgid
+        assert pgid is not None
+    assert not pidfile.exists() and dead(pgid)
+    assert run.result().reason == "cancelled"
+    # A run over before the block ends is left as it is.
+    with pgrun.start(["true"], pidfile=pidfile) as run:
+        poll("the run to be over", lambda: not pidfile.exists())
+    assert run.result().reason == "exited"
+    assert not Path(str(pidfile) + ".cancel").exists()
+
+
+def test_enums_print_their_names_and_compare_as_numbers() -> None:
+    for value in (*pgrun.CancelOutcome, *pgrun.WaitOutcome):
+        assert str(value) == value.name and f"{value}" == value.name and f"{value:d}" == str(int(value))
+        assert value == int(value)
+    assert str(pgrun.WaitOutcome.TIMED_OUT) == "TIMED_OUT" and int(pgrun.WaitOutcome.TIMED_OUT) == 124

@@ -14,7 +14,10 @@ on byte 0 by its owner's pgrun) is asked to stop by \
 SIGTERM to the pgrun holding the lock, so it runs its own stop sequence; \
 cancel then waits until that pgrun has exited and the group is gone, and \
 only then says so. Pid files owned by another user, world-writable ones, \
-symlinks, and group ids <= 1, cancel's own group or its caller's are refused.";
+symlinks, and group ids <= 1, cancel's own group or its caller's are refused. \
+With --report PATH (the path the run was given), a run that is over (none \
+published, and that report names PIDFILE) is answered at once: exit 1, no \
+marker left.";
 
 pub const CANCEL_AFTER_LONG_HELP: &str = "\
 Exit status:
@@ -52,7 +55,8 @@ gone: event-driven (pidfds on Linux), no ticks while the run runs. wait never si
 pid file is left as it is. Pid files owned by another user, world-writable \
 ones and symlinks are refused, as cancel refuses them. With --report PATH \
 (the path the run was given), wait exits with the run's own exit status from \
-that report.";
+that report, at once if the run is already over (none published, and that \
+report names PIDFILE: a run removes its old report before it publishes).";
 
 pub const WAIT_AFTER_LONG_HELP: &str = "\
 Exit status:

@@ -258,7 +258,11 @@ Cancel and status:
   pid file but that note (another cancel, or the run itself, is stopping
   it) waits for that same exit and exits 0; so does one that saw the run
   live before it dropped its marker and then finds it withdrawn (it ended
-  as cancel looked).
+  as cancel looked). With --report PATH (the path the run was given), no
+  run published and a report there that names PIDFILE, the run is over:
+  cancel exits 1 at once and leaves no marker.
+  With no run found, cancel says how long it waited (--wait-start 0 skips
+  that for a run that may be over already).
   --timeout DUR bounds the wait: past it, cancel SIGKILLs the group itself
   while it is still the run's: on Linux, while it holds a descendant of
   that pgrun (pgrun is a child subreaper) or has not been seen empty since
@@ -310,7 +314,11 @@ Waiting for a run:
   waiter does not wake up while the run runs. --timeout DUR gives up after DUR (124),
   leaving the run alone. --report PATH (the path the run was given) makes
   wait exit with the run's own status, read from that report, which pgrun
-  writes as it withdraws the run. wait never signals anything and
+  writes as it withdraws the run; with no run published and a report that
+  names PIDFILE, the run is over and wait answers at once (see Report).
+  Without it, a wait that found no run says how long it waited: `no run
+  at P (waited 5s for one to start; --wait-start 0 if it may be over
+  already)`. wait never signals anything and
   creates or removes no file (a stale pid file is left as it is); any
   number of waiters may wait on one run.
 {WAIT_EXIT}
@@ -345,9 +353,18 @@ Report:
   pgrun gave up on because it may not signal them (see below); contain is the
   --contain mode in force, escaped the processes outside the group the stop
   reached; output (--max-output, --output-file, --idle-timeout) gives
-  bytes and omitted per stream, and file, the --output-file PATH. The path is checked before anything else,
+  bytes and omitted per stream, and file, the --output-file PATH; pidfile
+  is the pid file's absolute path (its folder resolved), null without one.
+  The path is checked before anything else,
   so every exit after that writes the report; cancelled is written only
-  once the group is confirmed gone.
+  once the group is confirmed gone. A report path another live run uses
+  as its report, or that is a live run's pid file, is refused (125, nothing
+  runs, nothing written). An old report at PATH is removed
+  before the run publishes its pid file, so a report found while no run is
+  published there is the last run's: `pgrun wait --report PATH PIDFILE` then
+  exits at once with that run's status, and `pgrun cancel --report PATH
+  PIDFILE` exits 1 at once (no live run) and leaves no marker, neither
+  sitting out --wait-start.
 
 Resources:
   Every report has resources, what the run used, for example

@@ -22,7 +22,7 @@ pub use seen::*;
 
 use crate::atomic_file::folder_of;
 use crate::sys;
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -46,6 +46,38 @@ pub fn check_folder(path: &Path, what: &str) -> Result<()> {
         Ok(_) => bail!("{what} folder {} is not a directory", folder.display()),
         Err(e) => bail!("{what} folder {}: {e}", folder.display()),
     }
+}
+
+/// `path` as an absolute name, its folder resolved (symlinks, `..`), the
+/// way a report names its run's pid file and a reader compares it: the
+/// same file by any spelling of its folder gives the same name. A folder
+/// that cannot be resolved (gone) leaves the path only made absolute.
+pub fn absolute_name(path: &Path) -> std::path::PathBuf {
+    let resolved = path.file_name().and_then(|name| Some(fs::canonicalize(folder_of(path)).ok()?.join(name)));
+    resolved.or_else(|| std::path::absolute(path).ok()).unwrap_or_else(|| path.to_path_buf())
+}
+
+/// What `wait` and `cancel` say when no run was found at `path` (`note`:
+/// what they found instead) within `--wait-start` (`waited`): how long
+/// they waited, and how to skip that (with `report`: that the report did
+/// not name the pid file either, so it could not say the run was over).
+pub fn say_no_run(path: &Path, note: &str, waited: std::time::Duration, report: Option<&Path>) {
+    let waited = crate::duration::describe(waited);
+    let path = path.display();
+    match report {
+        None => crate::say::line(format_args!(
+            "no run at {path}{note} (waited {waited} for one to start; --wait-start 0 if it may be over already)"
+        )),
+        Some(report) => crate::say::line(format_args!(
+            "no run at {path}{note} (waited {waited} for one to start, and report {} does not name it)",
+            report.display()
+        )),
+    }
+}
+
+/// The error of a failed look at the lock of pid file `path`.
+pub fn lock_error(path: &Path, e: std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!("cannot read the lock of pid file {}: {e}", path.display())
 }
 
 /// Whether `path` still names the file `meta` describes.
@@ -76,9 +108,4 @@ pub fn check_safe(path: &Path, record: &Record) -> Result<()> {
         bail!("refusing pid file {}: process group {pgid} is cancel's caller's", path.display());
     }
     Ok(())
-}
-
-/// The error of a look at the lock of the pid file `path` that failed.
-pub fn lock_error(path: &Path, e: std::io::Error) -> anyhow::Error {
-    anyhow!("cannot read the lock of pid file {}: {e}", path.display())
 }

@@ -28,6 +28,26 @@ pub(super) fn live_holder(file: &File, meta: &fs::Metadata) -> io::Result<Option
     })
 }
 
+/// The pgrun holding the file at `path` as a live run's pid file, told by
+/// its lock alone (nothing is read): a starting run asks this of the path
+/// it is to put its report at. Nothing there, a file that is not a regular
+/// one, or one it may not read (a pid file is 0644: not a run's) holds no
+/// run; any other failure to look is an error, never "no run".
+pub fn live_run_at(path: &Path) -> io::Result<Option<Pid>> {
+    let opened = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied) => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    live_holder(&file, &meta)
+}
+
 /// A pid file as a reader (`cancel`, `status`) finds it.
 pub struct Record {
     /// Open without following symlinks; used for `F_GETLK` (and, read-write,

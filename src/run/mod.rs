@@ -54,7 +54,7 @@ pub fn run(plan: &RunPlan, started: Instant) -> u8 {
     // The parent to watch with --die-with-parent, before anything else, so
     // that a death before the watch is armed is still seen.
     let parent = crate::sys::getppid();
-    let report = match plan.report.as_deref().map(ReportTarget::prepare).transpose() {
+    let report = match plan.report.as_deref().map(|r| ReportTarget::prepare(r, plan.pidfile.as_deref())).transpose() {
         Ok(report) => report,
         Err(err) => {
             say::line(format_args!("{err:#}"));

@@ -38,7 +38,7 @@ pub fn write_report(target: ReportTarget, plan: &RunPlan, started: Instant, outc
 /// says: a write error).
 pub fn write_again(plan: &RunPlan, started: Instant, outcome: &Outcome) {
     let Some(path) = plan.report.as_deref() else { return };
-    match ReportTarget::prepare(path) {
+    match ReportTarget::again(path, plan.pidfile.as_deref()) {
         Ok(target) => write_report(target, plan, started, outcome),
         Err(err) => say::line(format_args!("{err:#}")),
     }

@@ -1,5 +1,6 @@
 //! POSIX record locks (`fcntl` `F_SETLK`/`F_GETLK`) on the byte ranges of
-//! the pid file protocol.
+//! the pid file protocol, and on one byte of a folder ([`Range::Mark`]:
+//! a run's report path, marked in use).
 //!
 //! - [`Range::Record`]: a published run holds a write lock from byte 0 to
 //!   the end of the file (and beyond). "Byte 0 is write-locked by a process
@@ -40,6 +41,9 @@ pub enum Range {
     Claim,
     /// Byte 1 alone: held by a live run's pgrun until its run is over.
     Open,
+    /// One byte at the offset given (>= 0), read-locked on a folder by
+    /// each run whose report is at the name the offset stands for.
+    Mark(libc::off_t),
 }
 
 /// The kind of a lock someone holds.
@@ -68,10 +72,11 @@ fn flock(range: Range, kind: libc::c_short) -> libc::flock {
     let (start, len) = match range {
         Range::Record => (0, 0), // length 0: to the end, however long it grows
         Range::FirstByte => (0, 1),
-        Range::Claim => (CLAIM_BYTE, 1),
+        Range::Claim => (CLAIM_BYTE as libc::off_t, 1),
         Range::Open => (1, 1),
+        Range::Mark(at) => (at, 1),
     };
-    lock.l_start = start as libc::off_t;
+    lock.l_start = start;
     lock.l_len = len;
     lock
 }
@@ -80,6 +85,18 @@ fn flock(range: Range, kind: libc::c_short) -> libc::flock {
 /// waiting. `Ok(false)` if another process holds a conflicting lock.
 pub fn try_write_lock(file: &File, range: Range) -> io::Result<bool> {
     let lock = flock(range, libc::F_WRLCK as libc::c_short);
+    match fcntl(file, FcntlArg::F_SETLK(&lock)) {
+        Ok(_) => Ok(true),
+        Err(Errno::EAGAIN | Errno::EACCES) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `fcntl(F_SETLK, F_RDLCK)` on `range`: take a read lock without
+/// waiting (a read-only fd, a folder's included). `Ok(false)` if another
+/// process holds a write lock there.
+pub fn try_read_lock(file: &File, range: Range) -> io::Result<bool> {
+    let lock = flock(range, libc::F_RDLCK as libc::c_short);
     match fcntl(file, FcntlArg::F_SETLK(&lock)) {
         Ok(_) => Ok(true),
         Err(Errno::EAGAIN | Errno::EACCES) => Ok(false),
