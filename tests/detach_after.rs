@@ -342,3 +342,43 @@ fn detach_after_needs_its_files_and_refuses_detach_and_die_with_parent() {
         assert!(names.is_empty(), "{what}: files made: {names:?}");
     }
 }
+
+/// A caller that does not read its stdout at DUR (a full pipe; a full
+/// socket, which pgrun writes from its own buffer, so that bytes are
+/// owed) does not hold up the hand-off: N is the first byte its stdout
+/// lacks, so that what it got is exactly the file up to N.
+#[test]
+fn a_stalled_reader_gets_exactly_the_file_up_to_n() {
+    for socket in [false, true] {
+        let scratch = Scratch::new();
+        let mut guard = Guard::new();
+        let files = Files::new(&scratch);
+        let tag = Tag::new(&format!("stalled-{socket}"));
+        let payload = "i=0; while :; do echo \"out $i\"; i=$((i+1)); done";
+        let (mut reader, writer): (Box<dyn std::io::Read>, std::os::fd::OwnedFd) = if socket {
+            let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+            (Box::new(a), b.into())
+        } else {
+            let (a, b) = std::io::pipe().unwrap();
+            (Box::new(a), b.into())
+        };
+        let mut cmd = files.command("1", &[], payload);
+        tag.on(&mut cmd).stdout(writer).stderr(Stdio::piped());
+        let caller = guard.spawn(&mut cmd);
+        drop(cmd);
+        // Read only once pgrun has returned.
+        assert_eq!(guard.wait(caller), 122, "a run still going after DUR");
+        files.record(&mut guard);
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(guard.child(caller).stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        let n = handed_off_at(&stderr, &files, "1s") as usize;
+        let mut got = Vec::new();
+        reader.read_to_end(&mut got).expect("the caller's stdout reaches its end");
+        eventually("the output file to grow past N", || fs::metadata(&files.output).unwrap().len() as usize > n + 100);
+        files.cancel();
+        let file = fs::read(&files.output).unwrap();
+        assert!(!got.is_empty(), "socket {socket}: the caller got nothing");
+        assert_eq!(got.len(), n, "socket {socket}: the caller's stdout got {} bytes, N is {n}", got.len());
+        assert!(file[..n] == got[..], "socket {socket}: the caller's stdout is not the file up to N");
+    }
+}
