@@ -33,6 +33,7 @@ pub const RUN_TABLE: &[Row] = &[
         "128+N",
         "COMMAND was ended by signal N (143 for TERM, 137 for KILL); an exit code, pgrun does not re-raise the signal",
     ),
+    row("122", "--detach-after: COMMAND was still running after DUR; the run goes on detached"),
     row(
         "124",
         "the timeout or the idle timeout fired, however the group then ended (--preserve-status: COMMAND's own status instead)",
@@ -43,7 +44,6 @@ pub const RUN_TABLE: &[Row] = &[
     ),
     row("126", "COMMAND was found but could not be executed (permission, format)"),
     row("127", "COMMAND was not found"),
-    row("122", "--detach-after: COMMAND was still running after DUR; the run goes on detached"),
     row("143", "cancelled before COMMAND started (128+N for another termination signal N received before the start)"),
 ];
 
