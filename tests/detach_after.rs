@@ -382,3 +382,58 @@ fn a_stalled_reader_gets_exactly_the_file_up_to_n() {
         assert!(file[..n] == got[..], "socket {socket}: the caller's stdout is not the file up to N");
     }
 }
+
+/// A caller in a terminal: until the hand-off the output reaches the
+/// terminal; after it, the terminal hanging up (its master closed) does
+/// not reach the run, and nothing of the run holds the terminal.
+#[test]
+fn after_the_hand_off_the_terminal_hanging_up_does_not_reach_the_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let files = Files::new(&scratch);
+    let dir = scratch.sh();
+    let payload = format!(
+        "trap 'echo hup >> {dir}/signals' HUP; echo started; \
+         while [ ! -e {dir}/gate ]; do sleep 0.05; done; echo alive > {dir}/alive; exec sleep 300"
+    );
+    let caller_script = format!(
+        "{pgrun} --detach-after 0.3 -p {pid} --output-file {log} -- sh -c \"{payload}\"; \
+         echo $? > {dir}/rc; exec sleep 300",
+        pgrun = pgrun_path(),
+        pid = files.pidfile,
+        log = files.output,
+    );
+    let pty = openpty_cloexec(None);
+    let tag = Tag::new("terminal");
+    let mut cmd = Command::new("sh");
+    let slave = || Stdio::from(pty.slave.try_clone().unwrap());
+    tag.on(with_controlling_terminal(cmd.args(["-c", &caller_script]).stdin(slave()).stdout(slave()).stderr(slave())));
+    let caller = guard.spawn(&mut cmd);
+    drop(cmd);
+    let caller_pid = guard.child(caller).id() as i32;
+    guard.record_group(caller_pid);
+    assert_eq!(wait_line(&scratch.path("rc")), "122");
+    let (pgrun_pid, pgid) = files.record(&mut guard);
+    // What reached the terminal: the command's line, then pgrun's.
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("from byte") {
+        let n = nix::unistd::read(&pty.master, &mut buf).expect("read the terminal");
+        assert!(n > 0, "the terminal ended: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&seen).starts_with("started\r\n"), "{}", String::from_utf8_lossy(&seen));
+    let slave_path = fs::read_link(format!("/proc/{caller_pid}/fd/0")).unwrap();
+    for pid in [pgrun_pid, pgid] {
+        for fd in fs::read_dir(format!("/proc/{pid}/fd")).unwrap().flatten() {
+            assert_ne!(fs::read_link(fd.path()).ok(), Some(slave_path.clone()), "{pid} holds the terminal");
+        }
+    }
+    drop(pty);
+    assert_eq!(guard.wait(caller), 128 + libc::SIGHUP, "the caller's shell got the hang-up");
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(wait_line(&scratch.path("alive")), "alive");
+    assert!(!is_dead(pgrun_pid) && !is_dead(pgid), "the run did not survive the hang-up");
+    assert!(!scratch.path("signals").exists(), "the run got {:?}", fs::read_to_string(scratch.path("signals")));
+    files.cancel();
+}
