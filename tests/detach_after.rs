@@ -107,6 +107,20 @@ fn handed_off_at(stderr: &str, files: &Files, after: &str) -> u64 {
     n.parse().unwrap_or_else(|_| panic!("N is not a number: {last}"))
 }
 
+/// Everything `reader` gives until its end, which must come within the
+/// suite's deadline (a pipe the run still holds never ends).
+fn to_the_end(mut reader: impl std::io::Read + Send + 'static, what: &str) -> Vec<u8> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let _ = tx.send(reader.read_to_end(&mut got).map(|_| got));
+    });
+    match rx.recv_timeout(DEADLINE) {
+        Ok(got) => got.unwrap_or_else(|e| panic!("{what}: {e}")),
+        Err(_) => panic!("{what} did not reach its end within {DEADLINE:?}: something holds it"),
+    }
+}
+
 /// A run that ends within DUR is an ordinary run: its own output, status
 /// and report, nothing on stderr of pgrun's, nothing left.
 #[test]
@@ -355,7 +369,7 @@ fn a_stalled_reader_gets_exactly_the_file_up_to_n() {
         let files = Files::new(&scratch);
         let tag = Tag::new(&format!("stalled-{socket}"));
         let payload = "i=0; while :; do echo \"out $i\"; i=$((i+1)); done";
-        let (mut reader, writer): (Box<dyn std::io::Read>, std::os::fd::OwnedFd) = if socket {
+        let (reader, writer): (Box<dyn std::io::Read + Send>, std::os::fd::OwnedFd) = if socket {
             let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
             (Box::new(a), b.into())
         } else {
@@ -369,11 +383,10 @@ fn a_stalled_reader_gets_exactly_the_file_up_to_n() {
         // Read only once pgrun has returned.
         assert_eq!(guard.wait(caller), 122, "a run still going after DUR");
         files.record(&mut guard);
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(guard.child(caller).stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        let stderr = guard.child(caller).stderr.take().unwrap();
+        let stderr = String::from_utf8_lossy(&to_the_end(stderr, "the caller's stderr")).into_owned();
         let n = handed_off_at(&stderr, &files, "1s") as usize;
-        let mut got = Vec::new();
-        reader.read_to_end(&mut got).expect("the caller's stdout reaches its end");
+        let got = to_the_end(reader, "the caller's stdout");
         eventually("the output file to grow past N", || fs::metadata(&files.output).unwrap().len() as usize > n + 100);
         files.cancel();
         let file = fs::read(&files.output).unwrap();
