@@ -276,6 +276,9 @@ fn a_signal_to_the_caller_before_the_hand_off_reaches_the_run() {
         let caller = guard.spawn(tag.on(&mut cmd).stdout(Stdio::null()).stderr(Stdio::null()));
         let caller_pid = guard.child(caller).id() as i32;
         wait_line(&started);
+        // The command starts before the run is published.
+        let pidfile = Path::new(&files.pidfile);
+        eventually("the run to be published", || fs::read_to_string(pidfile).is_ok_and(|s| s.ends_with('\n')));
         let (pgrun_pid, pgid) = files.record(&mut guard);
         send(caller_pid, signal);
         assert_eq!(guard.wait(caller), want, "signal {signal} to the caller");
@@ -449,4 +452,21 @@ fn after_the_hand_off_the_terminal_hanging_up_does_not_reach_the_run() {
     assert!(!is_dead(pgrun_pid) && !is_dead(pgid), "the run did not survive the hang-up");
     assert!(!scratch.path("signals").exists(), "the run got {:?}", fs::read_to_string(scratch.path("signals")));
     files.cancel();
+}
+
+/// After the hand-off the guard watches the run as for any run: the
+/// supervising pgrun SIGKILLed, the guard stops the run and removes its
+/// pid file.
+#[test]
+fn after_the_hand_off_the_guard_stops_the_run_if_pgrun_is_killed() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let files = Files::new(&scratch);
+    let tag = Tag::new("guard");
+    let out = run(tag.on(&mut files.command("0.3", &[], "exec sleep 300")));
+    assert_status(&out, 122, "handed off");
+    let (pgrun_pid, pgid) = files.record(&mut guard);
+    send(pgrun_pid, libc::SIGKILL);
+    wait_dead(pgid);
+    eventually("the guard to remove the pid file", || !Path::new(&files.pidfile).exists());
 }

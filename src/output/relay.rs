@@ -251,13 +251,14 @@ impl Relay {
         let end = self.file.as_ref().map_or(0, OutputFile::end_offset);
         let owed = self.streams.iter().filter_map(|s| s.outbox.owed_from()).map(|at| at.unwrap_or(end)).min();
         let given = owed.unwrap_or(end).min(end);
+        // Said while stderr is still the caller's.
+        verbose!("letting go of the caller's stdout and stderr at byte {given} of the output file");
         if let Err(e) = crate::sys::session::point_stdout_stderr_at_null() {
             say::line(format_args!("cannot point stdout and stderr at /dev/null at the hand-off: {e}"));
         }
         let (stdout, stderr) = pipe::own_stdout_stderr();
         self.streams[0].redirect(stdout);
         self.streams[1].redirect(stderr);
-        verbose!("let go of the caller's stdout and stderr at byte {given} of the output file");
         if asked {
             hand_off.answer(given);
         }
