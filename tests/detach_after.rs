@@ -470,3 +470,27 @@ fn after_the_hand_off_the_guard_stops_the_run_if_pgrun_is_killed() {
     wait_dead(pgid);
     eventually("the guard to remove the pid file", || !Path::new(&files.pidfile).exists());
 }
+
+/// Until the hand-off the run is attached: the caller's pgrun SIGKILLed
+/// (a harness's own timeout) stops the run, as the guard stops an ordinary
+/// run whose pgrun is killed, rather than leaving it unwatched in the
+/// background.
+#[test]
+fn the_callers_pgrun_killed_before_the_hand_off_stops_the_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let files = Files::new(&scratch);
+    let tag = Tag::new("killed");
+    let mut cmd = files.command("60", &[], "exec sleep 300");
+    let caller = guard.spawn(tag.on(&mut cmd).stdout(Stdio::null()).stderr(Stdio::null()));
+    let caller_pid = guard.child(caller).id() as i32;
+    let pidfile = Path::new(&files.pidfile);
+    eventually("the run to be published", || fs::read_to_string(pidfile).is_ok_and(|s| s.ends_with('\n')));
+    let (pgrun_pid, pgid) = files.record(&mut guard);
+    send(caller_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(caller), 128 + libc::SIGKILL);
+    wait_dead(pgid);
+    wait_dead(pgrun_pid);
+    assert!(!pidfile.exists(), "the pid file was left");
+    assert_eq!(json(Path::new(&files.report))["reason"], "cancelled");
+}

@@ -17,6 +17,12 @@
 //! little-endian) on a second pipe. From then on the output goes to the
 //! file only, and nothing of the run holds an fd of the caller's.
 //!
+//! The caller's process dying before it asked (the pipe's end, no byte:
+//! a SIGKILL, a harness's own timeout) is no hand-off: the run was still
+//! attached to it, and is stopped as a cancelled run, as an ordinary run's
+//! guard stops it when its pgrun is killed; the relay lets go of the
+//! caller's fds all the same, and says so ([`super::relay::Relay::caller_left`]).
+//!
 //! Where a reader of the caller's took nothing for [`LET_GO_GRACE`], N is
 //! the first byte it still lacks, and the other stream's bytes past N that
 //! its own reader already got come again from N on; under `--max-output`

@@ -78,6 +78,8 @@ pub struct Relay {
     /// `--detach-after`: the caller's process may ask the relay to let go
     /// of its fds (see [`super::handoff`]).
     pub(super) hand_off: Option<HandOff>,
+    /// The caller's process died before it asked the relay to let go.
+    caller_left: bool,
 }
 
 impl Relay {
@@ -101,6 +103,7 @@ impl Relay {
             scratch,
             file,
             hand_off: None,
+            caller_left: false,
         };
         if one_destination(stdout, stderr) {
             let [out, err] = &mut relay.streams;
@@ -232,6 +235,7 @@ impl Relay {
     /// and 2 at `/dev/null` and go on to the output file alone; answer N.
     fn let_go(&mut self, hand_off: HandOff) {
         let asked = hand_off.asked();
+        self.caller_left = !asked;
         let until = Instant::now() + LET_GO_GRACE;
         loop {
             let mut set = [PollFd::read(hand_off.fd()); 2];
@@ -262,6 +266,13 @@ impl Relay {
         if asked {
             hand_off.answer(given);
         }
+    }
+
+    /// Whether the caller's process died before the hand-off (`--detach-after`;
+    /// said once): the run was still attached to it, and is to be stopped as
+    /// an ordinary run whose pgrun is killed is (see [`super::handoff`]).
+    pub fn caller_left(&mut self) -> bool {
+        std::mem::take(&mut self.caller_left)
     }
 
     /// Stream `except`'s source turned readable in `set`: first take
