@@ -494,3 +494,29 @@ fn the_callers_pgrun_killed_before_the_hand_off_stops_the_run() {
     assert!(!pidfile.exists(), "the pid file was left");
     assert_eq!(json(Path::new(&files.report))["reason"], "cancelled");
 }
+
+/// A run that never starts gives the caller what an ordinary run would:
+/// 127 for a missing command, 125 for a pid file another run holds, each
+/// with its line, and no output file made.
+#[test]
+fn a_run_that_never_starts_comes_back_as_an_ordinary_one() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let files = Files::new(&scratch);
+    let tag = Tag::new("never");
+    let mut missing = pgrun(["--detach-after", "30", "-p", &files.pidfile, "--output-file", &files.output]);
+    let out = run(tag.on(missing.args(["--", "pgrun-no-such-command"])));
+    assert_status(&out, 127, "a missing command");
+    assert!(stderr_of(&out).contains("cannot run 'pgrun-no-such-command'"), "{}", stderr_of(&out));
+    assert!(!Path::new(&files.output).exists(), "an output file was made");
+    // A pid file held by a live run.
+    let (holder, _) = start_published(&mut guard, Path::new(&files.pidfile), &[], "exec sleep 300");
+    let other = scratch.path("other.log");
+    let mut held = pgrun(["--detach-after", "30", "-p", &files.pidfile, "--output-file", other.to_str().unwrap()]);
+    let out = run(tag.on(held.args(["--", "true"])));
+    assert_status(&out, 125, "a pid file held by another run");
+    assert!(stderr_of(&out).contains("is held by a live run"), "{}", stderr_of(&out));
+    assert!(!other.exists(), "an output file was made");
+    files.cancel();
+    guard.wait(holder);
+}
