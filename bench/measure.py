@@ -566,6 +566,46 @@ def detach_latency():
         f"{(d - f) * 1000:+.2f} ms", "within ~1 ms of a foreground run")
 
 
+def detach_after():
+    """`--detach-after`: a run that ends within DUR next to the same run
+    without it, taking turns run by run (`paired`): a short one (the extra
+    fork) and one that pipes a big stream through the relay; then the
+    hand-off of a run still going: from DUR to the return of a capturing
+    caller (`capture_output=True`, which returns only once nothing holds
+    its pipes)."""
+    runs = 3 if QUICK else 30
+    size = (64 << 20) if QUICK else (512 << 20)
+    pid, log = os.path.join(TMP, "da.pid"), os.path.join(TMP, "da.log")
+    plain = [PGRUN, "-p", pid, "--output-file", log]
+    eye = [PGRUN, "--detach-after", "60", "-p", pid, "--output-file", log]
+    (p, d), each = paired([plain + ["--", "/bin/true"], eye + ["--", "/bin/true"]], runs, each=True)
+    row("--detach-after 60: a run of /bin/true that ends within DUR", ms(d), f"the same without --detach-after {ms(p)}",
+        f"{(d - p) * 1000:+.2f} ms (rounds: {spread(each[1], each[0])})", "within ~1 ms of the plain run")
+    produce = f"head -c {size} /dev/zero"
+    sh = lambda line: ["sh", "-c", line]
+    (p, d), each = paired([sh(f"{' '.join(plain)} -- {produce} | cat >/dev/null"),
+                           sh(f"{' '.join(eye)} -- {produce} | cat >/dev/null")], 2 if QUICK else 9, warmup=1, each=True)
+    gib = size / (1 << 30)
+    row(f"--detach-after 60: {size >> 20} MiB relayed within DUR", f"{ms(d)} ({gib / d:.2f} GiB/s)",
+        f"the same without --detach-after {ms(p)}", f"{d / p:.2f}x (rounds: {spread(each[1], each[0])})", "<= 1.05x")
+    os.unlink(log)
+    after = 0.2
+    late = []
+    for i in range(3 if QUICK else 20):
+        pidfile = os.path.join(TMP, f"handoff{i}.pid")
+        t0 = time.monotonic()
+        r = subprocess.run([PGRUN, "--detach-after", str(after), "-p", pidfile, "--output-file", log,
+                            "--", "sh", "-c", "echo started; exec sleep 300"], capture_output=True)
+        late.append(time.monotonic() - t0 - after)
+        if r.returncode != 122:
+            raise RuntimeError(f"--detach-after: {r.returncode} {r.stderr!r}")
+        with open(pidfile) as f:
+            OUR_GROUPS.add(int(f.read()))
+        subprocess.run([PGRUN, "cancel", pidfile], check=True)
+    row(f"--detach-after {after}: DUR to a capturing caller's return", f"{ms(statistics.median(late))} after DUR",
+        f"max {ms(max(late))}", "", "< 50 ms (hand-off), < 100 ms (capturing caller)")
+
+
 def blocked_in_poll(pid):
     """Whether process PID sleeps in poll (its main thread's wait channel)."""
     try:
@@ -688,7 +728,7 @@ def ls_runs():
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
     for measure in [startup, guard_startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
-                    idle_and_memory, scale, cancel_at_scale, output_relay, output_file, wait_latency, detach_latency,
+                    idle_and_memory, scale, cancel_at_scale, output_relay, output_file, wait_latency, detach_latency, detach_after,
                     output_wait_latency, output_window, ls_runs]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()

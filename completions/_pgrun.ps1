@@ -36,6 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('--max-output', '--max-output', [CompletionResultType]::ParameterName, 'Bound stdout and stderr to SIZE bytes each (64K, 1M): head and tail')
             [CompletionResult]::new('--output-file', '--output-file', [CompletionResultType]::ParameterName, 'Also write stdout and stderr, complete and in read order, to PATH')
             [CompletionResult]::new('--contain', '--contain', [CompletionResultType]::ParameterName, 'What is stopped: group, tree, cgroup or auto [default: tree on Linux]')
+            [CompletionResult]::new('--detach-after', '--detach-after', [CompletionResultType]::ParameterName, 'Wait as for any run, but hand the run off after DUR (exit 122)')
             [CompletionResult]::new('--rlimit', '--rlimit', [CompletionResultType]::ParameterName, 'A limit NAME=SOFT[:HARD] for COMMAND, e.g. nofile=1024 (repeatable)')
             [CompletionResult]::new('--memory-max', '--memory-max', [CompletionResultType]::ParameterName, 'The run''s memory, all members together (cgroup memory.max, no swap)')
             [CompletionResult]::new('--pids-max', '--pids-max', [CompletionResultType]::ParameterName, 'At most N tasks in the run at once (cgroup pids.max)')

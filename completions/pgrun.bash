@@ -38,7 +38,7 @@ _pgrun_options() {
 
     case "${cmd}" in
         pgrun)
-            opts="-t -s -k -p -v -h -V --timeout --idle-timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --output-file --contain --no-guard --die-with-parent --detach --rlimit --memory-max --pids-max --cpus --setsid --verbose --generate --help --version cancel status wait output ls"
+            opts="-t -s -k -p -v -h -V --timeout --idle-timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --output-file --contain --no-guard --die-with-parent --detach --detach-after --rlimit --memory-max --pids-max --cpus --setsid --verbose --generate --help --version cancel status wait output ls"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -157,6 +157,10 @@ _pgrun_options() {
                     ;;
                 --contain)
                     COMPREPLY=($(compgen -W "group tree cgroup auto" -- "${cur}"))
+                    return 0
+                    ;;
+                --detach-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --rlimit)
@@ -391,7 +395,7 @@ _pgrun() {
     while (( i < COMP_CWORD )); do
         case ${COMP_WORDS[i]} in
             --) (( i++ )); dashdash=1; break ;;
-            -t|--timeout|--idle-timeout|-s|--signal|-k|--kill-after|--escalate|-p|--pidfile|--cancel-file|--report|--max-output|--output-file|--contain|--rlimit|--memory-max|--pids-max|--cpus|--generate) (( i += 2 )) ;;
+            -t|--timeout|--idle-timeout|-s|--signal|-k|--kill-after|--escalate|-p|--pidfile|--cancel-file|--report|--max-output|--output-file|--contain|--detach-after|--rlimit|--memory-max|--pids-max|--cpus|--generate) (( i += 2 )) ;;
             -*) (( i++ )) ;;
             cancel|status|wait|output|ls)
                 if (( i == 1 )); then _pgrun_options "$@"; return; fi

@@ -33,6 +33,7 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand --max-output 'Bound stdout and stderr to SIZE bytes each (64K, 1M): head and tail'
             cand --output-file 'Also write stdout and stderr, complete and in read order, to PATH'
             cand --contain 'What is stopped: group, tree, cgroup or auto [default: tree on Linux]'
+            cand --detach-after 'Wait as for any run, but hand the run off after DUR (exit 122)'
             cand --rlimit 'A limit NAME=SOFT[:HARD] for COMMAND, e.g. nofile=1024 (repeatable)'
             cand --memory-max 'The run''s memory, all members together (cgroup memory.max, no swap)'
             cand --pids-max 'At most N tasks in the run at once (cgroup pids.max)'

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_pgrun_global_optspecs
-    string join \n t/timeout= idle-timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= output-file= contain= no-guard die-with-parent detach rlimit= memory-max= pids-max= cpus= setsid v/verbose generate= h/help V/version
+    string join \n t/timeout= idle-timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= output-file= contain= no-guard die-with-parent detach detach-after= rlimit= memory-max= pids-max= cpus= setsid v/verbose generate= h/help V/version
 end
 
 function __fish_pgrun_needs_command
@@ -54,6 +54,7 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -l contain -d 'What is stopped
 tree\t'The group and every descendant of pgrun (Linux)'
 cgroup\t'Everything in a new cgroup v2 leaf (Linux, delegated cgroup2)'
 auto\t'cgroup where a leaf can be created, else tree'"
+complete -c pgrun -n "__fish_pgrun_needs_command" -l detach-after -d 'Wait as for any run, but hand the run off after DUR (exit 122)' -r
 complete -c pgrun -n "__fish_pgrun_needs_command" -l rlimit -d 'A limit NAME=SOFT[:HARD] for COMMAND, e.g. nofile=1024 (repeatable)' -r
 complete -c pgrun -n "__fish_pgrun_needs_command" -l memory-max -d 'The run\'s memory, all members together (cgroup memory.max, no swap)' -r
 complete -c pgrun -n "__fish_pgrun_needs_command" -l pids-max -d 'At most N tasks in the run at once (cgroup pids.max)' -r
@@ -125,7 +126,7 @@ function __fish_pgrun_command
                 set -e words[1..$i]
                 printf '%s\n' $words
                 return 0
-            case -t --timeout --idle-timeout -s --signal -k --kill-after --escalate -p --pidfile --cancel-file --report --max-output --output-file --contain --rlimit --memory-max --pids-max --cpus --generate
+            case -t --timeout --idle-timeout -s --signal -k --kill-after --escalate -p --pidfile --cancel-file --report --max-output --output-file --contain --detach-after --rlimit --memory-max --pids-max --cpus --generate
                 set i (math $i + 2)
             case '-*'
                 set i (math $i + 1)

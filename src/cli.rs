@@ -283,6 +283,21 @@ of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)
     )]
     pub detach: bool,
 
+    /// Wait as for any run, but hand the run off after DUR (exit 122).
+    #[arg(
+        long,
+        value_name = "DUR",
+        value_parser = parse_duration,
+        allow_hyphen_values = true,
+        requires_all = ["pidfile", "output_file"],
+        conflicts_with_all = ["detach", "die_with_parent"],
+        long_help = "An ordinary attached run until DUR (needs --pidfile and --output-file); if COMMAND is \
+still running then, say `pgrun: still running after DUR: pid file P, output F from byte N` on stderr and \
+exit 122, and the run goes on detached, its output in the output file only (see Keep an eye, then let go \
+below)."
+    )]
+    pub detach_after: Option<Duration>,
+
     /// A limit NAME=SOFT[:HARD] for COMMAND, e.g. nofile=1024 (repeatable).
     ///
     /// Set in COMMAND's process before exec. NAME is as, core, cpu, data,

@@ -11,6 +11,10 @@ use crate::sys::process::ChildStatus;
 /// file, a set-up step), as distinct from anything the command did.
 pub const FAILURE: u8 = 125;
 
+/// 122: `--detach-after`: the command was still running after DUR, and the
+/// run goes on detached (the caller's process exits with this).
+pub const HANDED_OFF: u8 = 122;
+
 /// One line of an exit-status table: the status as written, and when.
 #[derive(Clone, Copy, Debug)]
 pub struct Row {
@@ -29,6 +33,7 @@ pub const RUN_TABLE: &[Row] = &[
         "128+N",
         "COMMAND was ended by signal N (143 for TERM, 137 for KILL); an exit code, pgrun does not re-raise the signal",
     ),
+    row("122", "--detach-after: COMMAND was still running after DUR; the run goes on detached"),
     row(
         "124",
         "the timeout or the idle timeout fired, however the group then ended (--preserve-status: COMMAND's own status instead)",
@@ -289,6 +294,7 @@ mod tests {
             assert!(documented(RUN_TABLE, exit.code()), "{exit:?}");
         }
         assert!(documented(RUN_TABLE, RunExit::CancelledBeforeStart(libc::SIGTERM).code()));
+        assert!(documented(RUN_TABLE, HANDED_OFF));
         for exit in [CancelExit::Gone, CancelExit::NoRun, CancelExit::Survived, CancelExit::Failed] {
             assert!(documented(CANCEL_TABLE, exit.code()), "{exit:?}");
         }

@@ -10,7 +10,8 @@
 //! - The modes: [`run`] (the run mode as a checklist: [`run::plan`] resolves
 //!   the command line once, then prepare, spawn and publish, the one event
 //!   loop [`run::supervisor`], and [`run::finish`], the one way a started
-//!   run ends; `--detach`: [`run::detach`]); the readers of the pid file
+//!   run ends; `--detach`: [`run::detach`]; `--detach-after`:
+//!   [`run::detach_after`]); the readers of the pid file
 //!   protocol, [`cancel`], [`status`] and [`wait`]; the readers of what
 //!   runs leave behind, [`window`] (`pgrun output`: windows of an output
 //!   file) and [`ls`] (the runs published in a folder).
@@ -19,7 +20,8 @@
 //!   blocking driver for runs nobody supervises: `cancel`'s fallback and the
 //!   guard); [`guard`] (the process that stops the run if pgrun is
 //!   SIGKILLed); [`output`] (`--max-output`, `--output-file` and
-//!   `--idle-timeout`'s relay); [`pidfile`] (the pid file and the cancel
+//!   `--idle-timeout`'s relay, and `--detach-after`'s hand-off of the
+//!   caller's fds); [`pidfile`] (the pid file and the cancel
 //!   marker, one file per role); [`contain`] (what "the run" is,
 //!   `--contain`: one [`contain::Target`] per kind of run, the one rule
 //!   for using a group's number, and where a cgroup comes from: a leaf

@@ -110,6 +110,10 @@ const OPTIONS: &[Opt] = &[
     flag("no-guard", None, |a| &mut a.no_guard),
     flag("die-with-parent", None, |a| &mut a.die_with_parent),
     flag("detach", None, |a| &mut a.detach),
+    value("detach-after", None, |a, v| {
+        a.detach_after = Some(crate::duration::parse_duration(text(v)?).ok()?);
+        Some(())
+    }),
     Opt {
         long: "rlimit",
         short: None,
@@ -214,10 +218,13 @@ pub fn run_args(args: &[OsString]) -> Option<RunArgs> {
         }
     }
     // What clap refuses: no command; --escalate with -s or -k; --detach
-    // without --pidfile or with --die-with-parent.
+    // without --pidfile or with --die-with-parent; --detach-after without
+    // --pidfile or --output-file, or with --detach or --die-with-parent.
     let refused = run.command.is_empty()
         || (run.escalate.is_some() && (run.signal.is_some() || run.kill_after.is_some()))
-        || (run.detach && (run.pidfile.is_none() || run.die_with_parent));
+        || (run.detach && (run.pidfile.is_none() || run.die_with_parent))
+        || (run.detach_after.is_some()
+            && (run.pidfile.is_none() || run.output_file.is_none() || run.detach || run.die_with_parent));
     (!refused).then_some(run)
 }
 
@@ -331,6 +338,10 @@ mod tests {
             &[b"--escalate", b"INT/KILL", b"-k", b"1", b"x"],
             &[b"--detach", b"x"],
             &[b"--detach", b"-p", b"p", b"--die-with-parent", b"x"],
+            &[b"--detach-after", b"1", b"-p", b"p", b"x"],
+            &[b"--detach-after", b"1", b"--output-file", b"f", b"x"],
+            &[b"--detach-after", b"1", b"-p", b"p", b"--output-file", b"f", b"--detach", b"x"],
+            &[b"--detach-after", b"1", b"-p", b"p", b"--output-file", b"f", b"--die-with-parent", b"x"],
             &[b"--verbose=yes", b"x"],
             &[b"--bogus", b"x"],
             &[b"-", b"x"],
@@ -453,7 +464,7 @@ mod tests {
     /// Values that parse for `long`, besides the generic ones.
     fn good_values(long: &str) -> &'static [&'static str] {
         match long {
-            "timeout" | "idle-timeout" | "kill-after" => &["5", "0", "1.5", "250ms"],
+            "timeout" | "idle-timeout" | "kill-after" | "detach-after" => &["5", "0", "1.5", "250ms"],
             "signal" => &["TERM", "leader:INT", "KILL", "9"],
             "escalate" => &["INT/2s/KILL", "TERM", "leader:TERM/1/KILL"],
             "max-output" | "memory-max" => &["64K", "1M", "0"],

@@ -9,6 +9,7 @@ mod cgroup;
 mod cgroup_limits;
 mod containment;
 mod detach;
+mod detach_after;
 mod docs;
 mod end_path;
 mod exit_status;

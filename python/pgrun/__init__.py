@@ -37,6 +37,7 @@ from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Unio
 
 __all__ = [
     "FAILURE",
+    "HANDED_OFF",
     "CancelOutcome",
     "DetachedRun",
     "ExitStatus",
@@ -61,6 +62,9 @@ __all__ = [
 
 #: pgrun's own failure status (usage errors included), in every mode.
 FAILURE = 125
+#: ``--detach-after``: the command was still running after DUR, and the run
+#: goes on detached.
+HANDED_OFF = 122
 
 StrPath = Union[str, "os.PathLike[str]"]
 #: A duration: seconds as a number, a :class:`datetime.timedelta`, or a
@@ -300,6 +304,14 @@ class Result:
     #: As ``stdout``.
     stderr: Any
     report: Optional[Report]
+    #: ``detach_after``: the run still going on, detached, when it was
+    #: handed off (``returncode`` :data:`HANDED_OFF`); else ``None``. Its
+    #: report, if one was asked for, is written when it ends.
+    detached: Optional["DetachedRun"] = None
+    #: With ``detached``: the byte of its output file up to which stdout and
+    #: stderr got the output (``None`` if stderr, which says it, was not
+    #: captured); read on from there.
+    since: Optional[int] = None
 
 
 def run(
@@ -326,6 +338,7 @@ def run(
     cpus: Optional[Union[int, float, str]] = None,
     setsid: bool = False,
     verbose: bool = False,
+    detach_after: Optional[Duration] = None,
     extra_args: Sequence[str] = (),
     capture_output: bool = True,
     input: Optional[Union[bytes, str]] = None,
@@ -370,6 +383,16 @@ def run(
     own exit 125 (returned as a result). Without a captured stderr, or with
     ``verbose`` (whose lines start with ``pgrun: `` too), the two cannot
     be told apart, and every 125 raises, with a message that says so.
+
+    ``detach_after`` (``--detach-after``, with ``pidfile`` and
+    ``output_file``): a run that ends within that long is returned as
+    usual; one still running then is handed off and goes on detached, and
+    this call returns at once with ``returncode`` :data:`HANDED_OFF`
+    (122), ``detached`` the :class:`DetachedRun` and ``since`` the byte of
+    the output file up to which stdout and stderr got the output. The
+    report is then not yet written: with ``report=True`` it is kept in its
+    temporary folder, the run's ``report``, for the run to write when it
+    ends.
     """
     pidfile, cancel_file, output_file = (_at(cwd, p) for p in (pidfile, cancel_file, output_file))
     if not isinstance(report, bool):
@@ -396,7 +419,9 @@ def run(
         setsid=setsid,
         verbose=verbose,
     )
-    with _ReportPath(report) as report_path:
+    options = _duration_option("--detach-after", detach_after) + options
+    report_request = _ReportPath(report)
+    with report_request as report_path:
         if report_path is not None:
             options += ["--report", report_path]
         args: List[Arg] = [binary(), *options, *extra_args, "--", *_command(argv)]
@@ -411,6 +436,25 @@ def run(
         parsed = None
         if report_path is not None and _file_identity(report_path) != before:
             parsed = Report.load(report_path)
+        since = _handed_off_at(done.stderr) if detach_after is not None else None
+        handed_off = done.returncode == HANDED_OFF and (
+            since is not None or (done.stderr is None and report_path is not None and parsed is None)
+        )
+        if handed_off:
+            report_request.keep()
+            assert pidfile is not None  # pgrun refuses --detach-after without it
+            detached = DetachedRun(
+                pidfile=pidfile, report=report_path, output_file=output_file, cancel_file=cancel_file
+            )
+            return Result(
+                args=args,
+                returncode=done.returncode,
+                stdout=done.stdout,
+                stderr=done.stderr,
+                report=None,
+                detached=detached,
+                since=since,
+            )
     if done.returncode == FAILURE:
         if report_path is not None:
             if parsed is None or parsed.reason == "error":
@@ -919,9 +963,24 @@ class _ReportPath:
             return os.path.join(self._folder, "report.json")
         return os.fspath(self._request)
 
+    def keep(self) -> None:
+        """Leave a temporary report's folder in place (a run handed off
+        writes its report there later)."""
+        self._folder = None
+
     def __exit__(self, *exc: object) -> None:
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _handed_off_at(stderr: Optional[Union[bytes, str]]) -> Optional[int]:
+    """N from ``--detach-after``'s line, if stderr ends with it: ``pgrun:
+    still running after DUR: pid file P, output F from byte N``."""
+    said = _pgrun_line(stderr)
+    if said is None or not said.startswith("pgrun: still running after "):
+        return None
+    _, sep, n = said.rpartition(" from byte ")
+    return int(n) if sep and n.isdigit() else None
 
 
 def _file_identity(path: Optional[str]) -> Optional[Tuple[int, int, int, int]]:

@@ -519,3 +519,45 @@ def test_enums_print_their_names_and_compare_as_numbers() -> None:
         assert str(value) == value.name and f"{value}" == value.name and f"{value:d}" == str(int(value))
         assert value == int(value)
     assert str(pgrun.WaitOutcome.TIMED_OUT) == "TIMED_OUT" and int(pgrun.WaitOutcome.TIMED_OUT) == 124
+
+
+def test_detach_after_a_run_that_ends_in_time_is_an_ordinary_result(tmp_path: Path, runs: List[Path]) -> None:
+    pidfile, out = tmp_path / "q.pid", tmp_path / "q.log"
+    runs.append(pidfile)
+    r = pgrun.run(["sh", "-c", "echo quick; exit 3"], detach_after=30, pidfile=pidfile, output_file=out)
+    assert (r.returncode, r.stdout, r.detached, r.since) == (3, b"quick\n", None, None)
+    assert r.report is not None and r.report.exit_code == 3
+    assert not pidfile.exists()
+
+
+def test_detach_after_hands_off_a_run_still_going(tmp_path: Path, runs: List[Path]) -> None:
+    pidfile, out = tmp_path / "h.pid", tmp_path / "h.log"
+    runs.append(pidfile)
+    started = time.monotonic()
+    r = pgrun.run(
+        ["sh", "-c", "echo before; sleep 1; echo after; exec sleep 100"],
+        detach_after=0.5,
+        timeout="1h",
+        pidfile=pidfile,
+        output_file=out,
+    )
+    assert time.monotonic() - started < 20
+    assert r.returncode == pgrun.HANDED_OFF and r.report is None
+    assert r.stdout == b"before\n" and r.since == len(b"before\n")
+    run = r.detached
+    assert run is not None and run.pidfile == str(pidfile) and run.output_file == str(out)
+    report_path = run.report
+    assert report_path is not None
+    assert run.status().alive
+    poll("the output after the hand-off", lambda: out.read_bytes()[r.since or 0 :] == b"after\n")
+    assert run.cancel(timeout=20) is pgrun.CancelOutcome.GONE
+    # The report the run wrote when it ended, in the folder kept for it.
+    poll("the handed-off run's report", lambda: os.path.exists(report_path))
+    assert pgrun.Report.load(report_path).reason == "cancelled"
+    shutil.rmtree(os.path.dirname(report_path))
+
+
+def test_detach_after_without_its_files_is_pgruns_failure(tmp_path: Path) -> None:
+    with pytest.raises(pgrun.PgrunError) as e:
+        pgrun.run(["true"], detach_after=1, pidfile=tmp_path / "p.pid")
+    assert e.value.returncode == pgrun.FAILURE and "--output-file" in str(e.value)

@@ -147,6 +147,9 @@ pub struct Plan {
     /// pgrun's own cgroup leaf, if it had to move into one: left by the
     /// guard, the last process in it, once the run is gone.
     pub self_leaf: Option<crate::contain::cgroup::SelfLeaf>,
+    /// pgrun's stderr is lent by a caller the run may outlive
+    /// (`--detach-after`): the guard points its own at `/dev/null`.
+    pub quiet: bool,
 }
 
 impl Plan {
@@ -157,7 +160,7 @@ impl Plan {
     /// before the run's guard was forked; the report written again after
     /// the output's last flush).
     pub fn files_only(sequence: StopSequence) -> Plan {
-        Plan { sequence, pidfile: None, marker: None, leaf: None, self_leaf: None }
+        Plan { sequence, pidfile: None, marker: None, leaf: None, self_leaf: None, quiet: false }
     }
 }
 
@@ -478,6 +481,9 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     lifetime::set_name(c"pgrun-guard");
     let _ = lifetime::setpgid(0, 0);
     let _ = lifetime::detach_stdin_stdout();
+    if plan.quiet {
+        let _ = crate::sys::session::point_stdout_stderr_at_null();
+    }
     lifetime::close_all_but(&[tie.as_raw_fd()]);
     wait_for_hangup(&tie, shared, pgrun);
     // pgrun is ending: it wrote all it will write, and so did the command's

@@ -173,6 +173,30 @@ Detached runs (--detach, needs --pidfile):
   inherited. --timeout, cancel, status, wait, the guard, containment and
   --report work as for any run. --die-with-parent is refused (125).
 
+Keep an eye, then let go (--detach-after DUR, needs --pidfile and --output-file):
+  An ordinary attached run until DUR: a run that ends within DUR gives its
+  own output, status and report, and leaves nothing. If COMMAND is still
+  running after DUR (counted from pgrun's start), the process the caller
+  started writes one line on stderr,
+    pgrun: still running after DUR: pid file P, output F from byte N
+  and exits 122; the run goes on as a detached run (see above): its output
+  goes to F only, it holds none of the caller's fds (a capturing caller
+  returns at once), and neither a signal to the caller's process group nor
+  a hang-up of its terminal reaches it. N is the byte of F up to which the
+  caller's stdout and stderr got the output and past which they got
+  nothing: `pgrun output --since N F` goes on exactly from there. (Where a
+  reader of the caller's takes nothing for 20 ms at the hand-off, N is the
+  first byte it lacks, and what the other stream's reader already got past
+  N comes again; under --max-output the caller got a cut of F up to N.)
+  --timeout, --idle-timeout, the limits and --report still apply, counted
+  from the start: \"background after 10 s, but never longer than 1 h\" is
+  --detach-after 10 --timeout 1h. Until the hand-off a signal to the
+  caller's pgrun acts on the run as for any run (TERM cancels it, INT is
+  forwarded), and if that pgrun is killed (SIGKILL: a harness's own
+  timeout) the run is stopped as cancelled, not left in the background. COMMAND's stdin is /dev/null and no fd above 2 is inherited,
+  since it may outlive the caller. Without --pidfile or --output-file, or
+  with --detach or --die-with-parent, it is a usage error (125).
+
 Exit status:
 {RUN_EXIT}
 
@@ -622,6 +646,12 @@ Examples:
     pgrun output --wait 30s --until 'listening on' --pidfile /tmp/srv.pid --json /tmp/srv.log
     pgrun output --since NEXT --wait 10s --pidfile /tmp/srv.pid /tmp/srv.log
     pgrun ls /tmp
+
+  An agent's command: wait up to 10 s, then let it run on (122), 1 h at most:
+    pgrun --detach-after 10 --timeout 1h --pidfile /tmp/t.pid --output-file /tmp/t.log \\
+      --report /tmp/t.json -- make test
+    pgrun output --since N --wait 10s --pidfile /tmp/t.pid /tmp/t.log
+    pgrun wait --report /tmp/t.json /tmp/t.pid
 
   Gentle escalation for a server:
     pgrun --escalate INT/2s/TERM/5s/KILL -- ./server

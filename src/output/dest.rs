@@ -124,6 +124,9 @@ impl Dest {
 #[derive(Default)]
 pub struct Outbox {
     pieces: VecDeque<Vec<u8>>,
+    /// Where each piece begins in the output file, where it is the file's
+    /// bytes as they are (see [`Outbox::owed_from`]).
+    starts: VecDeque<Option<u64>>,
     written: usize,
     /// The front piece has bytes at the destination already: `written`
     /// of its own, or (pushed by [`Outbox::push_continuing`]) those
@@ -157,19 +160,34 @@ impl Outbox {
 
     /// Queue `piece` (nothing if it is empty).
     pub fn push(&mut self, piece: Vec<u8>) {
+        self.push_from(piece, None);
+    }
+
+    /// Queue `piece`, which is the output file's bytes from offset `at`
+    /// on, if known (nothing if it is empty).
+    pub fn push_from(&mut self, piece: Vec<u8>, at: Option<u64>) {
         if !piece.is_empty() {
             self.pieces.push_back(piece);
+            self.starts.push_back(at);
         }
+    }
+
+    /// The offset in the output file of the first byte owed, if anything
+    /// is owed (`Some(None)`: owed, offset unknown).
+    pub fn owed_from(&self) -> Option<Option<u64>> {
+        self.pieces.front()?;
+        Some(self.starts.front().copied().flatten().map(|at| at + self.written as u64))
     }
 
     /// Queue `piece`, which goes on from bytes just spliced to the
     /// destination (the rest of one take, so that part of a write of the
     /// command may be there already): the destination is held from now
     /// until it is written whole. Nothing must be owed before it.
-    pub fn push_continuing(&mut self, piece: Vec<u8>) {
+    pub fn push_continuing(&mut self, piece: Vec<u8>, at: Option<u64>) {
         debug_assert!(self.pieces.is_empty(), "bytes spliced past what was owed");
         if !piece.is_empty() && self.pieces.is_empty() {
             self.pieces.push_back(piece);
+            self.starts.push_back(at);
             self.set_written(0, true);
         }
     }
@@ -181,6 +199,7 @@ impl Outbox {
     /// Drop everything owed (and give the destination back).
     pub fn clear(&mut self) {
         self.pieces.clear();
+        self.starts.clear();
         self.set_written(0, false);
     }
 
@@ -198,6 +217,7 @@ impl Outbox {
             let Some(n) = dest.write_now(&front[self.written..])? else { return Ok(()) };
             if self.written + n == front.len() {
                 self.pieces.pop_front();
+                self.starts.pop_front();
                 self.set_written(0, false);
             } else {
                 self.set_written(self.written + n, true);
@@ -287,12 +307,12 @@ mod tests {
         let (_read_end, dest) = pipe_with_room(0);
         let (mut out, mut err) = (Outbox::default(), Outbox::default());
         Outbox::share(&mut out, &mut err);
-        out.push_continuing(b"rest of the line\n".to_vec());
+        out.push_continuing(b"rest of the line\n".to_vec(), None);
         out.flush(&dest).unwrap();
         assert!(!err.may_write(), "the other stream may write inside a write spliced part-way");
         let (mut alone, mut other) = (Outbox::default(), Outbox::default());
         Outbox::share(&mut alone, &mut other);
-        alone.push_continuing(Vec::new());
+        alone.push_continuing(Vec::new(), None);
         assert!(other.may_write(), "an empty rest held the destination");
     }
 

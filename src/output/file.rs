@@ -54,6 +54,8 @@ pub struct OutputFile {
     error: Option<StreamError>,
     /// Cleared for good once `splice(2)` into the file is refused.
     splices: bool,
+    /// How many bytes the file holds (what was written to it so far).
+    len: u64,
 }
 
 /// The file under its name of the moment.
@@ -83,7 +85,7 @@ impl OutputFile {
         };
         probe().with_context(|| format!("cannot write output file {}", path.display()))?;
         let handle = Some(Handle::Temp(temp));
-        Ok(OutputFile { path: path.to_path_buf(), handle, writing: true, error: None, splices: true })
+        Ok(OutputFile { path: path.to_path_buf(), handle, writing: true, error: None, splices: true, len: 0 })
     }
 
     /// The temporary file and what it is, while it has not taken PATH's
@@ -133,9 +135,15 @@ impl OutputFile {
     /// The first failure is said and recorded, and ends the copy.
     pub fn write(&mut self, bytes: &[u8]) {
         let Some(mut file) = self.file() else { return };
-        if let Err(e) = file.write_all(bytes) {
-            self.failed(&e);
+        match file.write_all(bytes) {
+            Ok(()) => self.len += bytes.len() as u64,
+            Err(e) => self.failed(&e),
         }
+    }
+
+    /// How many bytes the file holds: the offset the next byte goes to.
+    pub fn end_offset(&self) -> u64 {
+        self.len
     }
 
     /// A write failed: say so once, record it, and end the copy.
@@ -170,6 +178,7 @@ impl OutputFile {
                     Ok(0) => {}
                     Ok(moved) => {
                         n -= moved.min(n);
+                        self.len += moved as u64;
                         continue;
                     }
                     // Refused here (a file system without splice): plain

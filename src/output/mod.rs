@@ -13,12 +13,14 @@
 //! read again; [`shape`] says what a stream's limit makes of its bytes,
 //! [`limit`] is the pure head-and-tail cut, [`utf8`] knows where a cut may
 //! fall; [`file`] is the output file (SIZE itself is parsed by [`crate::size`],
-//! as every size is). This file holds
+//! as every size is); [`handoff`] is `--detach-after`'s hand-off of the
+//! caller's fds. This file holds
 //! what they all speak of: the limit, what became of the streams, and
 //! their error.
 
 pub mod dest;
 pub mod file;
+pub mod handoff;
 pub mod limit;
 pub mod relay;
 pub mod rest;

@@ -40,6 +40,7 @@
 
 use super::dest::Outbox;
 use super::file::OutputFile;
+use super::handoff::{HandOff, LET_GO_GRACE};
 use super::rest::PIPE_CAPACITY;
 use super::shape::Shape;
 use super::stream::Stream;
@@ -74,6 +75,11 @@ pub struct Relay {
     pub(super) streams: [Stream; 2],
     pub(super) scratch: Vec<u8>,
     pub(super) file: Option<OutputFile>,
+    /// `--detach-after`: the caller's process may ask the relay to let go
+    /// of its fds (see [`super::handoff`]).
+    pub(super) hand_off: Option<HandOff>,
+    /// The caller's process died before it asked the relay to let go.
+    caller_left: bool,
 }
 
 impl Relay {
@@ -96,6 +102,8 @@ impl Relay {
             ],
             scratch,
             file,
+            hand_off: None,
+            caller_left: false,
         };
         if one_destination(stdout, stderr) {
             let [out, err] = &mut relay.streams;
@@ -118,10 +126,21 @@ impl Relay {
         }
     }
 
+    /// `--detach-after`: from now on, until it lets go, the relay also
+    /// watches for the caller's process asking it to (see
+    /// [`super::handoff`]).
+    pub fn hand_off_on(&mut self, hand_off: HandOff) {
+        self.hand_off = Some(hand_off);
+    }
+
     /// The fds to poll and what for, into `set`; returns how many. A
     /// source that rests (see [`Relay::next_wake`]) is not among them.
     pub fn interest(&self, set: &mut [PollFd]) -> usize {
         let mut n = 0;
+        if let Some(hand_off) = &self.hand_off {
+            set[n] = PollFd::read(hand_off.fd());
+            n += 1;
+        }
         let now = Instant::now();
         for s in &self.streams {
             if s.wants_room && s.source.is_some() {
@@ -178,6 +197,13 @@ impl Relay {
     /// output were read.
     pub fn on_ready(&mut self, set: &[PollFd]) -> bool {
         let mut read = false;
+        let asked = |h: &HandOff| set.iter().any(|e| e.ready && !e.write && e.fd == h.fd().as_raw_fd());
+        if let Some(hand_off) = self.hand_off.take_if(|h| asked(h)) {
+            // Before anything else is read: what the caller got so far
+            // is what it gets.
+            self.let_go(hand_off);
+            return false;
+        }
         for entry in set.iter().filter(|e| e.ready) {
             for i in 0..self.streams.len() {
                 let s = &mut self.streams[i];
@@ -201,6 +227,52 @@ impl Relay {
             }
         }
         read
+    }
+
+    /// The caller's process let go of the run (`--detach-after`, see
+    /// [`super::handoff`]): write what the caller's readers take of what
+    /// is owed them within [`LET_GO_GRACE`], learn N, point pgrun's fds 1
+    /// and 2 at `/dev/null` and go on to the output file alone; answer N.
+    fn let_go(&mut self, hand_off: HandOff) {
+        let asked = hand_off.asked();
+        self.caller_left = !asked;
+        let until = Instant::now() + LET_GO_GRACE;
+        loop {
+            let mut set = [PollFd::read(hand_off.fd()); 2];
+            let mut n = 0;
+            for s in &mut self.streams {
+                s.flush();
+                if !s.outbox.is_empty() {
+                    set[n] = PollFd::write(s.dest.fd());
+                    n += 1;
+                }
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if n == 0 || left.is_zero() || crate::sys::poll(&mut set[..n], Some(left)).is_err() {
+                break;
+            }
+        }
+        let end = self.file.as_ref().map_or(0, OutputFile::end_offset);
+        let owed = self.streams.iter().filter_map(|s| s.outbox.owed_from()).map(|at| at.unwrap_or(end)).min();
+        let given = owed.unwrap_or(end).min(end);
+        // Said while stderr is still the caller's.
+        verbose!("letting go of the caller's stdout and stderr at byte {given} of the output file");
+        if let Err(e) = crate::sys::session::point_stdout_stderr_at_null() {
+            say::line(format_args!("cannot point stdout and stderr at /dev/null at the hand-off: {e}"));
+        }
+        let (stdout, stderr) = pipe::own_stdout_stderr();
+        self.streams[0].redirect(stdout);
+        self.streams[1].redirect(stderr);
+        if asked {
+            hand_off.answer(given);
+        }
+    }
+
+    /// Whether the caller's process died before the hand-off (`--detach-after`;
+    /// said once): the run was still attached to it, and is to be stopped as
+    /// an ordinary run whose pgrun is killed is (see [`super::handoff`]).
+    pub fn caller_left(&mut self) -> bool {
+        std::mem::take(&mut self.caller_left)
     }
 
     /// Stream `except`'s source turned readable in `set`: first take

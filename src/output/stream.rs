@@ -314,6 +314,13 @@ impl Stream {
             // Mapped, not touched, until bytes come.
             piece.reserve(len.min(PIPE_CAPACITY));
         }
+        // Where the piece begins in the output file, if it is the file's
+        // bytes as they are (a whole stream): what a hand-off to a
+        // detached run needs to know (see [`super::relay`]).
+        let at = match (&self.shape, file.as_ref()) {
+            (Some(Shape::Whole(_)), Some(file)) if file.is_open() => Some(file.end_offset()),
+            _ => None,
+        };
         let (mut left, mut counted, mut refused, mut came) = (len, counted, 0, false);
         let ended = loop {
             let Some(source) = &self.source else { break None };
@@ -357,8 +364,8 @@ impl Stream {
             }
         };
         match counted {
-            Counted::Continuing => self.outbox.push_continuing(piece),
-            _ => self.outbox.push(piece),
+            Counted::Continuing => self.outbox.push_continuing(piece, at),
+            _ => self.outbox.push_from(piece, at),
         }
         match ended {
             None => self.flush(),
@@ -471,6 +478,16 @@ impl Stream {
             verbose!("the reader of the command's {} left; no longer relaying it", self.name);
         }
         self.abandon();
+    }
+
+    /// From now on this stream goes to `dest` (pgrun's own fd, pointed
+    /// elsewhere by now): nothing still owed to the old destination is
+    /// written there, and pgrun's own description of it, if it had one, is
+    /// closed.
+    pub fn redirect(&mut self, dest: BorrowedFd<'static>) {
+        self.outbox.clear();
+        self.dest = Dest::new(dest);
+        self.wants_room = false;
     }
 
     /// Stop relaying this stream: drop what is owed and close the pipe.

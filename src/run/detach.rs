@@ -83,7 +83,7 @@ fn failed(what: std::fmt::Arguments<'_>) -> Left {
     Left::Caller(failed_status(what))
 }
 
-fn failed_status(what: std::fmt::Arguments<'_>) -> u8 {
+pub(super) fn failed_status(what: std::fmt::Arguments<'_>) -> u8 {
     say::line(what);
     RunExit::Failed.code()
 }
@@ -103,6 +103,12 @@ fn wait_for_publication(ready: OwnedFd, supervisor: Pid, handled: &SigSet) -> u8
         Err(e) => return failed_status(format_args!("cannot read whether the detached run started: {e}")),
     }
     // The pipe's end: the supervising pgrun has ended, or is ending.
+    status_of(supervisor)
+}
+
+/// The supervising pgrun has ended, or is ending: the status it exits
+/// with, which is the run's (a death by a signal is pgrun's failure).
+pub(super) fn status_of(supervisor: Pid) -> u8 {
     match session::wait_status(supervisor) {
         Ok(ChildStatus::Exited(code)) => code as u8,
         Ok(ChildStatus::Signaled(signal)) => failed_status(format_args!(
@@ -123,19 +129,27 @@ fn pass_signals_on_until_ready(ready: &OwnedFd, supervisor: Pid, handled: &SigSe
         let mut set = [PollFd::read(ready.as_fd()), PollFd::read(signals.as_fd())];
         crate::sys::poll(&mut set, None)?;
         if set[1].ready {
-            for signal in signals.drain()? {
-                if signal_policy::passed_to_a_detached_run(signal)
-                    && let Err(e) = process::signal_process(supervisor, crate::sys::Signal(signal))
-                {
-                    let name = crate::sys::Signal(signal);
-                    say::line(format_args!("cannot pass {name} on to the detached pgrun {supervisor}: {e}"));
-                }
-            }
+            pass_on(&signals, supervisor)?;
         }
         if set[0].ready {
             return Ok(());
         }
     }
+}
+
+/// Send the signals `signals` holds that pgrun acts on (a cancel, one it
+/// forwards) to the supervising pgrun: our own child, not reaped, so its
+/// pid names no other process.
+pub(super) fn pass_on(signals: &SignalSource, supervisor: Pid) -> std::io::Result<()> {
+    for signal in signals.drain()? {
+        if signal_policy::passed_to_a_detached_run(signal)
+            && let Err(e) = process::signal_process(supervisor, crate::sys::Signal(signal))
+        {
+            let name = crate::sys::Signal(signal);
+            say::line(format_args!("cannot pass {name} on to the detached pgrun {supervisor}: {e}"));
+        }
+    }
+    Ok(())
 }
 
 /// Where the supervising pgrun's fds 0, 1 and 2 point, and so the

@@ -3,7 +3,9 @@
 //!
 //! - [`plan`]: the command line resolved once into a [`RunPlan`];
 //! - [`detach`]: `--detach` leaves the caller first (its process returns
-//!   once the run is published);
+//!   once the run is published); [`detach_after`]: `--detach-after` leaves
+//!   its session and fds but its stdout and stderr (its process returns
+//!   when the run ends, or hands it off after DUR);
 //! - the report path is checked before anything else (once it is accepted,
 //!   every exit writes the report: [`report`]);
 //! - [`prepare`]: everything that can fail, before the spawn (signals
@@ -20,6 +22,7 @@
 //! marker) is [`lifecycle`]'s.
 
 pub mod detach;
+pub mod detach_after;
 pub mod finish;
 pub mod lifecycle;
 pub mod plan;
@@ -30,6 +33,7 @@ pub mod supervisor;
 
 pub use plan::RunPlan;
 
+use crate::output::handoff::HandOff;
 use crate::report::{Outcome, ReportTarget};
 use crate::sys::Pid;
 use crate::{say, test_hook};
@@ -51,6 +55,13 @@ pub fn run(plan: &RunPlan, started: Instant) -> u8 {
             detach::Left::Supervisor(publication) => Some(publication),
         },
     };
+    let hand_off = match plan.detach_after {
+        None => None,
+        Some(after) => match detach_after::keep_an_eye(plan, after, started) {
+            detach_after::Left::Caller(status) => return status,
+            detach_after::Left::Supervisor(hand_off) => Some(hand_off),
+        },
+    };
     // The parent to watch with --die-with-parent, before anything else, so
     // that a death before the watch is armed is still seen.
     let parent = crate::sys::getppid();
@@ -67,7 +78,7 @@ pub fn run(plan: &RunPlan, started: Instant) -> u8 {
     // What outlives the run until pgrun exits (the note at the marker
     // path, the guard), dropped last, after the report and the output's
     // last flush (see `Withdrawn`).
-    let (outcome, withdrawn) = execute(plan, started, parent, publication);
+    let (outcome, withdrawn) = execute(plan, started, parent, Leaving { publication, hand_off });
     let exit = report::exit_of(plan, &outcome);
     if let Some(err) = &outcome.error {
         say::line(format_args!("{err:#}"));
@@ -95,7 +106,8 @@ pub fn run(plan: &RunPlan, started: Instant) -> u8 {
 /// when dropped; the note at the marker path). A run that ends before its
 /// start keeps its guard armed until the report is written; the rest of
 /// what was prepared goes at once.
-fn execute(plan: &RunPlan, started: Instant, parent: Pid, publication: Option<Publication>) -> (Outcome, Withdrawn) {
+fn execute(plan: &RunPlan, started: Instant, parent: Pid, leaving: Leaving) -> (Outcome, Withdrawn) {
+    let Leaving { publication, hand_off } = leaving;
     let mut run = match prepare::prepare(plan, parent) {
         Ok(prepared) => prepared,
         Err(early) => {
@@ -114,6 +126,9 @@ fn execute(plan: &RunPlan, started: Instant, parent: Pid, publication: Option<Pu
     // The command has started: --output-file takes its place.
     if let Some(relay) = &mut run.relay {
         relay.command_started();
+        if let Some(hand_off) = hand_off {
+            relay.hand_off_on(hand_off);
+        }
     }
     let (published, failure) = match start::publish(&mut run, pgid) {
         Ok(published) => (published, None),
@@ -133,6 +148,13 @@ fn execute(plan: &RunPlan, started: Instant, parent: Pid, publication: Option<Pu
     let ended = supervise(plan, &mut run, started, stop_now);
     test_hook::pause("run-gone");
     finish::finish(plan, started, run, Ending { pgid, published, ended, failure })
+}
+
+/// How the run leaves its caller, if it does: `--detach`'s promise to say
+/// when it is published, `--detach-after`'s hand-off.
+struct Leaving {
+    publication: Option<Publication>,
+    hand_off: Option<HandOff>,
 }
 
 /// Hand the running run to the supervisor until it is gone.

@@ -42,6 +42,8 @@ pub struct RunPlan {
     pub guard: bool,
     pub die_with_parent: bool,
     pub detach: bool,
+    /// `--detach-after`: when the caller's process lets go of the run.
+    pub detach_after: Option<Duration>,
     pub setsid: bool,
     pub verbose: bool,
 }
@@ -83,6 +85,7 @@ impl RunPlan {
             guard: !args.no_guard,
             die_with_parent: args.die_with_parent,
             detach: args.detach,
+            detach_after: args.detach_after,
             setsid: args.setsid,
             verbose: args.verbose,
         }

@@ -326,6 +326,7 @@ fn start_guard(
         marker: marker.map(Path::to_path_buf),
         leaf: scope.leaf().map(|leaf| leaf.handed()),
         self_leaf: self_leaf.map(SelfLeaf::handed),
+        quiet: plan.detach_after.is_some(),
     };
     let guard = Guard::start(guard_plan).map_err(|e| anyhow!("cannot start the guard: {e}"))?;
     verbose!("guard {} started", guard.pid().unwrap_or(0));

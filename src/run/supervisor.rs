@@ -322,6 +322,11 @@ impl Supervisor<'_> {
             // itself is checked by the loop).
             self.w.life.scope.rearm_events();
         }
+        let caller_left = self.w.relay.as_mut().is_some_and(|relay| relay.caller_left());
+        if caller_left {
+            verbose!("the caller's pgrun died before the hand-off: stopping the run");
+            self.start_stop(StopReason::Cancel);
+        }
         if set[0].ready {
             for signal in self.w.signals.drain()? {
                 self.on_signal(signal);

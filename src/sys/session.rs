@@ -28,6 +28,22 @@ pub fn point_standard_fds(stdin: BorrowedFd<'_>, stdout: BorrowedFd<'_>, stderr:
     Ok(())
 }
 
+/// `dup2` `/dev/null` onto fd 0 alone.
+pub fn point_stdin_at_null() -> io::Result<()> {
+    let null = open_null()?;
+    nix::unistd::dup2_stdin(&null)?;
+    Ok(())
+}
+
+/// `dup2` `/dev/null` onto fds 1 and 2: what this process writes there
+/// goes nowhere from now on, and it no longer holds what they held.
+pub fn point_stdout_stderr_at_null() -> io::Result<()> {
+    let null = open_null()?;
+    nix::unistd::dup2_stdout(&null)?;
+    nix::unistd::dup2_stderr(&null)?;
+    Ok(())
+}
+
 /// `/dev/null`, open for reading and writing, close-on-exec.
 pub fn open_null() -> io::Result<OwnedFd> {
     let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;

@@ -25,7 +25,8 @@ fn relay_into_pipes() -> (Relay, [OwnedFd; 2], [OwnedFd; 2]) {
         parts.push((Stream::new(name, source, wide, dest, Shape::Whole(0)), command_end, dest_read));
     }
     let [(out, out_cmd, out_dest), (err, err_cmd, err_dest)]: [_; 2] = parts.try_into().ok().unwrap();
-    let relay = Relay { streams: [out, err], scratch: vec![0; READ_SIZE], file: None };
+    let relay =
+        Relay { streams: [out, err], scratch: vec![0; READ_SIZE], file: None, hand_off: None, caller_left: false };
     (relay, [out_cmd, err_cmd], [out_dest, err_dest])
 }
 
@@ -136,7 +137,7 @@ fn a_rest_does_not_reorder_streams_that_share_a_destination() {
         Stream::new("stdout", source_out, true, dest.as_fd(), Shape::Whole(0)),
         Stream::new("stderr", source_err, true, dest.as_fd(), Shape::Whole(0)),
     ];
-    let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None };
+    let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None, hand_off: None, caller_left: false };
     pipe::write(command_out.as_fd(), b"A\n").unwrap();
     assert!(turn(&mut relay));
     assert_eq!(held(&dest_read), b"A\n");
@@ -247,7 +248,7 @@ fn a_cut_streams_destination_is_not_widened_past_its_head() {
         Stream::new("stdout", source, wide, dest.as_fd(), Shape::Cut(Cut::new(1024).unwrap())),
         Stream::new("stderr", other, wide, dest.as_fd(), Shape::Whole(0)),
     ];
-    let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None };
+    let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None, hand_off: None, caller_left: false };
     let size = || fcntl(&dest_read, FcntlArg::F_GETPIPE_SZ).unwrap();
     let small = size();
     assert!(usize::try_from(small).unwrap() < PIPE_CAPACITY, "the system's pipes are already wide");
@@ -287,7 +288,7 @@ fn a_take_ends_where_a_write_of_the_command_ended() {
             Stream::new("stdout", source_out, wide, dest.as_fd(), Shape::Whole(0)),
             Stream::new("stderr", source_err, wide, dest.as_fd(), Shape::Whole(0)),
         ];
-        let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None };
+        let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None, hand_off: None, caller_left: false };
         relay.streams[0].dest.splice &= splice;
         let line = [vec![b'o'; 2999], vec![b'\n']].concat();
         let lines = 200;
@@ -327,7 +328,7 @@ fn the_rest_of_a_take_spliced_up_to_near_its_cut_goes_on_before_the_other_stream
         Stream::new("stdout", source_out, true, dest.as_fd(), Shape::Cut(Cut::new(1000).unwrap())),
         Stream::new("stderr", source_err, true, dest.as_fd(), Shape::Whole(0)),
     ];
-    let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None };
+    let mut relay = Relay { streams, scratch: vec![0; READ_SIZE], file: None, hand_off: None, caller_left: false };
     let [out, err] = &mut relay.streams;
     Outbox::share(&mut out.outbox, &mut err.outbox);
     let write = [vec![b'o'; 600], vec![b'\n']].concat();

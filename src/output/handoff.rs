@@ -1,0 +1,89 @@
+//! `--detach-after`: the relay's side of the hand-off from an attached run
+//! to a detached one.
+//!
+//! Until the hand-off, the supervising pgrun (forked by the caller's
+//! process, in a session of its own) relays the command's output as any
+//! run does: to the output file, and to its own fds 1 and 2, which are the
+//! caller's stdout and stderr. The caller's process asks it to let go with
+//! one byte ([`LET_GO`]) on a pipe (or by ending: the pipe's end), which
+//! the relay polls with its other fds. The relay then stops reading the
+//! command's pipes, writes what it still owes to the caller's fds (for at
+//! most [`LET_GO_GRACE`]), and so knows N, the offset in the output file
+//! up to which the caller got every byte and past which it got none: the
+//! end of the file when nothing is owed (each byte goes to the file before
+//! it goes anywhere else), else where the first byte still owed lies in the
+//! file. It then points its fds 1 and 2 at `/dev/null`, drops its own
+//! descriptions of the caller's pipes and answers N (eight bytes,
+//! little-endian) on a second pipe. From then on the output goes to the
+//! file only, and nothing of the run holds an fd of the caller's.
+//!
+//! The caller's process dying before it asked (the pipe's end, no byte:
+//! a SIGKILL, a harness's own timeout) is no hand-off: the run was still
+//! attached to it, and is stopped as a cancelled run, as an ordinary run's
+//! guard stops it when its pgrun is killed; the relay lets go of the
+//! caller's fds all the same, and says so ([`super::relay::Relay::caller_left`]).
+//!
+//! Where a reader of the caller's took nothing for [`LET_GO_GRACE`], N is
+//! the first byte it still lacks, and the other stream's bytes past N that
+//! its own reader already got come again from N on; under `--max-output`
+//! the caller got a cut of what lies before N.
+
+use crate::sys::pipe;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+/// The byte that asks the supervising pgrun to let go.
+pub const LET_GO: u8 = b'L';
+
+/// How long the relay waits for the caller's readers to take what it still
+/// owes them, at the hand-off.
+pub const LET_GO_GRACE: Duration = Duration::from_millis(20);
+
+/// The supervising pgrun's ends of the two pipes.
+pub struct HandOff {
+    /// Read: [`LET_GO`], or the end (the caller's process is gone).
+    ask: OwnedFd,
+    /// Written: N, once let go.
+    answer: OwnedFd,
+}
+
+impl HandOff {
+    pub fn new(ask: OwnedFd, answer: OwnedFd) -> HandOff {
+        HandOff { ask, answer }
+    }
+
+    /// The fd to poll for the request.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.ask.as_fd()
+    }
+
+    /// Whether the caller's process asked (rather than ended, or failed to
+    /// be read: it is let go of either way).
+    pub fn asked(&self) -> bool {
+        let mut byte = [0u8];
+        matches!(pipe::read(self.ask.as_fd(), &mut byte), Ok(1) if byte[0] == LET_GO)
+    }
+
+    /// Tell the caller's process N, and close both pipes. A caller already
+    /// gone changes nothing.
+    pub fn answer(self, n: u64) {
+        let _ = pipe::write(self.answer.as_fd(), &n.to_le_bytes());
+    }
+}
+
+/// In the caller's process: read the answer from `fd`, N, or `None` at the
+/// pipe's end (the supervising pgrun ended without letting go).
+pub fn read_answer(fd: BorrowedFd<'_>) -> std::io::Result<Option<u64>> {
+    let mut bytes = [0u8; 8];
+    let mut got = 0;
+    while got < bytes.len() {
+        match pipe::read(fd, &mut bytes[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(u64::from_le_bytes(bytes)))
+}
