@@ -343,9 +343,12 @@ below)."
     #[arg(short = 'v', long)]
     pub verbose: bool,
 
+    // In --help only: the usage line says it, and -h keeps to one line
+    // per option and per mode.
     /// The command to run and its arguments.
     #[arg(value_name = "COMMAND", trailing_var_arg = true, required_unless_present = "generate",
-          value_hint = clap::ValueHint::CommandWithArguments)]
+          value_hint = clap::ValueHint::CommandWithArguments, hide_short_help = true,
+          long_help = "The command to run and its arguments")]
     pub command: Vec<OsString>,
 }
 
