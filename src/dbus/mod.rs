@@ -8,6 +8,7 @@
 
 pub mod wire;
 
+use crate::sys::{self, socket::SocketName};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::net::UnixStream;
@@ -130,10 +131,12 @@ impl Connection {
     /// Connect to `address` as user `uid`; everything this connection does
     /// ends by `deadline` (an error past it).
     pub fn open(address: &Address, uid: u32, deadline: Instant) -> Result<Connection, BusError> {
-        let stream = match address {
-            Address::Path(path) => UnixStream::connect(path)?,
-            Address::Abstract(name) => connect_abstract(name)?,
+        let name = match address {
+            Address::Path(path) => SocketName::Path(path),
+            Address::Abstract(name) => SocketName::Abstract(name),
         };
+        let stream = sys::socket::unix_connect(name, deadline)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot connect: {e}")))?;
         let mut conn = Connection { stream, serial: 0, deadline, held: Vec::new() };
         conn.authenticate(uid)?;
         conn.call(BUS, BUS_PATH, BUS, "Hello", &[])?;
@@ -266,12 +269,6 @@ fn timed_out(e: io::Error) -> io::Error {
     } else {
         e
     }
-}
-
-/// Connect to a socket in Linux's abstract namespace (std's
-/// `SocketAddr::from_abstract_name`, Linux only); elsewhere there is none.
-fn connect_abstract(name: &[u8]) -> io::Result<UnixStream> {
-    crate::sys::connect_abstract_socket(name)
 }
 
 #[cfg(test)]
