@@ -237,3 +237,40 @@ fn a_bus_whose_queue_is_full_ends_at_the_deadline() {
         assert!(!witness.exists(), "the command ran");
     }
 }
+
+/// pgrun's own cgroup is writable but offers no memory controller: that is
+/// said, as it is (125), and the user's systemd is not asked for a scope
+/// (it is asked only where pgrun may not make a cgroup); the leaf made to
+/// find that out is removed again. pgrun runs in a cgroup made for the
+/// test below one that enables nothing for its children.
+#[test]
+fn a_writable_cgroup_lacking_a_controller_is_125_without_asking_the_user_manager() {
+    if cfg!(feature = "posix-fallback") || !require(Capability::Cgroup2) {
+        return;
+    }
+    let (_, own) = cgroup2_folders().unwrap();
+    let outer = own.join(format!("pgrun-user-scope-test-{}", std::process::id()));
+    let inner = outer.join("inner");
+    std::fs::create_dir(&outer).unwrap();
+    std::fs::create_dir(&inner).unwrap();
+    let scratch = Scratch::new();
+    let witness = scratch.path("ran");
+    let script = format!(
+        "echo $$ > '{}/cgroup.procs' || exit 99; exec '{}' -v --memory-max 64M -- touch '{}'",
+        inner.display(),
+        pgrun_path(),
+        witness.display()
+    );
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &script]).stdin(Stdio::null()).env_remove("DBUS_SESSION_BUS_ADDRESS").env_remove("XDG_RUNTIME_DIR");
+    let out = run(&mut cmd);
+    let leftovers: Vec<_> = std::fs::read_dir(&inner).unwrap().flatten().filter(|e| e.path().is_dir()).collect();
+    let _ = std::fs::remove_dir(&inner);
+    let _ = std::fs::remove_dir(&outer);
+    assert_status(&out, 125, "--memory-max in a cgroup without the memory controller");
+    let err = stderr_of(&out);
+    assert!(err.contains("needs the memory controller") && err.contains("does not offer"), "{err}");
+    assert!(!err.contains("user's systemd") && !err.contains("session bus"), "the user manager was asked: {err}");
+    assert!(leftovers.is_empty(), "cgroups left in {}: {leftovers:?}", inner.display());
+    assert!(!witness.exists(), "the command ran");
+}
