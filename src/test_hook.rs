@@ -64,7 +64,9 @@
 //! EIO; [`PUBLISH_FAILS`] makes publishing the run fail after the spawn;
 //! [`SUPERVISE_FAILS`] makes the supervise loop's first wait fail with EIO; [`LONG_REST`] makes the output relay's rest two seconds long;
 //! [`OWN_CGROUP_REFUSED`] makes `--contain cgroup` find no leaf under
-//! pgrun's own cgroup, so that it asks the user's systemd. Also
+//! pgrun's own cgroup, so that it asks the user's systemd;
+//! [`SHORT_BUS_PATIENCE`] gives that conversation half a second instead of
+//! its ten seconds (`contain::user_scope::PATIENCE`). Also
 //! read by debug builds only.
 //!
 //! `PGRUN_TEST_LEAF_NAME=NAME`: the first name `--contain cgroup` tries
@@ -173,6 +175,11 @@ pub const LONG_REST: &str = "long-rest";
 /// Make `--contain cgroup` find no leaf under pgrun's own cgroup, so that
 /// it asks the user's systemd for one (see `contain::user_scope`).
 pub const OWN_CGROUP_REFUSED: &str = "own-cgroup-refused";
+
+/// Give the conversation with the user's systemd half a second instead of
+/// its whole patience, so that a test of a bus that never answers (or
+/// never takes the connection) ends soon.
+pub const SHORT_BUS_PATIENCE: &str = "short-bus-patience";
 
 /// Two more pause steps, of the supervising pgrun's stop:
 /// `straggler-count` (the command has exited and left members, which pgrun

@@ -198,6 +198,8 @@ fn a_missing_controller_is_125_naming_it() {
     assert_status(&out, 125, "no memory controller");
     let err = stderr_of(&out);
     assert!(err.contains("needs the memory controller") && err.contains("(none in its cgroup.controllers)"), "{err}");
+    // pgrun may write there: the user's systemd is not asked for a scope.
+    assert!(!err.contains("session bus") && !err.contains("user's systemd"), "{err}");
     // Named after what was typed, and what to do about it.
     assert!(err.starts_with("pgrun: --memory-max needs") && !err.contains("--contain"), "{err}");
     assert!(err.contains("-p Delegate=yes pgrun") && err.contains("--rlimit as=SIZE"), "{err}");
@@ -221,6 +223,7 @@ fn a_shared_cgroup_is_125_and_nothing_is_moved() {
     assert_status(&out, 125, "a shared cgroup");
     let err = stderr_of(&out);
     assert!(err.contains("needs the pids controller") && err.contains("share it with pgrun"), "{err}");
+    assert!(!err.contains("session bus") && !err.contains("user's systemd"), "{err}");
     assert!(err.contains("systemd-run --user --scope -p Delegate=yes pgrun"), "{err}");
     assert!(!witness.exists(), "the command ran");
     let procs = fs::read_to_string(shared.path().join("cgroup.procs")).unwrap();

@@ -45,3 +45,4 @@ mod usage;
 mod user_scope;
 mod user_systemd;
 mod wait;
+mod wire_fuzz;

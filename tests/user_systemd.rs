@@ -209,3 +209,70 @@ fn a_cancelled_run_leaves_no_scope() {
     assert!(is_dead(me), "the command {me} outlived the cancel");
     assert_no_unit_left();
 }
+
+/// `sh -c SCRIPT` in a scope of the user's systemd delegated to the user
+/// (`systemd-run --user --scope -p Delegate=yes`): a cgroup pgrun may
+/// write to. The script ends by exec'ing pgrun.
+fn in_delegated_scope(script: &str) -> Command {
+    let mut cmd = Command::new("systemd-run");
+    cmd.args(["--user", "--scope", "--quiet", "-p", "Delegate=yes", "--", "sh", "-c", script]);
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// A delegated cgroup pgrun may write to, but that other processes share:
+/// the limit's controller cannot be enabled there, which is said (125);
+/// the user's systemd is not asked for another scope (it is asked only
+/// where pgrun may not make a cgroup), and nobody is moved.
+#[test]
+#[ignore = "needs a systemd user manager: run by tests/vm-user-systemd.sh in a VM"]
+fn a_shared_delegated_cgroup_is_125_and_no_scope_is_asked_for() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let witness = scratch.path("ran");
+    let dir = scratch.sh();
+    let script = format!(
+        "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {dir}/other; exec '{}' -v --pids-max 10 -- touch {dir}/ran",
+        pgrun_path()
+    );
+    let out = run(&mut in_delegated_scope(&script));
+    let sleeper = wait_pid(&scratch.path("other"), &mut guard);
+    assert_status(&out, 125, "--pids-max in a shared delegated cgroup");
+    let err = stderr_of(&out);
+    assert!(err.contains("needs the pids controller") && err.contains("share it with pgrun"), "{err}");
+    assert!(!err.contains("user's systemd") && !err.contains("session bus"), "the user manager was asked: {err}");
+    assert!(!witness.exists(), "the command ran");
+    assert!(!is_dead(sleeper), "the other process {sleeper} was stopped");
+    send(sleeper, libc::SIGKILL);
+    wait_dead(sleeper);
+    assert_no_unit_left();
+}
+
+/// A delegated cgroup pgrun may write to, without the memory controller
+/// (a cgroup made inside the scope, whose `subtree_control` enables
+/// nothing): `--memory-max` is 125 naming it, no scope is asked for, and
+/// the leaf pgrun made to find out is removed again.
+#[test]
+#[ignore = "needs a systemd user manager: run by tests/vm-user-systemd.sh in a VM"]
+fn a_delegated_cgroup_lacking_a_controller_is_125_and_no_scope_is_asked_for() {
+    let scratch = Scratch::new();
+    let witness = scratch.path("ran");
+    let dir = scratch.sh();
+    let script = format!(
+        "d=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/inner; mkdir $d && echo $$ > $d/cgroup.procs || exit 99; \
+         echo $d > {dir}/inner; exec '{}' -v --memory-max 64M -- touch {dir}/ran",
+        pgrun_path()
+    );
+    let out = run(&mut in_delegated_scope(&script));
+    assert_status(&out, 125, "--memory-max in a delegated cgroup without the memory controller");
+    let err = stderr_of(&out);
+    assert!(err.contains("needs the memory controller") && err.contains("does not offer"), "{err}");
+    assert!(!err.contains("user's systemd") && !err.contains("session bus"), "the user manager was asked: {err}");
+    assert!(!witness.exists(), "the command ran");
+    // Unless the scope is gone already (its cgroups with it).
+    let inner = wait_line(&scratch.path("inner"));
+    let left: Vec<_> =
+        std::fs::read_dir(&inner).into_iter().flatten().flatten().filter(|e| e.path().is_dir()).collect();
+    assert!(left.is_empty(), "cgroups left in {inner}: {left:?}");
+    assert_no_unit_left();
+}

@@ -124,13 +124,16 @@ impl Leaf {
     /// the leaf there; `Err` then names both reasons.
     pub fn create(limits: &CgroupLimits) -> Result<(Leaf, Option<SelfLeaf>), String> {
         let here = if crate::test_hook::active(crate::test_hook::OWN_CGROUP_REFUSED) {
-            Err("test hook: pgrun's own cgroup gives no leaf".to_string())
+            Err(NoLeafHere::refused("test hook: pgrun's own cgroup gives no leaf".to_string()))
         } else {
             Leaf::create_here(limits)
         };
         let why_here = match here {
             Ok(made) => return Ok(made),
-            Err(why) => why,
+            // pgrun may make cgroups here, but not this one: a scope of
+            // the user's systemd would not be where the user asked for it.
+            Err(NoLeafHere { why, refused: false }) => return Err(why),
+            Err(NoLeafHere { why, refused: true }) => why,
         };
         verbose!("no cgroup under pgrun's own ({why_here}); asking the user's systemd for a scope");
         // The advice goes last, after both reasons.
@@ -140,30 +143,52 @@ impl Leaf {
             None => format!("{why_here}; and {why}"),
         };
         let scope = super::user_scope::enter().map_err(cannot)?;
-        let (mut leaf, self_leaf) =
-            Leaf::create_here(limits).map_err(|why| format!("in the user's systemd scope {}: {why}", scope.unit))?;
+        let (mut leaf, self_leaf) = Leaf::create_here(limits)
+            .map_err(|no| format!("in the user's systemd scope {}: {}", scope.unit, no.why))?;
         leaf.via = Via::UserSystemd;
         Ok((leaf, self_leaf))
     }
 
-    /// [`Leaf::create`] under pgrun's own cgroup as it is.
-    fn create_here(limits: &CgroupLimits) -> Result<(Leaf, Option<SelfLeaf>), String> {
+    /// [`Leaf::create`] under pgrun's own cgroup as it is. The leaf is made
+    /// first, so that a cgroup pgrun may not write to is told from one
+    /// that cannot serve (a controller missing, other processes in it):
+    /// only the first is a refusal ([`NoLeafHere::refused`]). The
+    /// controllers the limits need are enabled once the leaf is made.
+    fn create_here(limits: &CgroupLimits) -> Result<(Leaf, Option<SelfLeaf>), NoLeafHere> {
         let mount = cgroup::find_mount()
-            .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?
-            .ok_or("no cgroup2 file system is mounted (see /proc/self/mountinfo)")?;
+            .map_err(|e| NoLeafHere::other(format!("cannot read /proc/self/mountinfo: {e}")))?
+            .ok_or_else(|| {
+                NoLeafHere::refused("no cgroup2 file system is mounted (see /proc/self/mountinfo)".to_string())
+            })?;
         let own = sys::proc::read_cgroup_path(0)
-            .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?
-            .ok_or("pgrun's cgroup v2 is unknown (/proc/self/cgroup has no 0:: line)")?;
+            .map_err(|e| NoLeafHere::other(format!("cannot read /proc/self/cgroup: {e}")))?
+            .ok_or_else(|| {
+                NoLeafHere::other("pgrun's cgroup v2 is unknown (/proc/self/cgroup has no 0:: line)".into())
+            })?;
         let parent = cgroup::folder(&mount, &own).ok_or_else(|| {
-            format!("pgrun's cgroup {own} is not visible under the cgroup2 mount {}", mount.point.display())
+            NoLeafHere::other(format!(
+                "pgrun's cgroup {own} is not visible under the cgroup2 mount {}",
+                mount.point.display()
+            ))
         })?;
-        let self_leaf = if limits.any() { enable_controllers(&parent, limits)? } else { None };
         for attempt in 0..NAME_TRIES {
             let name = leaf_name(attempt);
             let dir = parent.join(&name);
             match cgroup::create(&dir) {
                 Ok(()) => {
-                    let leaf = Leaf::open_created(dir, format!("{}/{name}", own.trim_end_matches('/')), limits)?;
+                    let self_leaf = if limits.any() {
+                        match enable_controllers(&parent, limits) {
+                            Ok(self_leaf) => self_leaf,
+                            Err(why) => {
+                                remove_unused(&dir);
+                                return Err(NoLeafHere::other(why));
+                            }
+                        }
+                    } else {
+                        None
+                    };
+                    let rel = format!("{}/{name}", own.trim_end_matches('/'));
+                    let leaf = Leaf::open_created(dir, rel, limits).map_err(NoLeafHere::other)?;
                     return Ok((leaf, self_leaf));
                 }
                 // Somebody else's: never adopted, another name is tried.
@@ -173,7 +198,10 @@ impl Leaf {
                 Err(e) => return Err(why_not(&mount.point, &parent, &dir, &e, limits)),
             }
         }
-        Err(format!("cannot create a cgroup under {}: {NAME_TRIES} new names were all taken", parent.display()))
+        Err(NoLeafHere::other(format!(
+            "cannot create a cgroup under {}: {NAME_TRIES} new names were all taken",
+            parent.display()
+        )))
     }
 
     /// Open the files of the leaf just created at `dir`; remove it again if
@@ -214,8 +242,7 @@ impl Leaf {
                 via: Via::Delegated,
             }),
             Err(why) => {
-                // Just made by this run, with nobody in it.
-                let _ = cgroup::remove_one(&dir);
+                remove_unused(&dir);
                 Err(why)
             }
         }
@@ -484,17 +511,46 @@ fn leaf_name(attempt: usize) -> String {
     format!("pgrun-{}-{:016x}", sys::getpid(), sys::random_bits())
 }
 
-fn why_not(mount: &Path, parent: &Path, dir: &Path, e: &io::Error, limits: &CgroupLimits) -> String {
+/// Why pgrun's own cgroup gave no leaf ([`Leaf::create_here`]).
+#[derive(Debug)]
+struct NoLeafHere {
+    /// In words for the user.
+    why: String,
+    /// pgrun may not make a cgroup there (EACCES, EPERM, EROFS), or there
+    /// is no cgroup2 hierarchy at all: the case the user's systemd is asked
+    /// for a scope. Anything else (a controller missing, processes sharing
+    /// the cgroup, an error) is said as it is.
+    refused: bool,
+}
+
+impl NoLeafHere {
+    fn refused(why: String) -> Self {
+        NoLeafHere { why, refused: true }
+    }
+    fn other(why: String) -> Self {
+        NoLeafHere { why, refused: false }
+    }
+}
+
+/// Remove the leaf at `dir`, just made by this run with nobody in it, that
+/// will not be used; a failure is said.
+fn remove_unused(dir: &Path) {
+    if let Err(e) = cgroup::remove_one(dir) {
+        say::line(format_args!("warning: cannot remove cgroup {}: {e}", dir.display()));
+    }
+}
+
+fn why_not(mount: &Path, parent: &Path, dir: &Path, e: &io::Error, limits: &CgroupLimits) -> NoLeafHere {
     match e.raw_os_error() {
-        Some(libc::EROFS) => format!("the cgroup2 hierarchy at {} is read-only", mount.display()),
-        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+        Some(libc::EROFS) => NoLeafHere::refused(format!("the cgroup2 hierarchy at {} is read-only", mount.display())),
+        Some(libc::EACCES) | Some(libc::EPERM) => NoLeafHere::refused(format!(
             "cgroup {} is not delegated to uid {} (cannot create {}: {e}); {}",
             parent.display(),
             sys::geteuid(),
             dir.display(),
             crate::cgroup_limits::what_to_do(limits)
-        ),
-        _ => format!("cannot create cgroup {}: {e}", dir.display()),
+        )),
+        _ => NoLeafHere::other(format!("cannot create cgroup {}: {e}", dir.display())),
     }
 }
 
@@ -550,5 +606,28 @@ impl Target for Leaf {
     /// holds only zombies.
     fn only_zombies(&mut self) -> bool {
         !self.populated() && self.group.as_mut().is_some_and(|g| g.only_zombies())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a cgroup pgrun may not write to is a refusal, the case the
+    /// user's systemd is asked for a scope; any other failure to make the
+    /// leaf is said as it is.
+    #[test]
+    fn only_a_refusal_to_create_the_leaf_asks_the_user_manager() {
+        let limits = CgroupLimits::default();
+        let (mount, parent, dir) = (Path::new("/sys/fs/cgroup"), Path::new("/sys/fs/cgroup/a"), Path::new("/x/a/l"));
+        for errno in [libc::EACCES, libc::EPERM, libc::EROFS] {
+            let no = why_not(mount, parent, dir, &io::Error::from_raw_os_error(errno), &limits);
+            assert!(no.refused, "errno {errno}: {}", no.why);
+        }
+        for errno in [libc::ENOSPC, libc::ENOENT, libc::EBUSY, libc::ENOMEM, libc::EINVAL, libc::EIO] {
+            let no = why_not(mount, parent, dir, &io::Error::from_raw_os_error(errno), &limits);
+            assert!(!no.refused, "errno {errno} taken as a refusal: {}", no.why);
+            assert!(no.why.starts_with("cannot create cgroup /x/a/l: "), "{}", no.why);
+        }
     }
 }

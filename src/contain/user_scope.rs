@@ -40,7 +40,12 @@ pub struct UserScope {
 /// or no answer in time.
 pub fn enter() -> Result<UserScope, String> {
     let address = dbus::session_bus_address().map_err(|why| format!("no session bus: {why}"))?;
-    let deadline = Instant::now() + PATIENCE;
+    let patience = if crate::test_hook::active(crate::test_hook::SHORT_BUS_PATIENCE) {
+        Duration::from_millis(500)
+    } else {
+        PATIENCE
+    };
+    let deadline = Instant::now() + patience;
     let on_bus = |e: BusError| format!("the user's systemd on the session bus {address}: {e}");
     let mut bus = Connection::open(&address, sys::geteuid(), deadline).map_err(on_bus)?;
     bus.add_match(&format!(

@@ -8,6 +8,7 @@
 
 pub mod wire;
 
+use crate::sys::{self, socket::SocketName};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::net::UnixStream;
@@ -123,6 +124,11 @@ pub struct Connection {
     held: Vec<Message>,
 }
 
+/// The largest message pgrun reads off the bus: the specification allows
+/// [`wire::MAX_MESSAGE`], but what pgrun is sent (replies to its few calls,
+/// the signals it matches) is small.
+const READ_LIMIT: usize = 1 << 20;
+
 const BUS: &str = "org.freedesktop.DBus";
 const BUS_PATH: &str = "/org/freedesktop/DBus";
 
@@ -130,10 +136,12 @@ impl Connection {
     /// Connect to `address` as user `uid`; everything this connection does
     /// ends by `deadline` (an error past it).
     pub fn open(address: &Address, uid: u32, deadline: Instant) -> Result<Connection, BusError> {
-        let stream = match address {
-            Address::Path(path) => UnixStream::connect(path)?,
-            Address::Abstract(name) => connect_abstract(name)?,
+        let name = match address {
+            Address::Path(path) => SocketName::Path(path),
+            Address::Abstract(name) => SocketName::Abstract(name),
         };
+        let stream = sys::socket::unix_connect(name, deadline)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot connect: {e}")))?;
         let mut conn = Connection { stream, serial: 0, deadline, held: Vec::new() };
         conn.authenticate(uid)?;
         conn.call(BUS, BUS_PATH, BUS, "Hello", &[])?;
@@ -170,7 +178,9 @@ impl Connection {
             .wait_for(|m| m.reply_serial == Some(serial) && matches!(m.kind, Some(Kind::MethodReturn | Kind::Error)))?;
         if reply.kind == Some(Kind::Error) {
             let message = reply.body.first().and_then(Value::as_str).unwrap_or_default().to_string();
-            return Err(BusError::Refused { name: reply.error_name.unwrap_or_default(), message });
+            // `wire::parse` refuses an error reply without its name.
+            let name = reply.error_name.unwrap_or_else(|| "an error without a name".into());
+            return Err(BusError::Refused { name, message });
         }
         Ok(reply.body)
     }
@@ -208,6 +218,12 @@ impl Connection {
         let mut fixed = [0u8; 16];
         self.read_exact(&mut fixed)?;
         let len = wire::message_len(&fixed).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        if len > READ_LIMIT {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a message of {len} bytes on the bus, more than the {READ_LIMIT} pgrun reads"),
+            ));
+        }
         let mut bytes = fixed.to_vec();
         bytes.resize(len, 0);
         self.read_exact(&mut bytes[16..])?;
@@ -266,12 +282,6 @@ fn timed_out(e: io::Error) -> io::Error {
     } else {
         e
     }
-}
-
-/// Connect to a socket in Linux's abstract namespace (std's
-/// `SocketAddr::from_abstract_name`, Linux only); elsewhere there is none.
-fn connect_abstract(name: &[u8]) -> io::Result<UnixStream> {
-    crate::sys::connect_abstract_socket(name)
 }
 
 #[cfg(test)]
@@ -377,5 +387,30 @@ mod tests {
         let err = Connection::open(&Address::Path(dir.join("bus")), uid(), deadline).err().expect("no answer");
         assert!(matches!(&err, BusError::Io(e) if e.kind() == io::ErrorKind::TimedOut), "{err}");
         drop(listener);
+    }
+
+    /// A bus that answers a call with an error reply without its error
+    /// name: the call fails, saying so, rather than read it as a refusal
+    /// with no name (or as an answer).
+    #[test]
+    fn an_error_reply_without_its_name_fails_the_call_saying_so() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let bus = std::thread::spawn(move || {
+            let mut theirs = theirs;
+            let nameless = wire::message(Kind::Error, 5, &[(wire::REPLY_SERIAL, Arg::U32(1))], &[Arg::str("boom")]);
+            theirs.write_all(&nameless).unwrap();
+            // Held open until the client is done reading.
+            let mut rest = Vec::new();
+            let _ = theirs.read_to_end(&mut rest);
+        });
+        let mut conn = Connection { stream: ours, serial: 0, deadline: soon(), held: Vec::new() };
+        let err = conn.call(BUS, BUS_PATH, BUS, "Anything", &[]).expect_err("an error reply is no answer");
+        assert!(
+            matches!(&err, BusError::Io(e) if e.kind() == io::ErrorKind::InvalidData
+                && e.to_string().contains("an error reply without an error name")),
+            "{err}"
+        );
+        drop(conn);
+        bus.join().unwrap();
     }
 }

@@ -19,7 +19,8 @@
 //! [`watch`] (changes to files as events: `inotify` on Linux, none on the
 //! portable path), [`session`] (what `--detach` needs: a new session, the
 //! standard fds pointed elsewhere), [`rlimit`] (resource limits for
-//! `--rlimit`), `ids` (the caller's pid, group and uid), `random` (bits
+//! `--rlimit`), [`socket`] (a Unix socket connected within a deadline: the
+//! D-Bus client's), `ids` (the caller's pid, group and uid), `random` (bits
 //! for names nobody else picks) and [`tmpfile`] (a file with no name until
 //! it is placed: `O_TMPFILE` on Linux).
 //!
@@ -99,6 +100,7 @@ pub mod rlimit;
 pub mod session;
 pub mod sigmask;
 pub mod signals;
+pub mod socket;
 pub mod spawn;
 pub mod terminal;
 
@@ -113,7 +115,6 @@ mod platform;
 pub use fd::reserve_standard_fds;
 pub use ids::{Pid, geteuid, getpgid, getpgrp, getpid, getppid};
 pub use lifetime::exit_now;
-pub use platform::socket::connect_abstract as connect_abstract_socket;
 pub use platform::{CAN_CONTAIN, guard_channel, pidfd, tmpfile, wakeup, watch};
 pub use poll::{POLL_MAX, PollFd, poll, wait_readable, writable_now};
 pub use random::random_bits;
