@@ -484,3 +484,50 @@ fn the_run_survives_a_hangup_of_the_callers_terminal() {
     assert!(!is_dead(run.pgrun) && !is_dead(run.pgid), "the run did not survive the hang-up");
     cancel(&pidfile);
 }
+
+/// A guard forked while pgrun still spoke to the caller's stderr through a
+/// copy of its own (`--detach`, before the publication) closes that copy:
+/// its lines go to its own fd 2 from then on, never to the copy's number,
+/// which a file the guard opens later (the pid file's starting name, read
+/// and write) may take. strace shows every write of the guard.
+#[test]
+fn a_guard_forked_before_the_publication_never_writes_to_the_callers_closed_stderr() {
+    let found = Command::new("strace").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    assert!(found.is_ok_and(|s| s.success()), "this test needs strace; install it");
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("run.pid");
+    let trace = scratch.path("trace");
+    let pause = Pause::new(&scratch, "guard-started");
+    let tag = Tag::new("guard-stderr");
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-qq", "-e", "trace=write", "-o"]).arg(&trace).arg("--").arg(pgrun_path());
+    cmd.args(["--detach", "-v", "-p", pidfile.to_str().unwrap(), "--", "sleep", "300"]);
+    pause.arm(tag.on(&mut cmd)).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    default_signals(&mut cmd);
+    let strace = guard.spawn(&mut cmd);
+    let strace_pid = guard.child(strace).id() as i32;
+    pause.wait_reached();
+    let named = |pid: i32| fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim_end().to_string();
+    let under = descendants(strace_pid);
+    let guards: Vec<i32> = under.iter().copied().filter(|&p| named(p) == "pgrun-guard").collect();
+    assert_eq!(guards.len(), 1, "one guard among {under:?}");
+    // The supervising pgrun: the one whose parent is the caller's pgrun.
+    let caller = under.iter().copied().find(|&p| ppid(p) == Some(strace_pid)).expect("the caller's pgrun");
+    let supervisor = under.iter().copied().find(|&p| ppid(p) == Some(caller) && named(p) != "pgrun-guard");
+    let supervisor = supervisor.expect("the supervising pgrun");
+    guard.record(supervisor);
+    guard.record(guards[0]);
+    send(supervisor, libc::SIGKILL);
+    let status = guard.child(strace).wait().unwrap();
+    assert!(status.code().is_some(), "strace ended: {status:?}");
+    wait_dead(guards[0]);
+    let trace = fs::read_to_string(&trace).unwrap();
+    let guard_pid = format!("{} ", guards[0]);
+    let guard_lines: Vec<&str> =
+        trace.lines().filter(|l| l.starts_with(&guard_pid) && l.contains("write(") && l.contains("pgrun: ")).collect();
+    assert!(!guard_lines.is_empty(), "the guard said nothing (-v): {trace}");
+    let elsewhere: Vec<&&str> = guard_lines.iter().filter(|l| !l.contains("write(2, ")).collect();
+    assert!(elsewhere.is_empty(), "the guard wrote its lines to an fd other than its stderr: {elsewhere:#?}");
+    assert_eq!(processes_with(&tag.0), Vec::<i32>::new(), "processes left running");
+}

@@ -1216,11 +1216,8 @@ fn check_wait(r: &mut RunResult, plan: &Plan, call: Pending<Left>, found: bool, 
         // file, wait answers at once with the run's own status; without
         // one, 1 (no run).
         let by_report = said.contains("its report says it is over");
-        let wrong = if by_report {
-            done.code() == 125 || run_code.is_some_and(|w| w != done.code())
-        } else {
-            done.code() != 1
-        };
+        let wrong =
+            if by_report { done.code() == 125 || run_code.is_some_and(|w| w != done.code()) } else { done.code() != 1 };
         if !may_miss {
             r.fail("wait-missed-live-run", format!("run {i}: exit {}: {said}", done.code()));
         } else if wrong {

@@ -484,6 +484,10 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     if plan.quiet {
         let _ = crate::sys::session::point_stdout_stderr_at_null();
     }
+    // A copy of a caller's stderr that pgrun spoke to (`--detach` before
+    // the publication) is closed next: the guard speaks to its own fd 2,
+    // never to a number that a file it opens later may take.
+    say::speak_to(None);
     lifetime::close_all_but(&[tie.as_raw_fd()]);
     wait_for_hangup(&tie, shared, pgrun);
     // pgrun is ending: it wrote all it will write, and so did the command's
