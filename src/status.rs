@@ -48,6 +48,15 @@ struct Answer {
     /// A live run in cgroup mode: what its leaf says so far.
     #[serde(skip_serializing_if = "Option::is_none")]
     resources: Option<crate::resources::Live>,
+    /// A live run: the TCP sockets its processes listen on (absent where
+    /// pgrun cannot tell: the portable path, a run in another PID
+    /// namespace). See [`crate::activity`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    listening: Option<Vec<crate::activity::Listening>>,
+    /// A live run: whether a process of it is blocked reading a terminal
+    /// on its stdin; advisory (absent where `listening` is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blocked_on_input: Option<bool>,
 }
 
 /// What `pgrun status` was asked (resolved from its command line by the
@@ -151,6 +160,8 @@ fn look(
             _ => None,
         },
         resources: None,
+        listening: None,
+        blocked_on_input: None,
     };
     match record {
         None => report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning },
@@ -209,6 +220,12 @@ fn look(
                             .then(|| live_accounting(holder, record.pgid))
                             .flatten()
                             .map(|leaf| crate::resources::Live::from(&leaf));
+                        if holder > 0 && crate::activity::AVAILABLE {
+                            let pids = crate::activity::run_processes(holder, record.pgid);
+                            // Advisory: what cannot be read is left out.
+                            report.listening = crate::activity::listening(&pids).ok().map(|s| s.listening);
+                            report.blocked_on_input = Some(crate::activity::blocked_on_input(&pids));
+                        }
                     }
                     report.uptime_ms = record
                         .meta
