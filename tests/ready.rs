@@ -34,10 +34,7 @@ while not os.path.exists(stop):
 fn start_listener(guard: &mut Guard, scratch: &Scratch, address: &str, port: u16) -> (usize, u16) {
     fs::write(scratch.path("listener.py"), LISTENER).unwrap();
     let dir = scratch.sh();
-    let payload = format!(
-        "exec {} {dir}/listener.py {address} {port} {dir}/port {dir}/gate {dir}/stop",
-        python3()
-    );
+    let payload = format!("exec {} {dir}/listener.py {address} {port} {dir}/port {dir}/gate {dir}/stop", python3());
     let (index, _) = start_published(guard, &scratch.path("job.pid"), &[], &payload);
     let port: u16 = wait_line(&scratch.path("port")).parse().unwrap();
     (index, port)
@@ -154,7 +151,7 @@ fn ready_is_1_when_the_run_ends_first() {
     let dir = scratch.sh();
     let payload = format!("while [ ! -e {dir}/gate ]; do sleep 0.02; done");
     let (index, _) = start_published(&mut guard, &pidfile, &[], &payload);
-    let waiter = spawn_ready_wait(&mut guard, &pidfile, "listen", &["--timeout", "60s"]);
+    let waiter = spawn_ready_wait(&mut guard, &pidfile, "listen", &["--timeout", "20s"]);
     fs::write(scratch.path("gate"), "").unwrap();
     assert_eq!(guard.wait(waiter), 1, "wait --ready, the run over first");
     assert_eq!(guard.wait(index), 0);
@@ -179,4 +176,130 @@ fn ready_is_not_available_on_the_portable_path() {
     let out = ready_wait(&scratch.path("job.pid"), "listen", &[]);
     assert_status(&out, 125, "wait --ready on the portable path");
     assert!(stderr_of(&out).contains("not available"), "{}", stderr_of(&out));
+}
+
+/// Start a run of `sh -c PAYLOAD` whose stdin is a new pty's slave (not
+/// its controlling terminal); its index and the pty's master.
+#[cfg(not(feature = "posix-fallback"))]
+fn start_on_pty(guard: &mut Guard, pidfile: &Path, payload: &str) -> (usize, fs::File) {
+    let pty = openpty_cloexec(None);
+    let mut cmd = pgrun(["-p", pidfile.to_str().unwrap(), "--", "sh", "-c", payload]);
+    cmd.stdin(Stdio::from(pty.slave));
+    let index = guard.spawn(&mut cmd);
+    let pgid: i32 = wait_line(pidfile).parse().expect("pid file holds a number");
+    guard.record(pgid);
+    guard.record_group(pgid);
+    (index, fs::File::from(pty.master))
+}
+
+#[cfg(not(feature = "posix-fallback"))]
+fn blocked_on_input(pidfile: &Path) -> bool {
+    let v = status_json(pidfile);
+    v["blocked_on_input"].as_bool().unwrap_or_else(|| panic!("no blocked_on_input in {v}"))
+}
+
+/// A command that reads its terminal: blocked_on_input turns true, and
+/// false again once it has its line (`answer`) and went on to sleep.
+#[cfg(not(feature = "posix-fallback"))]
+fn reads_its_terminal(reader: &str, answer: &[u8]) {
+    use std::io::Write;
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let payload = format!("{reader}; echo done > {dir}/done; while [ ! -e {dir}/stop ]; do sleep 0.02; done");
+    let (index, mut master) = start_on_pty(&mut guard, &pidfile, &payload);
+    eventually(&format!("blocked_on_input for {reader}"), || blocked_on_input(&pidfile));
+    master.write_all(answer).unwrap();
+    wait_line(&scratch.path("done"));
+    assert!(!blocked_on_input(&pidfile), "{reader}: still blocked_on_input once answered");
+    fs::write(scratch.path("stop"), "").unwrap();
+    assert_eq!(guard.wait(index), 0);
+}
+
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn blocked_on_input_for_a_shell_read_on_a_pty() {
+    reads_its_terminal("read answer", b"yes\n");
+}
+
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn blocked_on_input_for_python_input_on_a_pty() {
+    reads_its_terminal(&format!("{} -c 'input()'", python3()), b"yes\n");
+}
+
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn blocked_on_input_for_cat_on_a_pty() {
+    // ^D at the start of a line: end of input for cat.
+    reads_its_terminal("cat >/dev/null", b"\x04");
+}
+
+/// A command whose stdin is a pty but which waits for something else:
+/// once it sits where `settled` says (read from its own /proc), it is
+/// never blocked_on_input.
+#[cfg(not(feature = "posix-fallback"))]
+fn never_blocked_on_input(what: &str, program: &str, settled: &dyn Fn(i32) -> bool) {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let payload = format!("echo $$ > {dir}/pid; exec {program}");
+    let (index, _master) = start_on_pty(&mut guard, &pidfile, &payload);
+    let pid = wait_pid(&scratch.path("pid"), &mut guard);
+    eventually(&format!("{what} to settle"), || settled(pid));
+    for _ in 0..5 {
+        assert!(!blocked_on_input(&pidfile), "{what}: blocked_on_input");
+    }
+    let out = run(pgrun(["cancel", pidfile.to_str().unwrap()]).stderr(Stdio::piped()));
+    assert_status(&out, 0, "cancel");
+    guard.wait(index);
+}
+
+/// Process `pid`'s state letter and the first two fields of its
+/// /proc/PID/syscall (the call's number and its first argument).
+#[cfg(not(feature = "posix-fallback"))]
+fn in_call(pid: i32, call: i64, fd: u64) -> bool {
+    let line = fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+    let mut fields = line.split_ascii_whitespace();
+    let number = fields.next().and_then(|n| n.parse::<i64>().ok());
+    let first = fields.next().and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+    state(pid).as_deref() == Some("S") && number == Some(call) && first == Some(fd)
+}
+
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn never_blocked_on_input_while_sleeping() {
+    let comm_is_sleep = |pid: i32| fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep");
+    never_blocked_on_input("sleep", "sleep 600", &|pid| comm_is_sleep(pid) && state(pid).as_deref() == Some("S"));
+}
+
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn never_blocked_on_input_while_computing() {
+    let script = format!("{} -c 'while True: pass'", python3());
+    let comm_is_python =
+        |pid: i32| fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim().starts_with("python"));
+    never_blocked_on_input("a busy loop", &script, &|pid| comm_is_python(pid));
+}
+
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn never_blocked_on_input_while_reading_a_socket_or_a_fifo() {
+    let read = libc::SYS_read as i64;
+    // read(2) on fd 3, a socket, with the pty as stdin.
+    let socket = format!("{} -c 'import os, socket; a, b = socket.socketpair(); os.read(a.fileno(), 1)'", python3());
+    never_blocked_on_input("a read of a socket", &socket, &|pid| in_call(pid, read, 3));
+    // read(2) on fd 3, a FIFO, with the pty as stdin.
+    let scratch = Scratch::new();
+    let fifo = scratch.path("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let fifo_read = format!("{} -c 'import os; os.read(os.open(\"{}\", os.O_RDWR), 1)'", python3(), fifo.display());
+    never_blocked_on_input("a read of a FIFO", &fifo_read, &|pid| in_call(pid, read, 3));
+    // read(2) on fd 0 that is the FIFO, not a terminal.
+    let cat = format!("sh -c 'exec 0<>{}; exec cat'", fifo.display());
+    never_blocked_on_input("cat reading a FIFO on its stdin", &cat, &|pid| {
+        fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "cat") && in_call(pid, read, 0)
+    });
 }

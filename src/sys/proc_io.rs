@@ -91,7 +91,9 @@ pub fn tcp_listeners(pid: Pid) -> io::Result<Vec<TcpListener>> {
         let path = format!("/proc/{pid}/net/{file}");
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
-            Err(e) if v6 && e.kind() == io::ErrorKind::NotFound && std::fs::metadata(format!("/proc/{pid}")).is_ok() => {
+            Err(e)
+                if v6 && e.kind() == io::ErrorKind::NotFound && std::fs::metadata(format!("/proc/{pid}")).is_ok() =>
+            {
                 continue;
             }
             Err(e) => return Err(io::Error::new(e.kind(), format!("cannot read {path}: {e}"))),
@@ -192,7 +194,8 @@ mod tests {
         let found_native = parse_tcp_line(&v4, false).unwrap();
         assert_eq!(found_native.address, IpAddr::V4(Ipv4Addr::LOCALHOST));
         assert_eq!((found.port, found.inode), (8080, 12345));
-        let connected = "   1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000  1000        0 999 1";
+        let connected =
+            "   1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000  1000        0 999 1";
         assert_eq!(parse_tcp_line(connected, false), None);
         let one = u32::from_ne_bytes([0, 0, 0, 1]);
         let v6 = format!(
