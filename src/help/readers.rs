@@ -52,7 +52,7 @@ gone: event-driven (pidfds on Linux), no ticks while the run runs. wait never si
 pid file is left as it is. Pid files owned by another user, world-writable \
 ones and symlinks are refused, as cancel refuses them. With --report PATH \
 (the path the run was given), wait exits with the run's own exit status from \
-that report.";
+that report. With --ready listen[:PORT], wait waits instead until a process of the run listens on TCP port PORT (any port without one), IPv4 or IPv6, and exits 0; a socket held by a process outside the run never counts, even on the same port. 1 if the run was over first. Linux reads the run's own sockets from /proc (a look every 10 to 50 ms, the run's end seen at once); elsewhere --ready is an error (125).";
 
 pub const WAIT_AFTER_LONG_HELP: &str = "\
 Exit status:
