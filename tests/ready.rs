@@ -2,6 +2,8 @@
 //! a run is doing (`listening`, `blocked_on_input`): only the run's own
 //! processes count, never a socket held outside the run, even on the
 //! same port. Linux only: the portable path says it cannot tell.
+// The portable path runs only the test that says so.
+#![cfg_attr(feature = "posix-fallback", allow(dead_code, unused_imports))]
 
 use crate::util::*;
 use std::fs;
@@ -176,6 +178,17 @@ fn ready_is_not_available_on_the_portable_path() {
     let out = ready_wait(&scratch.path("job.pid"), "listen", &[]);
     assert_status(&out, 125, "wait --ready on the portable path");
     assert!(stderr_of(&out).contains("not available"), "{}", stderr_of(&out));
+    // status --json leaves the two fields out.
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let dir = scratch.sh();
+    let (index, _) =
+        start_published(&mut guard, &pidfile, &[], &format!("while [ ! -e {dir}/stop ]; do sleep 0.02; done"));
+    let v = status_json(&pidfile);
+    assert_eq!(v["state"], "running", "{v}");
+    assert!(v.get("listening").is_none() && v.get("blocked_on_input").is_none(), "{v}");
+    fs::write(scratch.path("stop"), "").unwrap();
+    assert_eq!(guard.wait(index), 0);
 }
 
 /// Start a run of `sh -c PAYLOAD` whose stdin is a new pty's slave (not
@@ -287,6 +300,7 @@ fn never_blocked_on_input_while_computing() {
 #[cfg(not(feature = "posix-fallback"))]
 #[test]
 fn never_blocked_on_input_while_reading_a_socket_or_a_fifo() {
+    #[allow(clippy::unnecessary_cast)] // a c_long: 32 bits on some targets
     let read = libc::SYS_read as i64;
     // read(2) on fd 3, a socket, with the pty as stdin.
     let socket = format!("{} -c 'import os, socket; a, b = socket.socketpair(); os.read(a.fileno(), 1)'", python3());

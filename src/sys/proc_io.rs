@@ -118,7 +118,7 @@ pub fn parse_tcp_line(line: &str, v6: bool) -> Option<TcpListener> {
     let (address, port) = fields[1].split_once(':')?;
     let port = u16::from_str_radix(port, 16).ok()?;
     let words = |hex: &str| -> Option<Vec<[u8; 4]>> {
-        if !hex.is_ascii() || hex.len() % 8 != 0 {
+        if !hex.is_ascii() || !hex.len().is_multiple_of(8) {
             return None;
         }
         (0..hex.len() / 8).map(|i| u32::from_str_radix(&hex[i * 8..i * 8 + 8], 16).ok().map(u32::to_ne_bytes)).collect()
@@ -141,6 +141,7 @@ pub fn parse_tcp_line(line: &str, v6: bool) -> Option<TcpListener> {
 
 /// The number of `read(2)` on this target (the portable path never asks).
 #[cfg(target_os = "linux")]
+#[allow(clippy::unnecessary_cast)] // a c_long: 32 bits on some targets
 const READ_CALL: i64 = libc::SYS_read as i64;
 #[cfg(not(target_os = "linux"))]
 const READ_CALL: i64 = -1;
