@@ -38,11 +38,12 @@ pub struct Listening {
     pub pid: Pid,
 }
 
-/// The run's listening sockets, and the first process of the run whose
-/// fds could not be read (another user's), if any: a socket of its would
-/// have been missed.
-pub struct Sockets {
+/// What the run is doing: its listening sockets, whether it is blocked on
+/// input, and the first process of the run whose fds could not be read
+/// (another user's), if any: a socket of its would have been missed.
+pub struct Activity {
     pub listening: Vec<Listening>,
+    pub blocked_on_input: bool,
     pub unreadable: Option<(Pid, io::Error)>,
 }
 
@@ -64,7 +65,14 @@ pub fn run_processes(holder: Pid, pgid: Pid) -> Vec<Pid> {
             if !group_only || stat.pgrp == pgid {
                 found.push(pid);
             }
-            stack.extend(proc::children(pid).unwrap_or_default());
+            // One thread, not a zombie: its children are all its main
+            // thread's (half the reads).
+            let children = if stat.threads == 1 && stat.state != b'Z' {
+                proc::main_thread_children(pid)
+            } else {
+                proc::children(pid)
+            };
+            stack.extend(children.unwrap_or_default());
         }
     } else {
         // No children files: the group, from a scan of /proc.
@@ -80,27 +88,34 @@ pub fn mode_of(holder: Pid) -> Mode {
     proc::cmdline(holder).and_then(crate::quick_args::contain_mode_of).unwrap_or(Mode::Group)
 }
 
-/// The TCP sockets `pids` listen on (see the module doc); `Unsupported`
-/// on the portable path. A process gone meanwhile is passed over.
-pub fn listening(pids: &[Pid]) -> io::Result<Sockets> {
+/// What `pids` are doing (see the module doc): one read of each one's fd
+/// table; `Unsupported` on the portable path. A process gone meanwhile is
+/// passed over.
+pub fn look(pids: &[Pid]) -> io::Result<Activity> {
     let mut owner: BTreeMap<u64, Pid> = BTreeMap::new();
     let mut unreadable = None;
     let mut holders = Vec::new();
+    let mut blocked_on_input = false;
     for &pid in pids {
-        match proc_io::socket_inodes(pid) {
-            Ok(inodes) if inodes.is_empty() => {}
-            Ok(inodes) => {
-                holders.push(pid);
-                for inode in inodes {
-                    owner.entry(inode).or_insert(pid);
-                }
-            }
+        let table = match proc_io::fd_table(pid) {
+            Ok(table) => table,
             Err(e) if e.kind() == io::ErrorKind::Unsupported => return Err(e),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => {
                 unreadable.get_or_insert((pid, e));
+                continue;
             }
+        };
+        if !table.sockets.is_empty() {
+            holders.push(pid);
         }
+        for inode in table.sockets {
+            owner.entry(inode).or_insert(pid);
+        }
+        // The stdin first: most runs have no terminal there.
+        blocked_on_input = blocked_on_input
+            || (table.stdin.is_some_and(|target| answerable_stdin(&target.to_string_lossy()))
+                && matches!(proc_io::blocked_reading(pid), Ok(Some(0))));
     }
     // Each network namespace's table once.
     let mut namespaces = BTreeSet::new();
@@ -123,17 +138,7 @@ pub fn listening(pids: &[Pid]) -> io::Result<Sockets> {
     }
     listening.sort_by(|a, b| (a.port, &a.address, a.pid).cmp(&(b.port, &b.address, b.pid)));
     listening.dedup();
-    Ok(Sockets { listening, unreadable })
-}
-
-/// Whether one of `pids` is blocked reading its stdin, and that stdin is
-/// one a person or a harness can answer on (see the module doc). Advisory:
-/// false wherever it cannot tell.
-pub fn blocked_on_input(pids: &[Pid]) -> bool {
-    pids.iter().any(|&pid| {
-        matches!(proc_io::blocked_reading(pid), Ok(Some(0)))
-            && proc_io::fd_target(pid, 0).is_ok_and(|target| answerable_stdin(&target.to_string_lossy()))
-    })
+    Ok(Activity { listening, blocked_on_input, unreadable })
 }
 
 /// Whether a stdin open on `target` (its `/proc/PID/fd/0` link) is one the

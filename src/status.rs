@@ -89,7 +89,8 @@ fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
     if pidfile::same_file(&marker, path) {
         return Err((StatusExit::Usage, anyhow!("--cancel-file {} names the pid file itself", marker.display())));
     }
-    let report = look(path, &marker, Census::Proc)?;
+    // What the run is doing is said in JSON alone: the plain line skips its cost.
+    let report = look(path, &marker, Census::Proc, args.json)?;
     print(args.json, &report, &marker).map_err(|e| (StatusExit::Unknown, anyhow!("cannot write to stdout: {e}")))?;
     Ok(match report.state {
         State::Running | State::Stopping => StatusExit::Alive,
@@ -103,7 +104,7 @@ fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
 /// run's processes are counted from its own processes only (see
 /// [`Census::Run`]). An error for a file that is no pid file.
 pub fn json_of(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
-    let report = look(path, &pidfile::default_marker(path), Census::Run).map_err(|(_, e)| e)?;
+    let report = look(path, &pidfile::default_marker(path), Census::Run, true).map_err(|(_, e)| e)?;
     Ok(serde_json::to_value(&report)?)
 }
 
@@ -129,11 +130,13 @@ impl Census {
     }
 }
 
-/// What the pid file at `path`, its locks and its marker say.
+/// What the pid file at `path`, its locks and its marker say; with
+/// `activity`, what a live run is doing too (see [`crate::activity`]).
 fn look(
     path: &std::path::Path,
     marker: &std::path::Path,
     census: Census,
+    activity: bool,
 ) -> Result<Answer, (StatusExit, anyhow::Error)> {
     let unknown = |err: anyhow::Error| (StatusExit::Unknown, err);
     let record = match pidfile::read_record(path, false) {
@@ -220,11 +223,13 @@ fn look(
                             .then(|| live_accounting(holder, record.pgid))
                             .flatten()
                             .map(|leaf| crate::resources::Live::from(&leaf));
-                        if holder > 0 && crate::activity::AVAILABLE {
+                        if activity && holder > 0 && crate::activity::AVAILABLE {
                             let pids = crate::activity::run_processes(holder, record.pgid);
                             // Advisory: what cannot be read is left out.
-                            report.listening = crate::activity::listening(&pids).ok().map(|s| s.listening);
-                            report.blocked_on_input = Some(crate::activity::blocked_on_input(&pids));
+                            if let Ok(activity) = crate::activity::look(&pids) {
+                                report.listening = Some(activity.listening);
+                                report.blocked_on_input = Some(activity.blocked_on_input);
+                            }
                         }
                     }
                     report.uptime_ms = record

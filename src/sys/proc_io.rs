@@ -25,14 +25,23 @@ fn unsupported() -> io::Error {
     io::Error::new(io::ErrorKind::Unsupported, "not available on this system (no /proc to read)")
 }
 
-/// The inodes of the sockets among `pid`'s fds (`socket:[INODE]` links in
-/// `/proc/PID/fd`). An fd closed during the reading is passed over.
-pub fn socket_inodes(pid: Pid) -> io::Result<Vec<u64>> {
+/// What `pid`'s fd table (`/proc/PID/fd`) holds that pgrun asks about.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FdTable {
+    /// The inodes of its sockets (`socket:[INODE]` links).
+    pub sockets: Vec<u64>,
+    /// What its fd 0 is open on (`None`: closed).
+    pub stdin: Option<PathBuf>,
+}
+
+/// `pid`'s fd table, each fd's link read once. An fd closed during the
+/// reading is passed over.
+pub fn fd_table(pid: Pid) -> io::Result<FdTable> {
     if !ASKS_PROC {
         return Err(unsupported());
     }
     let folder = format!("/proc/{pid}/fd");
-    let mut inodes = Vec::new();
+    let mut table = FdTable::default();
     for name in super::proc::list_folder(&folder)? {
         let link = match std::fs::read_link(format!("{folder}/{}", name.to_string_lossy())) {
             Ok(link) => link,
@@ -40,24 +49,18 @@ pub fn socket_inodes(pid: Pid) -> io::Result<Vec<u64>> {
             Err(e) => return Err(e),
         };
         if let Some(inode) = socket_inode(&link.to_string_lossy()) {
-            inodes.push(inode);
+            table.sockets.push(inode);
+        }
+        if name == "0" {
+            table.stdin = Some(link);
         }
     }
-    Ok(inodes)
+    Ok(table)
 }
 
 /// The inode of a `socket:[INODE]` fd link.
 fn socket_inode(link: &str) -> Option<u64> {
     link.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
-}
-
-/// What fd `fd` of process `pid` is open on (the `/proc/PID/fd/FD` link:
-/// a path, or `pipe:[N]`, `socket:[N]`...).
-pub fn fd_target(pid: Pid, fd: i32) -> io::Result<PathBuf> {
-    if !ASKS_PROC {
-        return Err(unsupported());
-    }
-    std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
 }
 
 /// A TCP socket in state LISTEN, as `/proc/PID/net/tcp{,6}` lists it.
