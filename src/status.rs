@@ -103,8 +103,10 @@ fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
 /// PATH.cancel), for `pgrun ls`, which lists the runs of a folder: the
 /// run's processes are counted from its own processes only (see
 /// [`Census::Run`]). An error for a file that is no pid file.
-pub fn json_of(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
-    let report = look(path, &pidfile::default_marker(path), Census::Run, true).map_err(|(_, e)| e)?;
+/// With `activity`, what a live run is doing too (`listening`,
+/// `blocked_on_input`: `ls --json`; its lines show neither).
+pub fn json_of(path: &std::path::Path, activity: bool) -> anyhow::Result<serde_json::Value> {
+    let report = look(path, &pidfile::default_marker(path), Census::Run, activity).map_err(|(_, e)| e)?;
     Ok(serde_json::to_value(&report)?)
 }
 

@@ -30,7 +30,12 @@ one object with state, pgid, pid, processes, uptime_ms, pidfile, \
 cancel_pending, starting and other_pid_namespace (then processes is null: \
 the file's group id names other processes here), and for a run in cgroup \
 mode resources: what its leaf says so far (memory_bytes, pids, user_ms, \
-system_ms; null where the file is not there). A cancel marker owned by \
+system_ms; null where the file is not there). For a live run on Linux it \
+also has listening, the TCP sockets the run's own processes listen on \
+([{port, address, pid}]), and blocked_on_input, true when a process of the \
+run is blocked reading its stdin and that stdin is a terminal: advisory, \
+false where it cannot tell (another user's process); both are absent on \
+other systems and for a run in another PID namespace. A cancel marker owned by \
 another user is ignored and said so. States: running, stopping (a stop sequence is under way), \
 stale (no live run holds the pid file), not-running, cancel-pending (only a \
 marker exists).";
