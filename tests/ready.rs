@@ -103,6 +103,15 @@ fn ready_for_any_port_once_a_process_of_the_run_listens_never_for_a_listener_out
     assert_eq!(guard.wait(waiter), 0, "wait --ready listen");
     let pid = payload_pid(&mut guard, index);
     assert_eq!(listening(&pidfile), vec![(u64::from(port), "127.0.0.1".to_string(), pid)]);
+    // ls --json gives the same object.
+    let out = run(pgrun(["ls", "--json", scratch.dir().to_str().unwrap()]).stdout(Stdio::piped()));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("ls --json is JSON");
+    let listed = format!("{listed}");
+    assert!(
+        listed.contains(&format!(r#""listening":[{{"address":"127.0.0.1","pid":{pid},"port":{port}}}]"#))
+            || listed.contains(&format!(r#""listening":[{{"port":{port},"address":"127.0.0.1","pid":{pid}}}]"#)),
+        "{listed}"
+    );
     // Ready at once when it already listens.
     assert_status(&ready_wait(&pidfile, &format!("listen:{port}"), &["--timeout", "30s"]), 0, "already listening");
     drop(outside);
