@@ -725,11 +725,32 @@ def ls_runs():
         wait_until(lambda: not any(f.endswith(".pid") for f in os.listdir(folder)), limit=120, what="the runs to end")
 
 
+def status_at_scale():
+    """`pgrun status --json` of one run of 1,000 processes (`sleep`s), which
+    reads each one's fd table for `listening` and `blocked_on_input`, taking
+    turns with the plain `pgrun status` (the count alone) and a `ps` of every
+    process."""
+    n = 50 if QUICK else 1000
+    runs = 5 if QUICK else 20
+    pidfile = os.path.join(TMP, "status-scale.pid")
+    run, pgid = start_published(pidfile, f"for i in $(seq {n - 1}); do sleep 300 & done; wait")
+    try:
+        wait_until(lambda: group_members(pgid) == n, limit=120, what=f"{n} members")
+        quiet = lambda line: ["sh", "-c", f"exec {line} >/dev/null"]
+        ours, plain, ps = paired([quiet(f"{PGRUN} status --json {pidfile}"), quiet(f"{PGRUN} status {pidfile}"),
+                                  quiet("ps -e -o pid,pgid,args")], runs)
+        row(f"status --json: one run of {n} processes (listening, blocked_on_input)", ms(ours),
+            f"plain status {ms(plain)}, ps -e {ms(ps)}", f"{ours / plain:.1f}x plain status", "< 50 ms")
+    finally:
+        subprocess.run([PGRUN, "cancel", pidfile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run.wait()
+
+
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
 try:
     for measure in [startup, guard_startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
                     idle_and_memory, scale, cancel_at_scale, output_relay, output_file, wait_latency, detach_latency, detach_after,
-                    output_wait_latency, output_window, ls_runs]:
+                    output_wait_latency, output_window, ls_runs, status_at_scale]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()
 finally:

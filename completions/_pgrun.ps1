@@ -88,6 +88,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Give up after DUR (exit 124), leaving the run alone')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up after DUR (exit 124), leaving the run alone')
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'The run''s report (the PATH it was given): exit with the run''s own status')
+            [CompletionResult]::new('--ready', '--ready', [CompletionResultType]::ParameterName, 'Wait until a process of the run listens on TCP port PORT (any port without one), not for its end: 0 ready, 1 the run was over first')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say what wait does, on stderr')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say what wait does, on stderr')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -339,7 +339,7 @@ _pgrun_options() {
             return 0
             ;;
         pgrun__subcmd__wait)
-            opts="-t -v -h --wait-start --timeout --report --verbose --help"
+            opts="-t -v -h --wait-start --timeout --report --ready --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -370,6 +370,10 @@ _pgrun_options() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o filenames
                     fi
+                    return 0
+                    ;;
+                --ready)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -82,6 +82,7 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand -t 'Give up after DUR (exit 124), leaving the run alone'
             cand --timeout 'Give up after DUR (exit 124), leaving the run alone'
             cand --report 'The run''s report (the PATH it was given): exit with the run''s own status'
+            cand --ready 'Wait until a process of the run listens on TCP port PORT (any port without one), not for its end: 0 ready, 1 the run was over first'
             cand -v 'Say what wait does, on stderr'
             cand --verbose 'Say what wait does, on stderr'
             cand -h 'Print help (see more with ''--help'')'

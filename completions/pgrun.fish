@@ -99,6 +99,7 @@ complete -c pgrun -n "__fish_pgrun_using_subcommand status" -s h -l help -d 'Pri
 complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -l wait-start -d 'How long to wait for a pid file to appear' -r
 complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s t -l timeout -d 'Give up after DUR (exit 124), leaving the run alone' -r
 complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -l report -d 'The run\'s report (the PATH it was given): exit with the run\'s own status' -r -F
+complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -l ready -d 'Wait until a process of the run listens on TCP port PORT (any port without one), not for its end: 0 ready, 1 the run was over first' -r
 complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s v -l verbose -d 'Say what wait does, on stderr'
 complete -c pgrun -n "__fish_pgrun_using_subcommand wait" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pgrun -n "__fish_pgrun_using_subcommand output" -l since -d 'Start the window at byte N of FILE' -r

@@ -423,6 +423,11 @@ pub struct WaitArgs {
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub report: Option<PathBuf>,
 
+    /// Wait until a process of the run listens on TCP port PORT (any port
+    /// without one), not for its end: 0 ready, 1 the run was over first.
+    #[arg(long, value_name = "listen[:PORT]", value_parser = parse_ready, conflicts_with = "report")]
+    pub ready: Option<ReadyListen>,
+
     /// Say what wait does, on stderr.
     #[arg(short = 'v', long)]
     pub verbose: bool,
@@ -430,6 +435,24 @@ pub struct WaitArgs {
     /// The run's pid file.
     #[arg(value_name = "PIDFILE", value_hint = clap::ValueHint::FilePath)]
     pub pidfile: PathBuf,
+}
+
+/// `wait --ready listen[:PORT]`: what to wait for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadyListen {
+    /// The TCP port (`None`: any).
+    pub port: Option<u16>,
+}
+
+fn parse_ready(text: &str) -> Result<ReadyListen, String> {
+    match text.split_once(':') {
+        None if text == "listen" => Ok(ReadyListen { port: None }),
+        Some(("listen", port)) => match port.parse::<u16>() {
+            Ok(port) if port > 0 => Ok(ReadyListen { port: Some(port) }),
+            _ => Err(format!("'{port}' is no TCP port (1 to 65535)")),
+        },
+        _ => Err(format!("'{text}' is not listen or listen:PORT")),
+    }
 }
 
 /// `pgrun output [OPTIONS] FILE`.

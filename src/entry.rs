@@ -135,8 +135,9 @@ fn status_options(args: StatusArgs) -> status::Options {
 
 /// The plain request `pgrun wait` acts on.
 fn wait_options(args: WaitArgs) -> wait::Options {
-    let WaitArgs { wait_start, timeout, report, verbose, pidfile } = args;
-    wait::Options { pidfile, wait_start, timeout, report, verbose }
+    let WaitArgs { wait_start, timeout, report, ready, verbose, pidfile } = args;
+    let ready = ready.map(|listen| crate::ready::Target::Listen(listen.port));
+    wait::Options { pidfile, wait_start, timeout, report, ready, verbose }
 }
 
 /// The plain request `pgrun output` acts on.

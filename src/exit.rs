@@ -155,12 +155,15 @@ impl StatusExit {
 
 /// `pgrun wait PIDFILE`.
 pub const WAIT_TABLE: &[Row] = &[
-    row("0", "the run is over"),
-    row("1", "no live run was found: none appeared within --wait-start, or the pid file is stale (left in place)"),
+    row("0", "the run is over; with --ready: a process of the run listens as asked"),
+    row(
+        "1",
+        "no live run was found: none appeared within --wait-start, or the pid file is stale (left in place); with --ready: the run was over first",
+    ),
     row("124", "--timeout passed while the run still lives (the run is left alone)"),
     row(
         "125",
-        "error: the refusals of cancel (another user's pid file, a world-writable one, a symlink, content that is not a group id), a usage error; with --report, a report that is missing or unreadable",
+        "error: the refusals of cancel (another user's pid file, a world-writable one, a symlink, content that is not a group id), a usage error; with --report, a report that is missing or unreadable; --ready off Linux",
     ),
     row("N", "with --report: the run's own exit status, as its report gives it"),
 ];

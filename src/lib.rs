@@ -48,6 +48,7 @@
 //! trait the higher one implements ([`contain::Guardian`]: the guard's pid,
 //! and "the group was seen empty"), or records it in [`exit_hooks`].
 
+pub mod activity;
 pub mod atomic_file;
 pub mod backoff;
 pub mod cancel;
@@ -68,6 +69,7 @@ pub mod panic_stop;
 pub mod parent_death;
 pub mod pidfile;
 pub mod quick_args;
+pub mod ready;
 pub mod report;
 pub mod resources;
 pub mod rlimit;

@@ -62,8 +62,9 @@ fn list(args: &Options) -> Result<Vec<Listed>> {
     names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS);
     let share = names.len().div_ceil(threads).max(1);
-    let look_all =
-        |names: &[OsString]| -> Vec<Listed> { names.iter().filter_map(|name| look(&dir.join(name), name)).collect() };
+    let look_all = |names: &[OsString]| -> Vec<Listed> {
+        names.iter().filter_map(|name| look(&dir.join(name), name, args.json)).collect()
+    };
     Ok(std::thread::scope(|scope| {
         let shares: Vec<&[OsString]> = names.chunks(share).collect();
         // A thread that cannot be started leaves its share to this one.
@@ -89,9 +90,10 @@ fn list(args: &Options) -> Result<Vec<Listed>> {
 const MAX_THREADS: usize = 4;
 
 /// What status says of the file at `path` (named `name`), if it is a pid
-/// file that names a run or a starting one.
-fn look(path: &std::path::Path, name: &OsString) -> Option<Listed> {
-    let mut status = status::json_of(path).ok()?;
+/// file that names a run or a starting one (`json`: with what a live run
+/// is doing, which only `--json` shows).
+fn look(path: &std::path::Path, name: &OsString, json: bool) -> Option<Listed> {
+    let mut status = status::json_of(path, json).ok()?;
     // Gone between the listing and the look: not listed.
     let gone = matches!(status["state"].as_str(), Some("not-running" | "cancel-pending"))
         && status["starting"] != Value::Bool(true);

@@ -48,6 +48,15 @@ struct Answer {
     /// A live run in cgroup mode: what its leaf says so far.
     #[serde(skip_serializing_if = "Option::is_none")]
     resources: Option<crate::resources::Live>,
+    /// A live run: the TCP sockets its processes listen on (absent where
+    /// pgrun cannot tell: the portable path, a run in another PID
+    /// namespace). See [`crate::activity`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    listening: Option<Vec<crate::activity::Listening>>,
+    /// A live run: whether a process of it is blocked reading a terminal
+    /// on its stdin; advisory (absent where `listening` is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blocked_on_input: Option<bool>,
 }
 
 /// What `pgrun status` was asked (resolved from its command line by the
@@ -80,7 +89,8 @@ fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
     if pidfile::same_file(&marker, path) {
         return Err((StatusExit::Usage, anyhow!("--cancel-file {} names the pid file itself", marker.display())));
     }
-    let report = look(path, &marker, Census::Proc)?;
+    // What the run is doing is said in JSON alone: the plain line skips its cost.
+    let report = look(path, &marker, Census::Proc, args.json)?;
     print(args.json, &report, &marker).map_err(|e| (StatusExit::Unknown, anyhow!("cannot write to stdout: {e}")))?;
     Ok(match report.state {
         State::Running | State::Stopping => StatusExit::Alive,
@@ -93,8 +103,10 @@ fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
 /// PATH.cancel), for `pgrun ls`, which lists the runs of a folder: the
 /// run's processes are counted from its own processes only (see
 /// [`Census::Run`]). An error for a file that is no pid file.
-pub fn json_of(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
-    let report = look(path, &pidfile::default_marker(path), Census::Run).map_err(|(_, e)| e)?;
+/// With `activity`, what a live run is doing too (`listening`,
+/// `blocked_on_input`: `ls --json`; its lines show neither).
+pub fn json_of(path: &std::path::Path, activity: bool) -> anyhow::Result<serde_json::Value> {
+    let report = look(path, &pidfile::default_marker(path), Census::Run, activity).map_err(|(_, e)| e)?;
     Ok(serde_json::to_value(&report)?)
 }
 
@@ -120,11 +132,13 @@ impl Census {
     }
 }
 
-/// What the pid file at `path`, its locks and its marker say.
+/// What the pid file at `path`, its locks and its marker say; with
+/// `activity`, what a live run is doing too (see [`crate::activity`]).
 fn look(
     path: &std::path::Path,
     marker: &std::path::Path,
     census: Census,
+    activity: bool,
 ) -> Result<Answer, (StatusExit, anyhow::Error)> {
     let unknown = |err: anyhow::Error| (StatusExit::Unknown, err);
     let record = match pidfile::read_record(path, false) {
@@ -151,6 +165,8 @@ fn look(
             _ => None,
         },
         resources: None,
+        listening: None,
+        blocked_on_input: None,
     };
     match record {
         None => report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning },
@@ -209,6 +225,14 @@ fn look(
                             .then(|| live_accounting(holder, record.pgid))
                             .flatten()
                             .map(|leaf| crate::resources::Live::from(&leaf));
+                        if activity && holder > 0 && crate::activity::AVAILABLE {
+                            let pids = crate::activity::run_processes(holder, record.pgid);
+                            // Advisory: what cannot be read is left out.
+                            if let Ok(activity) = crate::activity::look(&pids) {
+                                report.listening = Some(activity.listening);
+                                report.blocked_on_input = Some(activity.blocked_on_input);
+                            }
+                        }
                     }
                     report.uptime_ms = record
                         .meta

@@ -52,6 +52,9 @@ pub struct Options {
     pub timeout: Option<Duration>,
     /// `--report`: the run's report, whose exit status wait exits with.
     pub report: Option<PathBuf>,
+    /// `--ready`: wait for the run to be ready (see [`crate::ready`]), not
+    /// for its end.
+    pub ready: Option<crate::ready::Target>,
     pub verbose: bool,
 }
 
@@ -61,7 +64,11 @@ pub fn wait(args: &Options) -> WaitExit {
     let started = Instant::now();
     let deadline = args.timeout.filter(|t| !t.is_zero()).and_then(|t| started.checked_add(t));
     let waiter = Waiter { args, started, deadline };
-    match waiter.find_and_wait() {
+    let found = match args.ready {
+        Some(_) => crate::ready::check_available().and_then(|()| waiter.find_and_wait()),
+        None => waiter.find_and_wait(),
+    };
+    match found {
         Ok(exit) => exit,
         Err(err) => {
             say::line(format_args!("{err:#}"));
@@ -99,7 +106,10 @@ impl Waiter<'_> {
                 Ok(record) => {
                     check_safe(path, &record)?;
                     match record.liveness().map_err(|e| lock_error(path, e))? {
-                        Liveness::Live(holder) => return self.wait_for_run(&record, holder),
+                        Liveness::Live(holder) => match self.args.ready {
+                            Some(target) => return self.wait_ready(&record, holder, target),
+                            None => return self.wait_for_run(&record, holder),
+                        },
                         Liveness::Claimed => {
                             if !said_claimed {
                                 verbose!("a run is starting on {}; waiting for it to publish", path.display());
@@ -114,6 +124,9 @@ impl Waiter<'_> {
                                 .map_err(|e| anyhow!("cannot use pid file {}: {e}", path.display()))?;
                             if !named {
                                 verbose!("the run at {} ended as wait looked at it", path.display());
+                                if let Some(target) = self.args.ready {
+                                    return Ok(self.over_before_ready(target, None));
+                                }
                                 return self.over(&record, false);
                             }
                             say::line(format_args!(
@@ -262,6 +275,46 @@ impl Waiter<'_> {
                 return Ok(true);
             }
         }
+    }
+
+    /// `--ready`: the run published in `record` is live, its lock held by
+    /// `holder`: wait until it is ready as `target` says (0), it is over
+    /// (1), or `--timeout` passes (124).
+    fn wait_ready(&self, record: &Record, holder: Pid, target: crate::ready::Target) -> Result<WaitExit> {
+        use crate::ready::Outcome;
+        if holder <= 0 || !crate::sys::proc::in_own_pid_namespace(holder) {
+            bail!(
+                "cannot wait for the run at {} to be ready: its pgrun runs in another PID namespace",
+                self.args.pidfile.display()
+            );
+        }
+        verbose!("waiting until a process of the run of pgrun {holder} {target}");
+        let waited = crate::ready::wait_until_ready(record, holder, target, self.deadline)?;
+        Ok(match waited.outcome {
+            Outcome::Ready(found) => {
+                verbose!("process {} listens on {} port {}", found.pid, found.address, found.port);
+                WaitExit::Over
+            }
+            Outcome::Over => self.over_before_ready(target, waited.unreadable),
+            Outcome::TimedOut => {
+                let why = waited.unreadable.map(|u| format!(" ({u})")).unwrap_or_default();
+                say::line(format_args!(
+                    "no process of the run at {} {target} after --timeout{why}",
+                    self.args.pidfile.display()
+                ));
+                WaitExit::TimedOut
+            }
+        })
+    }
+
+    /// `--ready`: the run was over before it was ready (1).
+    fn over_before_ready(&self, target: crate::ready::Target, unreadable: Option<String>) -> WaitExit {
+        let why = unreadable.map(|u| format!(" ({u})")).unwrap_or_default();
+        say::line(format_args!(
+            "the run at {} was over before a process of it {target}{why}",
+            self.args.pidfile.display()
+        ));
+        WaitExit::NoRun
     }
 
     fn timed_out(&self) -> WaitExit {

@@ -33,6 +33,7 @@ mod parent_death;
 mod properties;
 mod protocol;
 mod publish;
+mod ready;
 mod resources;
 mod robustness;
 mod snippets;

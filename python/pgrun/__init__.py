@@ -42,8 +42,10 @@ __all__ = [
     "DetachedRun",
     "ExitStatus",
     "LiveResources",
+    "Listening",
     "Output",
     "PgrunError",
+    "ReadyOutcome",
     "Report",
     "Resources",
     "Result",
@@ -58,6 +60,7 @@ __all__ = [
     "start",
     "status",
     "wait",
+    "wait_ready",
 ]
 
 #: pgrun's own failure status (usage errors included), in every mode.
@@ -540,6 +543,11 @@ class DetachedRun:
         gone; a run over already is left as it is."""
         self.cancel()
 
+    def wait_ready(self, port: Optional[int] = None, timeout: Optional[Duration] = None) -> "ReadyOutcome":
+        """:func:`wait_ready` for this run: until a process of it listens
+        on TCP ``port`` (any port if ``None``)."""
+        return wait_ready(self.pidfile, port=port, timeout=timeout)
+
 
 def start(
     argv: Argv,
@@ -655,6 +663,18 @@ class LiveResources:
 
 
 @dataclass(frozen=True)
+class Listening:
+    """A TCP socket a process of the run listens on (``status --json``'s
+    ``listening``)."""
+
+    port: int
+    #: The local address as text (IPv6 in its usual form).
+    address: str
+    #: The process of the run that holds it.
+    pid: int
+
+
+@dataclass(frozen=True)
 class Status:
     """``pgrun status --json``, field by field (``null`` is ``None``).
 
@@ -676,6 +696,12 @@ class Status:
     resources: Optional[LiveResources]
     returncode: int
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    #: A live run's listening TCP sockets (``None`` where pgrun cannot
+    #: tell: off Linux, a run in another PID namespace, no live run).
+    listening: Optional[List[Listening]] = None
+    #: Whether a process of a live run is blocked reading its terminal on
+    #: its stdin: advisory, ``None`` where ``listening`` is.
+    blocked_on_input: Optional[bool] = None
 
     @property
     def alive(self) -> bool:
@@ -717,6 +743,10 @@ def status(pidfile: StrPath, *, cancel_file: Optional[StrPath] = None) -> Status
         ),
         returncode=done.returncode,
         raw=obj,
+        listening=None
+        if obj.get("listening") is None
+        else [Listening(port=l["port"], address=l["address"], pid=l["pid"]) for l in obj["listening"]],
+        blocked_on_input=obj.get("blocked_on_input"),
     )
 
 
@@ -835,6 +865,41 @@ def wait(
             report=parsed,
         )
     return WaitResult(outcome=WaitOutcome.OVER, report=parsed)
+
+
+class ReadyOutcome(enum.IntEnum):
+    """How ``pgrun wait --ready`` ended (its exit status)."""
+
+    #: A process of the run listens as asked.
+    READY = 0
+    #: The run was over first (or no live run was found).
+    OVER = 1
+    #: ``timeout`` passed first (the run is left alone).
+    TIMED_OUT = 124
+
+
+def wait_ready(
+    pidfile: StrPath,
+    *,
+    port: Optional[int] = None,
+    timeout: Optional[Duration] = None,
+    wait_start: Optional[Duration] = None,
+) -> ReadyOutcome:
+    """Wait until a process of the run published in ``pidfile`` listens on
+    TCP ``port`` (any port if ``None``), IPv4 or IPv6
+    (``pgrun wait --ready listen[:PORT]``); a socket held outside the run
+    never counts. Linux only. Raises :class:`PgrunError` on pgrun's 125
+    (also off Linux, where it is not available)."""
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        raise ValueError(f"port must be a TCP port from 1 to 65535, not {port!r}")
+    args = [binary(), "wait", "--ready", "listen" if port is None else f"listen:{port}"]
+    args += _duration_option("--timeout", timeout) + _duration_option("--wait-start", wait_start)
+    done = subprocess.run(
+        [*args, "--", os.fspath(pidfile)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    if done.returncode not in (0, 1, 124):
+        raise _error(done.returncode, done.stderr, None)
+    return ReadyOutcome(done.returncode)
 
 
 # ---------------------------------------------------------------- helpers

@@ -561,3 +561,60 @@ def test_detach_after_without_its_files_is_pgruns_failure(tmp_path: Path) -> Non
     with pytest.raises(pgrun.PgrunError) as e:
         pgrun.run(["true"], detach_after=1, pidfile=tmp_path / "p.pid")
     assert e.value.returncode == pgrun.FAILURE and "--output-file" in str(e.value)
+
+LISTENER = """
+import os, socket, sys, time
+s = socket.socket(socket.AF_INET)
+s.bind(("127.0.0.1", 0))
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write("%d" % s.getsockname()[1])
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.02)
+s.listen()
+time.sleep(300)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="--ready reads Linux's /proc")
+def test_wait_ready_and_the_listening_sockets_in_status(tmp_path: Path, runs: List[Path]) -> None:
+    pidfile, portfile, gate = tmp_path / "srv.pid", tmp_path / "port", tmp_path / "gate"
+    runs.append(pidfile)
+    run = pgrun.start([sys.executable, "-c", LISTENER, str(portfile), str(gate)], pidfile=pidfile)
+    poll("the listener's port", portfile.exists)
+    port = int(portfile.read_text())
+    # Bound, not listening yet: not ready, for its port or any.
+    assert run.wait_ready(port=port, timeout=0.3) is pgrun.ReadyOutcome.TIMED_OUT
+    assert pgrun.wait_ready(pidfile, timeout="300ms") is pgrun.ReadyOutcome.TIMED_OUT
+    st = run.status()
+    assert st.listening == [] and st.blocked_on_input is False
+    gate.touch()
+    assert run.wait_ready(port=port, timeout=30) is pgrun.ReadyOutcome.READY
+    assert run.wait_ready() is pgrun.ReadyOutcome.READY
+    st = run.status()
+    assert st.listening is not None and [(l.port, l.address) for l in st.listening] == [(port, "127.0.0.1")]
+    assert st.listening[0].pid != st.pid  # the command's, not pgrun's
+    assert run.cancel(timeout=20) is pgrun.CancelOutcome.GONE
+    assert run.wait_ready(port=port) is pgrun.ReadyOutcome.OVER  # no run
+    with pytest.raises(ValueError):
+        pgrun.wait_ready(pidfile, port=0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="blocked_on_input reads Linux's /proc")
+def test_blocked_on_input_for_a_read_of_a_terminal(tmp_path: Path, runs: List[Path]) -> None:
+    import pty
+
+    pidfile = tmp_path / "in.pid"
+    runs.append(pidfile)
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [pgrun.binary(), "-p", str(pidfile), "--", "sh", "-c", "read answer"], stdin=slave, stdout=subprocess.DEVNULL
+        )
+        poll("the run to publish", lambda: pidfile.exists() and pgrun.status(pidfile).alive)
+        poll("blocked_on_input", lambda: pgrun.status(pidfile).blocked_on_input is True)
+        os.write(master, b"yes\n")
+        assert proc.wait(timeout=DEADLINE) == 0
+    finally:
+        os.close(master)
+        os.close(slave)

@@ -33,7 +33,12 @@ one object with state, pgid, pid, processes, uptime_ms, pidfile, \
 cancel_pending, starting and other_pid_namespace (then processes is null: \
 the file's group id names other processes here), and for a run in cgroup \
 mode resources: what its leaf says so far (memory_bytes, pids, user_ms, \
-system_ms; null where the file is not there). A cancel marker owned by \
+system_ms; null where the file is not there). For a live run on Linux it \
+also has listening, the TCP sockets the run's own processes listen on \
+([{port, address, pid}]), and blocked_on_input, true when a process of the \
+run is blocked reading its stdin and that stdin is a terminal: advisory, \
+false where it cannot tell (another user's process); both are absent on \
+other systems and for a run in another PID namespace. A cancel marker owned by \
 another user is ignored and said so. States: running, stopping (a stop sequence is under way), \
 stale (no live run holds the pid file), not-running, cancel-pending (only a \
 marker exists).";
@@ -56,7 +61,13 @@ pid file is left as it is. Pid files owned by another user, world-writable \
 ones and symlinks are refused, as cancel refuses them. With --report PATH \
 (the path the run was given), wait exits with the run's own exit status from \
 that report, at once if the run is already over (none published, and that \
-report names PIDFILE: a run removes its old report before it publishes).";
+report names PIDFILE: a run removes its old report before it publishes). \
+With --ready listen[:PORT], wait waits instead until a process of the run \
+listens on TCP port PORT (any port without one), IPv4 or IPv6, and exits 0; \
+a socket held by a process outside the run never counts, even on the same \
+port. 1 if the run was over first. Linux reads the run's own sockets from \
+/proc (a look every 10 to 50 ms, the run's end seen at once); elsewhere \
+--ready is an error (125).";
 
 pub const WAIT_AFTER_LONG_HELP: &str = "\
 Exit status:

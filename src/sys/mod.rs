@@ -11,7 +11,9 @@
 //! [`terminal`] (the foreground process group of the controlling
 //! terminal), [`pipe`] (the pipes and reads and writes of `--max-output`),
 //! `fd` (one fd's kind and flags, the standard fds kept open), [`proc`]
-//! (reading `/proc`), [`cgroup`] (the cgroup v2 files of `--contain
+//! (reading `/proc`), [`proc_io`] (what a process holds and waits on:
+//! its sockets, the TCP listeners it sees, the call it is blocked in),
+//! [`cgroup`] (the cgroup v2 files of `--contain
 //! cgroup`), [`pidfd`] (a hold on one process that pid reuse cannot
 //! redirect), [`lifetime`] (the guard's fork, the page it shares with
 //! pgrun, the parent-death signal, `_exit`), [`guard_channel`] (the socket
@@ -94,6 +96,7 @@ pub mod lock;
 pub mod pipe;
 mod poll;
 pub mod proc;
+pub mod proc_io;
 pub mod process;
 mod random;
 pub mod rlimit;
