@@ -210,6 +210,23 @@ fn a_cancelled_run_leaves_no_scope() {
     assert_no_unit_left();
 }
 
+/// A run in a user scope that its `--timeout` ends, with a member that
+/// ignores TERM (so the run ends by the final `cgroup.kill`): 124, the
+/// member gone, and the scope goes.
+#[test]
+#[ignore = "needs a systemd user manager: run by tests/vm-user-systemd.sh in a VM"]
+fn a_timed_out_run_leaves_no_scope() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let dir = scratch.sh();
+    let payload = format!("trap '' TERM; sh -c 'trap \"\" TERM; echo $$ > {dir}/child; exec sleep 300' & wait");
+    let index = guard.spawn(&mut pgrun(["--contain", "cgroup", "-t", "2", "-k", "1", "--", "sh", "-c", &payload]));
+    let child = wait_pid(&scratch.path("child"), &mut guard);
+    assert_eq!(guard.wait(index), 124);
+    assert!(is_dead(child), "the member {child} that ignored TERM outlived the timeout");
+    assert_no_unit_left();
+}
+
 /// `sh -c SCRIPT` in a scope of the user's systemd delegated to the user
 /// (`systemd-run --user --scope -p Delegate=yes`): a cgroup pgrun may
 /// write to. The script ends by exec'ing pgrun.

@@ -11,4 +11,6 @@ vm=${PGRUN_VM:-$(cd .. && pwd)/shared/tools/vm/run-in-vm.sh}
 [ -x "$vm" ] || { echo "vm-cgroup-limits: no VM runner at $vm (set PGRUN_VM)" >&2; exit 125; }
 bin=$(cargo test --no-run --test tests 2>&1 | sed -n 's/.*Executable tests\/tests.rs (\(.*\))$/\1/p' | tail -n 1)
 [ -n "$bin" ] || { echo "vm-cgroup-limits: cannot find the test binary" >&2; exit 125; }
-exec "$vm" --timeout 900 --mem 2G -- "$PWD/$bin" --ignored --test-threads=1 cgroup_limits::
+# Absolute, wherever the target folder is (CARGO_TARGET_DIR).
+case $bin in /*) ;; *) bin=$PWD/$bin ;; esac
+exec "$vm" --timeout 900 --mem 2G -- "$bin" --ignored --test-threads=1 cgroup_limits::
