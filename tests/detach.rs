@@ -40,46 +40,6 @@ fn session_of(pid: i32) -> i32 {
     fields[3].parse().unwrap()
 }
 
-/// Live processes whose environment holds `token` (what one test started).
-fn processes_with(token: &str) -> Vec<i32> {
-    let needle = format!("PGRUN_DETACH_TEST={token}");
-    fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| !is_dead(pid))
-        .filter(|&pid| {
-            fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
-        })
-        .collect()
-}
-
-/// Every process a test starts carries a tag of its own in its environment
-/// (pgrun passes it on to the supervising pgrun, the guard and the
-/// command): whatever of them a failed test leaves running, detached from
-/// the test's own children, is found by it and killed on drop.
-struct Tag(String);
-
-impl Tag {
-    fn new(name: &str) -> Tag {
-        Tag(format!("{}-{name}", std::process::id()))
-    }
-    fn on<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
-        cmd.env("PGRUN_DETACH_TEST", &self.0)
-    }
-}
-
-impl Drop for Tag {
-    fn drop(&mut self) {
-        for pid in processes_with(&self.0) {
-            // SAFETY: kill takes plain integers; a live process that holds
-            // this test's own tag (a pid read from /proc just now).
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    }
-}
-
 /// The names in a folder, sorted.
 fn listing(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> =
@@ -248,7 +208,7 @@ fn failures_before_the_start_come_back_to_the_caller() {
         assert_status(&out, want, what);
         assert!(out.stdout.is_empty(), "{what}: stdout {:?}", out.stdout);
         assert!(stderr_of(&out).contains(says), "{what}: stderr {}", stderr_of(&out));
-        assert_eq!(processes_with(&tag.0), Vec::<i32>::new(), "{what}: processes left running");
+        assert_eq!(tag.processes(), Vec::<i32>::new(), "{what}: processes left running");
         assert_eq!(listing(scratch.dir()), before, "{what}: files left behind");
     }
 }
@@ -442,7 +402,7 @@ fn a_term_to_the_caller_before_publication_cancels_the_start() {
     pause.release();
     let status = guard.child(caller).wait().unwrap();
     assert_eq!((status.code(), status.signal()), (Some(143), None), "the caller's status");
-    assert_eq!(processes_with(&tag.0), Vec::<i32>::new(), "processes left running");
+    assert_eq!(tag.processes(), Vec::<i32>::new(), "processes left running");
     assert!(!pidfile.exists(), "the pid file was left behind");
 }
 
@@ -529,5 +489,5 @@ fn a_guard_forked_before_the_publication_never_writes_to_the_callers_closed_stde
     assert!(!guard_lines.is_empty(), "the guard said nothing (-v): {trace}");
     let elsewhere: Vec<&&str> = guard_lines.iter().filter(|l| !l.contains("write(2, ")).collect();
     assert!(elsewhere.is_empty(), "the guard wrote its lines to an fd other than its stderr: {elsewhere:#?}");
-    assert_eq!(processes_with(&tag.0), Vec::<i32>::new(), "processes left running");
+    assert_eq!(tag.processes(), Vec::<i32>::new(), "processes left running");
 }

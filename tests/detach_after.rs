@@ -11,47 +11,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Every process a test starts carries a tag of its own in its environment
-/// (pgrun passes it on to the supervising pgrun, the guard and the
-/// command): whatever of them a failed test leaves running, detached from
-/// the test's own children, is found by it and killed on drop.
-struct Tag(String);
-
-const TAG: &str = "PGRUN_DETACH_AFTER_TEST";
-
-impl Tag {
-    fn new(name: &str) -> Tag {
-        Tag(format!("{}-{name}", std::process::id()))
-    }
-    fn on<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
-        cmd.env(TAG, &self.0)
-    }
-    /// Live processes that hold this tag.
-    fn processes(&self) -> Vec<i32> {
-        let needle = format!("{TAG}={}", self.0);
-        fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|&pid| !is_dead(pid))
-            .filter(|&pid| {
-                fs::read(format!("/proc/{pid}/environ"))
-                    .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
-            })
-            .collect()
-    }
-}
-
-impl Drop for Tag {
-    fn drop(&mut self) {
-        for pid in self.processes() {
-            // SAFETY: kill takes plain integers; a live process that holds
-            // this test's own tag (a pid read from /proc just now).
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    }
-}
-
 /// The files of one run.
 struct Files {
     pidfile: String,

@@ -48,9 +48,7 @@ fn a_pending_cancel_survives_the_end_of_the_run_before() {
     withdrawn.release();
     assert_eq!(guard.wait(first), 0);
     assert!(scratch.path("job.pid.cancel").exists(), "the finishing run removed a pending cancel");
-    let witness = scratch.path("ran");
-    assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 143, "the next run");
-    assert!(!witness.exists());
+    assert!(!next_run_runs(&scratch, p));
 }
 
 /// The run's own marker (its stopping note) goes with it, and so does the
@@ -113,9 +111,7 @@ fn a_cancel_of_a_finishing_run_does_not_cancel_the_next_run() {
     assert_eq!(guard.wait(first), 0, "the run had ended on its own");
     assert_eq!(guard.wait(cancel), 0, "cancel: the run is gone");
     assert!(!scratch.path("job.pid.cancel").exists(), "the cancel's request outlived the run it stopped");
-    let witness = scratch.path("ran");
-    assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 0, "the next run");
-    assert!(witness.exists(), "the next run was cancelled by a request meant for the run before");
+    assert!(next_run_runs(&scratch, p), "the next run was cancelled by a request meant for the run before");
 }
 
 /// `cancel --no-wait` of a run that is over (its run gone and marked over,
@@ -137,9 +133,7 @@ fn a_no_wait_cancel_of_a_run_that_is_over_does_not_cancel_the_next_run() {
     handled.release();
     assert_eq!(guard.wait(first), 0, "the run had ended on its own");
     assert!(!scratch.path("job.pid.cancel").exists(), "the cancel's request outlived the run it found");
-    let witness = scratch.path("ran");
-    assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 0, "the next run");
-    assert!(witness.exists(), "the next run was cancelled by a request meant for the run before");
+    assert!(next_run_runs(&scratch, p), "the next run was cancelled by a request meant for the run before");
 }
 
 /// `cancel --no-wait` of a run that is finishing (its run gone, nothing
@@ -167,9 +161,10 @@ fn a_no_wait_cancel_of_a_finishing_or_stopping_run_is_taken_by_that_run() {
         gone.release();
         assert_eq!(guard.wait(first), status, "{args:?}");
         assert!(!marker.exists(), "{args:?}: the cancel's request outlived the run it stopped");
-        let witness = scratch.path("ran");
-        assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 0, "the next run");
-        assert!(witness.exists(), "{args:?}: the next run was cancelled by a request meant for the run before");
+        assert!(
+            next_run_runs(&scratch, p),
+            "{args:?}: the next run was cancelled by a request meant for the run before"
+        );
     }
 }
 
@@ -197,9 +192,7 @@ fn a_run_never_published_leaves_a_request_for_the_next_run() {
     gone.release();
     assert_eq!(guard.wait(first), 125, "publishing failed");
     assert!(marker.exists(), "the run that was never published took a request for the next run");
-    let witness = scratch.path("ran");
-    assert_status(&run(&mut pgrun(["-p", p, "--", "touch", witness.to_str().unwrap()])), 143, "the next run");
-    assert!(!witness.exists(), "the cancelled run's command ran");
+    assert!(!next_run_runs(&scratch, p), "the cancelled run's command ran");
 }
 
 // A SIGKILL of pgrun at any point leaves no file of the run behind (issue

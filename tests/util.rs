@@ -677,6 +677,63 @@ pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&fs::read_to_string(path).expect("report exists")).expect("valid JSON")
 }
 
+/// Every process a test starts carries a tag of its own in its environment
+/// (pgrun passes it on to the supervising pgrun, the guard and the
+/// command): whatever of them a failed test leaves running, detached from
+/// the test's own children, is found by it and killed on drop.
+pub struct Tag(String);
+
+const TAG_VARIABLE: &str = "PGRUN_TEST_TAG";
+
+impl Tag {
+    /// A tag no other test of this process has (`name` says whose).
+    pub fn new(name: &str) -> Tag {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Tag(format!("{}-{n}-{name}", std::process::id()))
+    }
+    /// Give `cmd` (and so every process it starts) the tag.
+    pub fn on<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
+        cmd.env(TAG_VARIABLE, &self.0)
+    }
+    /// Live processes that hold this tag.
+    pub fn processes(&self) -> Vec<i32> {
+        let needle = format!("{TAG_VARIABLE}={}", self.0);
+        fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&pid| !is_dead(pid))
+            .filter(|&pid| {
+                fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Tag {
+    fn drop(&mut self) {
+        for pid in self.processes() {
+            // SAFETY: kill takes plain integers; a live process that holds
+            // this test's own tag (a pid read from /proc just now).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Start the next run on pid file `pidfile` (a `touch` of a witness file
+/// in `scratch`) and say whether its command ran: 0 and the witness made,
+/// or 143 (a request left at the marker path cancelled it before its
+/// start) and none.
+pub fn next_run_runs(scratch: &Scratch, pidfile: &str) -> bool {
+    let witness = scratch.path("ran");
+    let out = run(pgrun(["-p", pidfile, "--", "touch", witness.to_str().unwrap()]).stdin(Stdio::null()));
+    let ran = witness.exists();
+    assert_status(&out, if ran { 0 } else { 143 }, "the next run on the pid file");
+    ran
+}
+
 /// A test-only pause of pgrun at a named step (see `src/test_hook.rs`):
 /// the environment entry that asks for it, a way to know pgrun got there,
 /// and a way to let it go on.
