@@ -1,0 +1,69 @@
+//! `pgrun cancel` short of file descriptors (a low `RLIMIT_NOFILE`): a
+//! handle it could not open, or a file it could not look at, is never read
+//! as the run, or its pgrun, being over.
+
+use crate::util::*;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+/// `pgrun cancel -v ARGS...` with its soft fd limit at `nofile` (its stdin,
+/// stdout and stderr among them), stderr piped.
+fn cancel_with_nofile(nofile: u64, args: &[&str]) -> Command {
+    let mut all = vec!["cancel", "-v"];
+    all.extend_from_slice(args);
+    let mut cmd = pgrun(&all);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut limit: libc::rlimit = std::mem::zeroed();
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            limit.rlim_cur = nofile;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Six fds: cancel's first look holds the pid file (fd 3) and a pidfd on
+/// the pgrun holding it (fd 4), its second look the pid file again (fd 5):
+/// the pidfd it opens for the stop finds no room (EMFILE). The pgrun it
+/// stopped is held at `withdrawn` (its pid file gone, its lock let go of,
+/// itself not exited). cancel must wait for that pgrun's exit on the pidfd
+/// its first look proved (the lock still held by the same pid), not say
+/// "gone" because its own open failed.
+#[test]
+fn a_cancel_short_of_fds_still_waits_for_the_pgrun_it_stopped() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let withdrawn = Pause::new(&scratch, "withdrawn");
+    let mut run = pgrun(["-p", pidfile.to_str().unwrap(), "--", "sleep", "300"]);
+    let run = guard.spawn(withdrawn.arm(&mut run));
+    let pgrun_pid = guard.child(run).id() as i32;
+    let pgid: i32 = wait_line(&pidfile).parse().expect("a group id");
+    guard.record_group(pgid);
+    let cancel = guard.spawn(&mut cancel_with_nofile(6, &[pidfile.to_str().unwrap()]));
+    withdrawn.wait_reached();
+    // pgrun is held with its run withdrawn: a cancel that has exited by now
+    // said "gone" with that pgrun alive.
+    let early = guard.child(cancel).try_wait().expect("try_wait").is_some();
+    withdrawn.release();
+    let status = guard.wait(cancel);
+    let mut stderr = String::new();
+    guard.child(cancel).stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status, 0, "cancel: {stderr}");
+    assert!(!early, "cancel exited while the pgrun it stopped was alive: {stderr}");
+    assert!(
+        stderr.contains(&format!("pgrun {pgrun_pid} has exited")) && !stderr.contains("cannot be told here"),
+        "cancel did not wait for pgrun {pgrun_pid} to exit: {stderr}"
+    );
+    assert_eq!(guard.wait(run), 143);
+    assert!(!pidfile.exists() && !scratch.path("job.pid.cancel").exists(), "files left behind");
+}
