@@ -5,7 +5,7 @@
 mod util;
 
 mod cancel;
-mod cancel_scarce;
+mod cancel_edges;
 mod cgroup;
 mod cgroup_limits;
 mod containment;
