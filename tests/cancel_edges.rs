@@ -74,14 +74,15 @@ fn a_cancel_short_of_fds_still_waits_for_the_pgrun_it_stopped() {
 /// keeps the guard in its grace): the pid file is stale by then, so the
 /// next run on it starts, finds the request, and is cancelled before it
 /// starts (143), though the cancel that made it was for the run before.
-/// The guard removes that request only once its stop is over.
+/// The guard now puts pgrun's stopping note in place of that request as
+/// soon as pgrun is gone, and removes the note once its stop is over.
 ///
 /// Reproduction: `pgrun -k 300 -p job.pid -- sh -c 'trap "" TERM; sleep
 /// 300' &`; `pgrun cancel --no-wait job.pid`; once pgrun has sent its TERM,
 /// `kill -9` that pgrun; `pgrun -p job.pid -- true` exits 143 ("cancelled
 /// before it started: a cancel was pending").
 #[test]
-#[ignore = "defect: a cancel request made for a run whose pgrun was SIGKILLed cancels the next run on the pid file while the guard still stops the first (the guard removes the request only after its stop)"]
+
 fn a_request_for_a_run_whose_pgrun_was_killed_does_not_cancel_the_next_run() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
@@ -97,8 +98,15 @@ fn a_request_for_a_run_whose_pgrun_was_killed_does_not_cancel_the_next_run() {
     read_stderr_until(&mut guard, first, "sending TERM to process group");
     send(first_pid, libc::SIGKILL);
     assert_eq!(guard.wait(first), 128 + libc::SIGKILL);
-    // The first run's group lives on (its guard is in the grace).
+    // Its guard has taken over (it says so as it starts its stop), and the
+    // first run's group lives on (its guard is in the grace).
+    read_stderr_until(&mut guard, first, "died; stopping process group");
     assert!(!is_dead(pgid), "the first run's command ended early");
     let next = run(&mut pgrun(["-p", path, "--", "true"]));
     assert_status(&next, 0, "the next run, started after the first run's pgrun was killed");
+    // Once the first run's group is gone, its guard leaves nothing behind.
+    // SAFETY: killpg on the group this test's pgrun created and recorded.
+    unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    let marker = scratch.path("job.pid.cancel");
+    eventually("the first run's guard to withdraw its files", || !marker.exists() && !pidfile.exists());
 }
