@@ -331,13 +331,26 @@ impl Canceller<'_> {
         // Open the handle and look at the namespace first, then make sure
         // the lock still names the same pgrun: so both describe that pgrun,
         // and a recycled pid is never signalled.
-        let opened = Pidfd::open(holder);
         // A pidfd that could not be opened here (no fd left, say) is made
         // up for by the one cancel opened on this pgrun when it first saw it
         // holding the run: proven then by the lock, which the same pid still
         // holds (checked below). Without either, a let-go lock would leave
-        // its exit untold, and cancel would say "gone" with it alive.
-        let handle = opened.as_ref().or_else(|| self.seen_as(holder).and_then(SeenPgrun::handle));
+        // its exit untold (the note at the marker path cannot be opened
+        // either), and cancel would say "gone" with it alive: an error,
+        // before anything is signalled. Where no pidfd can be had at all
+        // (ENOSYS, a seccomp filter), the lock and the note are what there is.
+        let seen_handle = self.seen_as(holder).and_then(SeenPgrun::handle);
+        let opened = match Pidfd::hold(holder) {
+            Ok(opened) => opened,
+            Err(e)
+                if seen_handle.is_none()
+                    && matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM)) =>
+            {
+                bail!("cannot open a pidfd for pgrun {holder} (holding pid file {}): {e}", path.display())
+            }
+            Err(_) => None,
+        };
+        let handle = opened.as_ref().or(seen_handle);
         let own_namespace = crate::sys::proc::in_own_pid_namespace(holder);
         if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
             verbose!("the run ended while cancel looked at it");

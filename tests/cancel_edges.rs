@@ -69,6 +69,68 @@ fn a_cancel_short_of_fds_still_waits_for_the_pgrun_it_stopped() {
     assert!(!pidfile.exists() && !scratch.path("job.pid.cancel").exists(), "files left behind");
 }
 
+/// Four fds: a cancel that found no run at its first look (the run is
+/// held at `spawned`) finds it at `placed`, holding the pid file (fd 3),
+/// and has no room for a pidfd on its pgrun (EMFILE), nor, later, to open
+/// the note that pgrun holds at the marker path until it exits. It must
+/// not go on to say "gone" once that pgrun lets go of its lock (held at
+/// `withdrawn`, alive): an error (125) before anything is signalled.
+#[test]
+fn a_cancel_with_no_room_for_a_pidfd_says_so_rather_than_gone() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let path = pidfile.to_str().unwrap();
+    let (spawned, placed, withdrawn) =
+        (Pause::new(&scratch, "spawned"), Pause::new(&scratch, "placed"), Pause::new(&scratch, "withdrawn"));
+    let gates = format!(
+        "spawned={},placed={},withdrawn={}",
+        scratch.path("gate-spawned").display(),
+        scratch.path("gate-placed").display(),
+        scratch.path("gate-withdrawn").display()
+    );
+    let mut run = pgrun(["-p", path, "--", "sleep", "300"]);
+    let run = guard.spawn(run.env("PGRUN_TEST_PAUSE", gates));
+    spawned.wait_reached();
+    let cancel = guard.spawn(&mut cancel_with_nofile(4, &[path]));
+    eventually("cancel to make its marker", || scratch.path("job.pid.cancel").exists());
+    spawned.release();
+    placed.wait_reached();
+    let pgid: i32 = wait_line(&pidfile).parse().expect("a group id");
+    guard.record_group(pgid);
+    // cancel finds the run held at `placed`: it signals it, or says why not.
+    let mut seen = String::new();
+    {
+        let stderr = guard.child(cancel).stderr.as_mut().expect("stderr piped");
+        let mut byte = [0u8];
+        while !seen.contains("sending TERM") && !seen.contains("cannot open a pidfd") {
+            assert_eq!(stderr.read(&mut byte).expect("read stderr"), 1, "cancel ended: {seen}");
+            seen.push(byte[0] as char);
+        }
+    }
+    if seen.contains("sending TERM") {
+        // The run takes the marker, stops, and is held withdrawn.
+        placed.release();
+        withdrawn.wait_reached();
+    }
+    let status = guard.wait(cancel);
+    let mut rest = String::new();
+    guard.child(cancel).stderr.take().unwrap().read_to_string(&mut rest).unwrap();
+    let stderr = seen + &rest;
+    assert_eq!(status, 125, "cancel, with its pidfd refused: {stderr}");
+    assert!(stderr.contains("cannot open a pidfd for pgrun"), "{stderr}");
+    assert!(!scratch.path("job.pid.cancel").exists(), "the marker it made is withdrawn");
+    placed.release();
+    withdrawn.release();
+    let out = run_cancel(path);
+    assert_status(&out, 0, "cancel with fds to spare");
+    assert_eq!(guard.wait(run), 143);
+}
+
+fn run_cancel(path: &str) -> std::process::Output {
+    run(&mut pgrun(["cancel", path]))
+}
+
 /// A cancel's request for a run whose pgrun is then SIGKILLed outlives
 /// that pgrun while its guard stops the run (a command that ignores TERM
 /// keeps the guard in its grace): the pid file is stale by then, so the
