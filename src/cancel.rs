@@ -336,7 +336,26 @@ impl Canceller<'_> {
         // Open the handle and look at the namespace first, then make sure
         // the lock still names the same pgrun: so both describe that pgrun,
         // and a recycled pid is never signalled.
-        let handle = Pidfd::open(holder);
+        // A pidfd that could not be opened here (no fd left, say) is made
+        // up for by the one cancel opened on this pgrun when it first saw it
+        // holding the run: proven then by the lock, which the same pid still
+        // holds (checked below). Without either, a let-go lock would leave
+        // its exit untold (the note at the marker path cannot be opened
+        // either), and cancel would say "gone" with it alive: an error,
+        // before anything is signalled. Where no pidfd can be had at all
+        // (ENOSYS, a seccomp filter), the lock and the note are what there is.
+        let seen_handle = self.seen_as(holder).and_then(SeenPgrun::handle);
+        let opened = match Pidfd::hold(holder) {
+            Ok(opened) => opened,
+            Err(e)
+                if seen_handle.is_none()
+                    && matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM)) =>
+            {
+                bail!("cannot open a pidfd for pgrun {holder} (holding pid file {}): {e}", path.display())
+            }
+            Err(_) => None,
+        };
+        let handle = opened.as_ref().or(seen_handle);
         let own_namespace = crate::sys::proc::in_own_pid_namespace(holder);
         if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
             verbose!("the run ended while cancel looked at it");
@@ -357,11 +376,11 @@ impl Canceller<'_> {
                 || record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder));
         let number = GroupNumber::new(pgid, group_was_the_runs);
         verbose!("sending TERM to pgrun {holder} (process group {pgid})");
-        let delivered = self.signal_holder(record, holder, handle.as_ref(), Signal::TERM)?;
+        let delivered = self.signal_holder(record, holder, handle, Signal::TERM)?;
         if delivered {
             // A pgrun stopped as a job (Ctrl-Z, or waiting in the background
             // for the terminal) acts on the TERM only once continued.
-            let _ = self.signal_holder(record, holder, handle.as_ref(), Signal::CONT);
+            let _ = self.signal_holder(record, holder, handle, Signal::CONT);
         } else {
             verbose!("pgrun {holder} had already exited");
         }
@@ -369,7 +388,7 @@ impl Canceller<'_> {
             return Ok(CancelExit::Gone);
         }
         test_hook::pause("cancel-signalled");
-        match self.wait_run_exit(record, holder, handle.as_ref(), &number)? {
+        match self.wait_run_exit(record, holder, handle, &number)? {
             Waited::Exited => verbose!("pgrun {holder} has exited"),
             Waited::Withdrawn => {
                 // pgrun let go of the lock: it withdraws its record only

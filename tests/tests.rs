@@ -5,6 +5,7 @@
 mod util;
 
 mod cancel;
+mod cancel_edges;
 mod cgroup;
 mod cgroup_limits;
 mod containment;

@@ -527,6 +527,10 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
             .then(|| (shared.slot(first).load(Ordering::Acquire), shared.slot(first + 1).load(Ordering::Acquire)))
     };
     let what = pgid.map_or_else(|| "its run".to_string(), |g| format!("process group {g}"));
+    // The marker pgrun took, the ending note it placed.
+    let taken = |slot, note| identity(slot).map(|(dev, ino)| crate::pidfile::Taken { dev, ino, note });
+    let note = shared.slot(MARKER + 2).load(Ordering::Acquire) == MARKER_NOTE;
+    let stand_in = note_for_request(plan.marker.as_deref(), pgid, [taken(MARKER, note), request], pgrun);
     // In cgroup mode the leaf also reaches the group (members moved out of
     // the leaf); otherwise the group is the target.
     let (mut leaf, mut group) = match plan.leaf {
@@ -565,16 +569,39 @@ fn guard_main(plan: Plan, shared: &lifetime::SharedPage, tie: OwnedFd, pgrun: Pi
     }
     remove_temporaries_left();
     remove_pidfile_if_ours(plan.pidfile, identity(PIDFILE));
-    // The marker pgrun took, the ending note it placed, the request above.
-    let taken = |slot, note| identity(slot).map(|(dev, ino)| crate::pidfile::Taken { dev, ino, note });
-    let note = shared.slot(MARKER + 2).load(Ordering::Acquire) == MARKER_NOTE;
-    for marker in [taken(MARKER, note), taken(ENDING_NOTE, true), request] {
+    // The marker pgrun took, the ending note it placed, the request above,
+    // the note put in place of a request.
+    for marker in [taken(MARKER, note), taken(ENDING_NOTE, true), request, stand_in] {
         remove_marker_if_ours(plan.marker.as_deref(), marker, pgrun);
     }
     if let Some(own) = &plan.self_leaf {
         own.leave();
     }
     sys::exit_now(0)
+}
+
+/// A request that was the run's (`requests`: the one that cancelled it,
+/// one made while pgrun lived) gives way to pgrun's stopping note while
+/// the guard stops the run: the pid file is stale by then, and a run that
+/// starts on it meanwhile must not take that request for its own (see
+/// [`crate::pidfile::note_in_place_of_request`]). The note placed, if any.
+fn note_for_request(
+    marker: Option<&std::path::Path>,
+    pgid: Option<Pid>,
+    requests: [Option<crate::pidfile::Taken>; 2],
+    pgrun: Pid,
+) -> Option<crate::pidfile::Taken> {
+    let (marker, pgid) = (marker?, pgid?);
+    requests.into_iter().flatten().find_map(|request| {
+        crate::pidfile::note_in_place_of_request(marker, request, pgrun, pgid).unwrap_or_else(|e| {
+            let what = crate::say::errno_text(&e);
+            say::line(format_args!(
+                "guard: warning: cannot put a note in place of cancel marker {}: {what}",
+                marker.display()
+            ));
+            None
+        })
+    })
 }
 
 /// The run's group as the guard can prove it: the processes handed over

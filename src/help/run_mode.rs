@@ -121,7 +121,9 @@ Guard (--no-guard to turn it off):
   leaf, which it then removes), and once the run is gone removes the pid
   file and the marker if they are still the ones pgrun published (and a
   cancel request that was there when pgrun died, if the command had
-  started: one for a run that never started stays pending), and every
+  started: one for a run that never started stays pending; while it stops
+  the run, such a request gives way to pgrun's stopping note, so a run
+  started meanwhile on the stale pid file is not cancelled by it), and every
   temporary name pgrun had made and not yet placed (.NAME.pgrun-PID.tmp,
   .NAME.pgrun-starting.tmp beside the pid file) if it is still the file
   pgrun made, and exits: pgrun makes none before the guard is forked (on

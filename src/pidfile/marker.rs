@@ -267,6 +267,35 @@ pub fn still_taken(path: &Path, taken: Taken, pgrun: Pid, owner: u32) -> bool {
         && fs::symlink_metadata(path).is_ok_and(|meta| meta.dev() == taken.dev && meta.ino() == taken.ino)
 }
 
+/// pgrun died (SIGKILL) before its run was stopped: its guard puts the
+/// stopping note of that pgrun (`pgrun`, its group `pgid`) at `path` in
+/// place of the request `taken` (one it knows was the run's: the request
+/// that cancelled it, or one made while pgrun lived), if the path still
+/// names that request. While the guard stops the run its pid file is
+/// stale, so another run may start on it: that run must not take the
+/// request made for this one and be cancelled before it starts. The note
+/// says "stopping" as pgrun's own would; a cancel that comes now makes a
+/// request of it, for the next run. Returns the note placed, to be removed
+/// once the run is stopped (as the guard removes pgrun's own notes), or
+/// `None` if the path no longer names that request.
+pub fn note_in_place_of_request(path: &Path, taken: Taken, pgrun: Pid, pgid: Pid) -> io::Result<Option<Taken>> {
+    let owner = geteuid();
+    if taken.note || !still_taken(path, taken, pgrun, owner) {
+        return Ok(None);
+    }
+    let note = format!("{STOPPING}pgrun={pgrun} pgid={pgid}\n");
+    let temp = TempFile::unnamed(path, note.len())?;
+    temp.set_content(note.as_bytes())?;
+    let meta = temp.file().metadata()?;
+    // Looked at again right before the rename: a request withdrawn by its
+    // cancel meanwhile is not replaced (dropped, the note leaves no name).
+    if !still_taken(path, taken, pgrun, owner) {
+        return Ok(None);
+    }
+    temp.rename_into_place()?;
+    Ok(Some(Taken { dev: meta.dev(), ino: meta.ino(), note: true }))
+}
+
 /// This pgrun's run ends (its pid file, if it had one, still published,
 /// so no other run lives on the path): remove the marker at `path` if it
 /// is the one the run took (`taken`, see [`Taken`]), a note an earlier run

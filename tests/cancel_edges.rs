@@ -1,0 +1,174 @@
+//! `pgrun cancel` at its edges: short of file descriptors (a low
+//! `RLIMIT_NOFILE`), where a handle it could not open is never read as the
+//! run, or its pgrun, being over; and a request whose run's pgrun was
+//! SIGKILLed, which must not cancel the next run on the pid file.
+
+use crate::util::*;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+/// `pgrun cancel -v ARGS...` with its soft fd limit at `nofile` (its stdin,
+/// stdout and stderr among them), stderr piped.
+fn cancel_with_nofile(nofile: u64, args: &[&str]) -> Command {
+    let mut all = vec!["cancel", "-v"];
+    all.extend_from_slice(args);
+    let mut cmd = pgrun(&all);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut limit: libc::rlimit = std::mem::zeroed();
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            limit.rlim_cur = nofile;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Six fds: cancel's first look holds the pid file (fd 3) and a pidfd on
+/// the pgrun holding it (fd 4), its second look the pid file again (fd 5):
+/// the pidfd it opens for the stop finds no room (EMFILE). The pgrun it
+/// stopped is held at `withdrawn` (its pid file gone, its lock let go of,
+/// itself not exited). cancel must wait for that pgrun's exit on the pidfd
+/// its first look proved (the lock still held by the same pid), not say
+/// "gone" because its own open failed.
+#[test]
+fn a_cancel_short_of_fds_still_waits_for_the_pgrun_it_stopped() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let withdrawn = Pause::new(&scratch, "withdrawn");
+    let mut run = pgrun(["-p", pidfile.to_str().unwrap(), "--", "sleep", "300"]);
+    let run = guard.spawn(withdrawn.arm(&mut run));
+    let pgrun_pid = guard.child(run).id() as i32;
+    let pgid: i32 = wait_line(&pidfile).parse().expect("a group id");
+    guard.record_group(pgid);
+    let cancel = guard.spawn(&mut cancel_with_nofile(6, &[pidfile.to_str().unwrap()]));
+    withdrawn.wait_reached();
+    // pgrun is held with its run withdrawn: a cancel that has exited by now
+    // said "gone" with that pgrun alive.
+    let early = guard.child(cancel).try_wait().expect("try_wait").is_some();
+    withdrawn.release();
+    let status = guard.wait(cancel);
+    let mut stderr = String::new();
+    guard.child(cancel).stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status, 0, "cancel: {stderr}");
+    assert!(!early, "cancel exited while the pgrun it stopped was alive: {stderr}");
+    assert!(
+        stderr.contains(&format!("pgrun {pgrun_pid} has exited")) && !stderr.contains("cannot be told here"),
+        "cancel did not wait for pgrun {pgrun_pid} to exit: {stderr}"
+    );
+    assert_eq!(guard.wait(run), 143);
+    assert!(!pidfile.exists() && !scratch.path("job.pid.cancel").exists(), "files left behind");
+}
+
+/// Four fds: a cancel that found no run at its first look (the run is
+/// held at `spawned`) finds it at `placed`, holding the pid file (fd 3),
+/// and has no room for a pidfd on its pgrun (EMFILE), nor, later, to open
+/// the note that pgrun holds at the marker path until it exits. It must
+/// not go on to say "gone" once that pgrun lets go of its lock (held at
+/// `withdrawn`, alive): an error (125) before anything is signalled.
+#[test]
+fn a_cancel_with_no_room_for_a_pidfd_says_so_rather_than_gone() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let path = pidfile.to_str().unwrap();
+    let (spawned, placed, withdrawn) =
+        (Pause::new(&scratch, "spawned"), Pause::new(&scratch, "placed"), Pause::new(&scratch, "withdrawn"));
+    let gates = format!(
+        "spawned={},placed={},withdrawn={}",
+        scratch.path("gate-spawned").display(),
+        scratch.path("gate-placed").display(),
+        scratch.path("gate-withdrawn").display()
+    );
+    let mut run = pgrun(["-p", path, "--", "sleep", "300"]);
+    let run = guard.spawn(run.env("PGRUN_TEST_PAUSE", gates));
+    spawned.wait_reached();
+    let cancel = guard.spawn(&mut cancel_with_nofile(4, &[path]));
+    eventually("cancel to make its marker", || scratch.path("job.pid.cancel").exists());
+    spawned.release();
+    placed.wait_reached();
+    let pgid: i32 = wait_line(&pidfile).parse().expect("a group id");
+    guard.record_group(pgid);
+    // cancel finds the run held at `placed`: it signals it, or says why not.
+    let mut seen = String::new();
+    {
+        let stderr = guard.child(cancel).stderr.as_mut().expect("stderr piped");
+        let mut byte = [0u8];
+        while !seen.contains("sending TERM") && !seen.contains("cannot open a pidfd") {
+            assert_eq!(stderr.read(&mut byte).expect("read stderr"), 1, "cancel ended: {seen}");
+            seen.push(byte[0] as char);
+        }
+    }
+    if seen.contains("sending TERM") {
+        // The run takes the marker, stops, and is held withdrawn.
+        placed.release();
+        withdrawn.wait_reached();
+    }
+    let status = guard.wait(cancel);
+    let mut rest = String::new();
+    guard.child(cancel).stderr.take().unwrap().read_to_string(&mut rest).unwrap();
+    let stderr = seen + &rest;
+    assert_eq!(status, 125, "cancel, with its pidfd refused: {stderr}");
+    assert!(stderr.contains("cannot open a pidfd for pgrun"), "{stderr}");
+    assert!(!scratch.path("job.pid.cancel").exists(), "the marker it made is withdrawn");
+    placed.release();
+    withdrawn.release();
+    let out = run_cancel(path);
+    assert_status(&out, 0, "cancel with fds to spare");
+    assert_eq!(guard.wait(run), 143);
+}
+
+fn run_cancel(path: &str) -> std::process::Output {
+    run(&mut pgrun(["cancel", path]))
+}
+
+/// A cancel's request for a run whose pgrun is then SIGKILLed outlives
+/// that pgrun while its guard stops the run (a command that ignores TERM
+/// keeps the guard in its grace): the pid file is stale by then, so the
+/// next run on it starts, finds the request, and is cancelled before it
+/// starts (143), though the cancel that made it was for the run before.
+/// The guard now puts pgrun's stopping note in place of that request as
+/// soon as pgrun is gone, and removes the note once its stop is over.
+///
+/// Reproduction: `pgrun -k 300 -p job.pid -- sh -c 'trap "" TERM; sleep
+/// 300' &`; `pgrun cancel --no-wait job.pid`; once pgrun has sent its TERM,
+/// `kill -9` that pgrun; `pgrun -p job.pid -- true` exits 143 ("cancelled
+/// before it started: a cancel was pending").
+#[test]
+
+fn a_request_for_a_run_whose_pgrun_was_killed_does_not_cancel_the_next_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    let path = pidfile.to_str().unwrap();
+    let mut first = pgrun(["-v", "-k", "300", "-p", path, "--", "sh", "-c", "trap '' TERM; sleep 300"]);
+    let first = guard.spawn(first.stderr(Stdio::piped()));
+    let first_pid = guard.child(first).id() as i32;
+    let pgid: i32 = wait_line(&pidfile).parse().expect("a group id");
+    guard.record_group(pgid);
+    let out = run(&mut pgrun(["cancel", "--no-wait", path]));
+    assert_status(&out, 0, "cancel --no-wait");
+    read_stderr_until(&mut guard, first, "sending TERM to process group");
+    send(first_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(first), 128 + libc::SIGKILL);
+    // Its guard has taken over (it says so as it starts its stop), and the
+    // first run's group lives on (its guard is in the grace).
+    read_stderr_until(&mut guard, first, "died; stopping process group");
+    assert!(!is_dead(pgid), "the first run's command ended early");
+    let next = run(&mut pgrun(["-p", path, "--", "true"]));
+    assert_status(&next, 0, "the next run, started after the first run's pgrun was killed");
+    // Once the first run's group is gone, its guard leaves nothing behind.
+    // SAFETY: killpg on the group this test's pgrun created and recorded.
+    unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    let marker = scratch.path("job.pid.cancel");
+    eventually("the first run's guard to withdraw its files", || !marker.exists() && !pidfile.exists());
+}
