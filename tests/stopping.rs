@@ -563,10 +563,14 @@ fn a_straggler_count_that_outlasts_the_grace_sends_no_kill_to_a_run_term_ended()
     let mut guard = Guard::new();
     let dir = scratch.sh();
     let report = scratch.path("r.json");
-    let grace = std::time::Duration::from_millis(200);
+    // Long enough for pgrun to reach the count (it reaps COMMAND first)
+    // well inside it on a busy machine: with 0.2 s, pgrun under load was
+    // still short of the count when the grace ended, and rightly sent
+    // KILL to the child still in its trap.
+    let grace = std::time::Duration::from_secs(2);
     let payload = format!("sh -c '{}' & exec sleep 300", term_teller(&dir, "bg"));
     let count = Pause::new(&scratch, "straggler-count");
-    let mut cmd = pgrun(["-k", "0.2", "--report", report.to_str().unwrap()]);
+    let mut cmd = pgrun(["-k", "2", "--report", report.to_str().unwrap()]);
     count.arm(&mut cmd).args(["--", "sh", "-c", &payload]);
     let index = guard.spawn(&mut cmd);
     let bg = wait_pid(&scratch.path("bg.pid"), &mut guard);
@@ -576,6 +580,7 @@ fn a_straggler_count_that_outlasts_the_grace_sends_no_kill_to_a_run_term_ended()
     // at most `grace` from now.
     let termed = std::time::Instant::now();
     count.wait_reached();
+    assert!(termed.elapsed() < grace, "pgrun reached the count only after the grace: the test proves nothing");
     fs::write(scratch.path("bg.go"), "").unwrap();
     if cfg!(feature = "posix-fallback") {
         // No subreaper: the child's zombie is the machine's init's to
