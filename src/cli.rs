@@ -52,6 +52,7 @@ pub fn with_long_help() -> clap::Command {
         .mut_subcommand("wait", |c| c.after_long_help(render(WAIT_AFTER_LONG_HELP)))
         .mut_subcommand("output", |c| c.after_long_help(render(OUTPUT_AFTER_LONG_HELP)))
         .mut_subcommand("ls", |c| c.after_long_help(render(LS_AFTER_LONG_HELP)))
+        .mut_subcommand("send", |c| c.after_long_help(render(SEND_AFTER_LONG_HELP)))
 }
 
 /// pgrun's command line.
@@ -176,6 +177,8 @@ pub enum Action {
     Output(OutputArgs),
     #[command(about = LS_ABOUT, long_about = LS_LONG_ABOUT)]
     Ls(LsArgs),
+    #[command(about = SEND_ABOUT, long_about = SEND_LONG_ABOUT)]
+    Send(SendArgs),
 }
 
 /// Options of the run mode: `pgrun [OPTIONS] [--] COMMAND [ARG]...`.
@@ -282,6 +285,16 @@ pub struct RunArgs {
 of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)."
     )]
     pub detach: bool,
+
+    /// COMMAND's stdin is a pipe pgrun holds open: write to it with `pgrun send`.
+    #[arg(
+        long,
+        requires = "pidfile",
+        long_help = "COMMAND's stdin is a pipe that this pgrun holds open (needs --pidfile), instead of \
+pgrun's own stdin: COMMAND reads what `pgrun send PIDFILE` writes, and end-of-file only after \
+`pgrun send --eof PIDFILE` (see pgrun-send(1))."
+    )]
+    pub stdin_pipe: bool,
 
     /// A limit NAME=SOFT[:HARD] for COMMAND, e.g. nofile=1024 (repeatable).
     ///
@@ -460,6 +473,34 @@ pub struct LsArgs {
     /// The folder whose pid files to list.
     #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     pub dir: PathBuf,
+}
+
+/// `pgrun send [--eof] [--file F] [--timeout DUR] PIDFILE [TEXT]`.
+#[derive(Args, Debug)]
+pub struct SendArgs {
+    /// Then close the pipe: COMMAND reads end-of-file (alone: only close it).
+    #[arg(long)]
+    pub eof: bool,
+
+    /// Send the bytes of FILE instead of TEXT.
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, conflicts_with = "text")]
+    pub file: Option<PathBuf>,
+
+    /// Give up (exit 124) when COMMAND has read nothing for DUR.
+    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub timeout: Option<Duration>,
+
+    /// Say what send does, on stderr.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// The run's pid file.
+    #[arg(value_name = "PIDFILE", value_hint = clap::ValueHint::FilePath)]
+    pub pidfile: PathBuf,
+
+    /// The bytes to send (without a newline: add one if COMMAND reads lines).
+    #[arg(value_name = "TEXT", allow_hyphen_values = true)]
+    pub text: Option<OsString>,
 }
 
 #[cfg(test)]

@@ -42,6 +42,8 @@ pub struct RunPlan {
     pub guard: bool,
     pub die_with_parent: bool,
     pub detach: bool,
+    /// `--stdin-pipe`: the command reads a pipe this pgrun holds open.
+    pub stdin_pipe: bool,
     pub setsid: bool,
     pub verbose: bool,
 }
@@ -83,6 +85,7 @@ impl RunPlan {
             guard: !args.no_guard,
             die_with_parent: args.die_with_parent,
             detach: args.detach,
+            stdin_pipe: args.stdin_pipe,
             setsid: args.setsid,
             verbose: args.verbose,
         }
