@@ -34,6 +34,7 @@ mod protocol;
 mod publish;
 mod resources;
 mod robustness;
+mod send;
 mod snippets;
 mod status;
 mod stopping;
