@@ -83,7 +83,7 @@ pub struct Cli {
         exclusive = true,
         hide_possible_values = true,
         long_help = "Print a man page or a shell's completion script to stdout and exit: WHAT is man, \
-                       man-cancel, man-status, man-wait, man-output, man-ls, bash, zsh, fish, elvish or \
+                       man-cancel, man-status, man-wait, man-output, man-ls, man-send, bash, zsh, fish, elvish or \
                        powershell (see Man \
                        pages and shell completions below)."
     )]
@@ -105,6 +105,8 @@ pub enum Artifact {
     ManOutput,
     /// man/pgrun-ls.1
     ManLs,
+    /// man/pgrun-send.1
+    ManSend,
     Bash,
     Zsh,
     Fish,
@@ -128,6 +130,7 @@ impl Artifact {
             Artifact::ManWait => "man/pgrun-wait.1",
             Artifact::ManOutput => "man/pgrun-output.1",
             Artifact::ManLs => "man/pgrun-ls.1",
+            Artifact::ManSend => "man/pgrun-send.1",
             Artifact::Bash => "completions/pgrun.bash",
             Artifact::Zsh => "completions/_pgrun",
             Artifact::Fish => "completions/pgrun.fish",
@@ -287,9 +290,11 @@ of its own, with stdin, stdout and stderr on /dev/null (see Detached runs below)
     pub detach: bool,
 
     /// COMMAND's stdin is a pipe pgrun holds open: write to it with `pgrun send`.
+    // Not in -h: the `send` line there names it.
     #[arg(
         long,
         requires = "pidfile",
+        hide_short_help = true,
         long_help = "COMMAND's stdin is a pipe that this pgrun holds open (needs --pidfile), instead of \
 pgrun's own stdin: COMMAND reads what `pgrun send PIDFILE` writes, and end-of-file only after \
 `pgrun send --eof PIDFILE` (see pgrun-send(1))."
