@@ -161,7 +161,7 @@ fn a_command_that_reads_nothing_makes_send_time_out_saying_how_much_was_written(
         .and_then(|rest| rest.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no byte count in {err:?}"));
-    assert!(written > 0 && written < 1 << 20 && written % 4096 == 0, "{written} bytes: {err}");
+    assert!(written > 0 && written < 1 << 20 && written.is_multiple_of(4096), "{written} bytes: {err}");
     assert!(err.contains("bytes written to the stdin pipe"), "{err}");
 }
 
