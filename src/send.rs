@@ -190,8 +190,16 @@ impl Sender {
             written += n as u64;
         }
         verbose!("{written} bytes written");
-        if let Some(requests) = &self.requests {
-            self.close_pipe(requests, args)?;
+        if let Some(requests) = &self.requests
+            && !self.close_pipe(requests, args)?
+        {
+            say::line(format_args!(
+                "timed out after {}: pgrun {} did not close the stdin pipe of the run at {} ({written} bytes written)",
+                crate::duration::describe(args.timeout.unwrap_or_default()),
+                self.holder,
+                args.pidfile.display()
+            ));
+            return Ok(SendExit::TimedOut);
         }
         Ok(SendExit::Sent)
     }
@@ -227,8 +235,9 @@ impl Sender {
     }
 
     /// `--eof`: ask the supervising pgrun to close its write end, and wait
-    /// until it has (or the run is over).
-    fn close_pipe(&self, requests: &File, args: &Options) -> Result<()> {
+    /// until it has (or the run is over); false when `--timeout` passed
+    /// first.
+    fn close_pipe(&self, requests: &File, args: &Options) -> Result<bool> {
         let path = &args.pidfile;
         match pipe::write(requests.as_fd(), &[EOF_REQUEST]) {
             Ok(_) => {}
@@ -238,18 +247,21 @@ impl Sender {
                 bail!("cannot ask pgrun {} to close the stdin pipe of the run at {}: {e}", self.holder, path.display())
             }
         }
+        let deadline = args.timeout.and_then(|t| Instant::now().checked_add(t));
         let mut backoff = Backoff::up_to(Duration::from_millis(50));
         loop {
             if self.record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(self.holder) {
-                return Ok(());
+                return Ok(true);
             }
             match stdin_pipe::find(self.holder) {
-                Ok(Found::Closed) => return Ok(()),
+                Ok(Found::Closed) => return Ok(true),
                 Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
                 Err(e) => bail!("cannot look at pgrun {}'s fds (run at {}): {e}", self.holder, path.display()),
             }
-            backoff.pause_until(None);
+            if !backoff.pause_until(deadline) {
+                return Ok(false);
+            }
         }
     }
 }

@@ -265,3 +265,33 @@ fn off_linux_send_and_stdin_pipe_say_they_are_not_available() {
     assert_status(&out, 125, "--stdin-pipe on the portable path");
     assert!(stderr_of(&out).contains("not available on this platform"), "{}", stderr_of(&out));
 }
+
+/// `--eof` returns once the supervising pgrun has closed its end, and
+/// `--timeout` bounds that wait too: a pgrun held stopped does not close
+/// it, and send says so with 124; continued, it closes it.
+#[test]
+fn eof_waits_for_the_pgrun_to_close_its_end_within_the_timeout() {
+    if portable() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("p");
+    let out = scratch.path("out");
+    let index = start_piped(&mut guard, &pidfile, &format!("cat > {}; echo ended >> {0}", out.display()));
+    let holder = lock_holder(&pidfile).expect("a live run");
+    guard.record(holder);
+    crate::util::send(holder, libc::SIGSTOP);
+    eventually("pgrun stopped", || state(holder).as_deref() == Some("T"));
+    let eof = send_eof_within(&pidfile, "0.5");
+    crate::util::send(holder, libc::SIGCONT);
+    assert_status(&eof, 124, "send --eof to a stopped pgrun");
+    assert!(stderr_of(&eof).contains("did not close the stdin pipe"), "{}", stderr_of(&eof));
+    // The request stands: continued, pgrun closes its end and cat ends.
+    assert_eq!(guard.wait(index), 0);
+    assert_eq!(fs::read_to_string(&out).unwrap(), "ended\n");
+}
+
+fn send_eof_within(pidfile: &Path, timeout: &str) -> Output {
+    run(&mut pgrun(["send", "--eof", "--timeout", timeout, pidfile.to_str().unwrap()]))
+}
