@@ -245,7 +245,10 @@ impl LsExit {
 pub const SEND_TABLE: &[Row] = &[
     row("0", "every byte is in the run's stdin pipe (with --eof: and the pipe is closed)"),
     row("1", "no live run at PIDFILE"),
-    row("124", "--timeout passed while COMMAND read nothing (stderr says how many bytes were written)"),
+    row(
+        "124",
+        "--timeout passed while COMMAND read nothing (stderr says how many bytes were written), or with --eof before pgrun closed the pipe",
+    ),
     row(
         "125",
         "error: the run has no stdin pipe or it is closed, another user's run, COMMAND closed its stdin, a usage error",

@@ -161,7 +161,9 @@ them yet).
 Waiting:
   While the pipe is full, send waits for COMMAND to read; --timeout DUR \
 gives up (124) once COMMAND has read nothing for DUR, saying on stderr \
-how many bytes were written (those stay in the pipe).
+how many bytes were written (those stay in the pipe). With --eof, send \
+returns once the supervising pgrun has closed its end (or the run is \
+over); --timeout bounds that wait as well.
 
 Who can send:
   Only the run's owner, or root. send reaches the pipe through the \
