@@ -13,7 +13,8 @@
 //!   run ends; `--detach`: [`run::detach`]); the readers of the pid file
 //!   protocol, [`cancel`], [`status`] and [`wait`]; the readers of what
 //!   runs leave behind, [`window`] (`pgrun output`: windows of an output
-//!   file) and [`ls`] (the runs published in a folder).
+//!   file) and [`ls`] (the runs published in a folder); and the one
+//!   writer to a run, [`send`] (`pgrun send`: bytes into its stdin pipe).
 //! - The policies the modes drive: [`stop`] (the stop sequence, the pure
 //!   [`stop::plan::StopPlan`] that says when to send which signal, and the
 //!   blocking driver for runs nobody supervises: `cancel`'s fallback and the
@@ -25,7 +26,8 @@
 //!   for using a group's number, and where a cgroup comes from: a leaf
 //!   under pgrun's own, or a scope from the user's systemd,
 //!   [`contain::user_scope`]); [`terminal`] (job control);
-//!   [`report`] (`--report`); [`resources`], [`rlimit`],
+//!   [`report`] (`--report`); [`stdin_pipe`] (`--stdin-pipe`: the pipe
+//!   the supervisor holds, and how a sender finds it); [`resources`], [`rlimit`],
 //!   [`cgroup_limits`], [`parent_death`], [`panic_stop`],
 //!   [`timeout_hint`], [`signal_policy`] (which signal does what) and
 //!   [`signame`].
