@@ -227,6 +227,11 @@ fn another_users_send_is_refused() {
     assert_ne!(code_of(looked.status), 0, "nobody could list {fds}");
     send_text(&pidfile, "mine");
     eventually("the owner's send", || fs::read_to_string(&out).unwrap_or_default() == "mine");
+    // Nothing was created beside the pid file for senders to open.
+    let mut names: Vec<String> =
+        fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["out", "p"]);
 }
 
 #[test]
