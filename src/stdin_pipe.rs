@@ -16,7 +16,7 @@
 //! pipe of the inode the tag names, so a number the pgrun reused for
 //! another fd is never written to.
 
-use crate::sys::{Pid, fd_reach, pipe};
+use crate::sys::{Pid, PollFd, fd_reach, pipe};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
@@ -72,14 +72,29 @@ impl StdinPipe {
         self.read_end = None;
     }
 
-    /// The fd the event loop polls for requests, while the pipe is open.
-    pub fn requests(&self) -> Option<BorrowedFd<'_>> {
-        self.write_end.as_ref().map(|_| self.requests.as_fd())
+    /// What the event loop polls for this pipe, put at the start of `set`:
+    /// the requests pipe, while the stdin pipe is open. Returns how many.
+    pub fn interest(&self, set: &mut [PollFd]) -> usize {
+        match self.write_end {
+            Some(_) => {
+                set[0] = PollFd::read(self.requests.as_fd());
+                1
+            }
+            None => 0,
+        }
+    }
+
+    /// After the poll: `set` as [`StdinPipe::interest`] filled it.
+    pub fn on_ready(&mut self, set: &[PollFd]) -> io::Result<()> {
+        match set.first() {
+            Some(requests) if requests.ready => self.on_requests(),
+            _ => Ok(()),
+        }
     }
 
     /// The requests pipe polled readable: read what is there, and close
     /// the pipe if a sender asked for it.
-    pub fn on_requests(&mut self) -> io::Result<()> {
+    fn on_requests(&mut self) -> io::Result<()> {
         let mut buf = [0u8; 64];
         let mut eof = false;
         loop {

@@ -313,17 +313,12 @@ impl Supervisor<'_> {
             n += relay.interest(&mut set[first_relay..]);
         }
         let relay_end = n;
-        let requests_at = n;
-        if let Some(fd) = self.w.stdin_pipe.as_ref().and_then(|p| p.requests()) {
-            set[n] = PollFd::read(fd);
-            n += 1;
+        if let Some(pipe) = &self.w.stdin_pipe {
+            n += pipe.interest(&mut set[relay_end..]);
         }
         sys::poll(&mut set[..n], wait)?;
-        if requests_at < n
-            && set[requests_at].ready
-            && let Some(pipe) = &mut self.w.stdin_pipe
-        {
-            pipe.on_requests()?;
+        if let Some(pipe) = &mut self.w.stdin_pipe {
+            pipe.on_ready(&set[relay_end..n])?;
         }
         if let Some(relay) = &mut self.w.relay
             && relay.on_ready(&set[first_relay..relay_end])
