@@ -120,7 +120,7 @@ impl Sender {
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 bail!("cannot reach the run at {} (pgrun {holder}): another user's run: {e}", path.display())
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return over(path, &record),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return over(path),
             Err(e) => bail!("cannot look at pgrun {holder}'s fds (run at {}): {e}", path.display()),
         };
         let (input_at, requests_at) = match found {
@@ -147,7 +147,7 @@ impl Sender {
         };
         // The pgrun opened is still the run's: its lock is still held.
         if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
-            return over(path, &record);
+            return over(path);
         }
         verbose!("writing to the stdin pipe of the run at {} (pgrun {holder})", path.display());
         Ok(Some(Sender { record, holder, input, requests }))
@@ -267,7 +267,7 @@ impl Sender {
 }
 
 /// The run ended while send looked at it.
-fn over(path: &std::path::Path, _record: &Record) -> Result<Option<Sender>> {
+fn over(path: &std::path::Path) -> Result<Option<Sender>> {
     say::line(format_args!("no live run at {}: the run ended", path.display()));
     Ok(None)
 }
