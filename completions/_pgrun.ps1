@@ -47,6 +47,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('--no-guard', '--no-guard', [CompletionResultType]::ParameterName, 'Run without the guard that stops the run if pgrun is killed with SIGKILL')
             [CompletionResult]::new('--die-with-parent', '--die-with-parent', [CompletionResultType]::ParameterName, 'Stop the run as if cancelled when the process that started pgrun dies')
             [CompletionResult]::new('--detach', '--detach', [CompletionResultType]::ParameterName, 'Return once the run is published; it lives on in a session of its own')
+            [CompletionResult]::new('--stdin-pipe', '--stdin-pipe', [CompletionResultType]::ParameterName, 'COMMAND''s stdin is a pipe pgrun holds open: write to it with `pgrun send`')
             [CompletionResult]::new('--setsid', '--setsid', [CompletionResultType]::ParameterName, 'Start COMMAND in a new session instead of a new group (no terminal)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say what pgrun does, one line per action on stderr')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say what pgrun does, one line per action on stderr')
@@ -59,6 +60,7 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
             [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait for a run to be over, by its pid file.')
             [CompletionResult]::new('output', 'output', [CompletionResultType]::ParameterValue, 'Read a window of a run''s output file, from byte N.')
             [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the runs published in a folder.')
+            [CompletionResult]::new('send', 'send', [CompletionResultType]::ParameterValue, 'Write to a run''s stdin pipe (--stdin-pipe).')
             break
         }
         'pgrun;cancel' {
@@ -109,6 +111,17 @@ Register-ArgumentCompleter -Native -CommandName 'pgrun' -ScriptBlock {
         }
         'pgrun;ls' {
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON array of status --json objects instead of lines')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'pgrun;send' {
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'Send the bytes of FILE instead of TEXT')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Give up (exit 124) when COMMAND has read nothing for DUR')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Give up (exit 124) when COMMAND has read nothing for DUR')
+            [CompletionResult]::new('--eof', '--eof', [CompletionResultType]::ParameterName, 'Then close the pipe: COMMAND reads end-of-file (alone: only close it)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Say what send does, on stderr')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Say what send does, on stderr')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break

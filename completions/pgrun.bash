@@ -25,6 +25,9 @@ _pgrun_options() {
             pgrun,output)
                 cmd="pgrun__subcmd__output"
                 ;;
+            pgrun,send)
+                cmd="pgrun__subcmd__send"
+                ;;
             pgrun,status)
                 cmd="pgrun__subcmd__status"
                 ;;
@@ -38,7 +41,7 @@ _pgrun_options() {
 
     case "${cmd}" in
         pgrun)
-            opts="-t -s -k -p -v -h -V --timeout --idle-timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --output-file --contain --no-guard --die-with-parent --detach --detach-after --rlimit --memory-max --pids-max --cpus --setsid --verbose --generate --help --version cancel status wait output ls"
+            opts="-t -s -k -p -v -h -V --timeout --idle-timeout --signal --kill-after --escalate --preserve-status --wait-group --pidfile --cancel-file --report --max-output --output-file --contain --no-guard --die-with-parent --detach --detach-after --stdin-pipe --rlimit --memory-max --pids-max --cpus --setsid --verbose --generate --help --version cancel status wait output ls send"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -180,7 +183,7 @@ _pgrun_options() {
                     return 0
                     ;;
                 --generate)
-                    COMPREPLY=($(compgen -W "man man-cancel man-status man-wait man-output man-ls bash zsh fish elvish powershell" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "man man-cancel man-status man-wait man-output man-ls man-send bash zsh fish elvish powershell" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -309,6 +312,43 @@ _pgrun_options() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        pgrun__subcmd__send)
+            opts="-t -v -h --eof --file --timeout --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         pgrun__subcmd__status)
             opts="-h --json --cancel-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -401,7 +441,7 @@ _pgrun() {
             --) (( i++ )); dashdash=1; break ;;
             -t|--timeout|--idle-timeout|-s|--signal|-k|--kill-after|--escalate|-p|--pidfile|--cancel-file|--report|--max-output|--output-file|--contain|--detach-after|--rlimit|--memory-max|--pids-max|--cpus|--generate) (( i += 2 )) ;;
             -*) (( i++ )) ;;
-            cancel|status|wait|output|ls)
+            cancel|status|wait|output|ls|send)
                 if (( i == 1 )); then _pgrun_options "$@"; return; fi
                 break ;;
             *) break ;;

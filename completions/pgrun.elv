@@ -44,6 +44,7 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand --no-guard 'Run without the guard that stops the run if pgrun is killed with SIGKILL'
             cand --die-with-parent 'Stop the run as if cancelled when the process that started pgrun dies'
             cand --detach 'Return once the run is published; it lives on in a session of its own'
+            cand --stdin-pipe 'COMMAND''s stdin is a pipe pgrun holds open: write to it with `pgrun send`'
             cand --setsid 'Start COMMAND in a new session instead of a new group (no terminal)'
             cand -v 'Say what pgrun does, one line per action on stderr'
             cand --verbose 'Say what pgrun does, one line per action on stderr'
@@ -56,6 +57,7 @@ set edit:completion:arg-completer[pgrun] = {|@words|
             cand wait 'Wait for a run to be over, by its pid file.'
             cand output 'Read a window of a run''s output file, from byte N.'
             cand ls 'List the runs published in a folder.'
+            cand send 'Write to a run''s stdin pipe (--stdin-pipe).'
         }
         &'pgrun;cancel'= {
             cand --wait-start 'How long to wait for a pid file to appear'
@@ -101,6 +103,16 @@ set edit:completion:arg-completer[pgrun] = {|@words|
         }
         &'pgrun;ls'= {
             cand --json 'Print one JSON array of status --json objects instead of lines'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'pgrun;send'= {
+            cand --file 'Send the bytes of FILE instead of TEXT'
+            cand -t 'Give up (exit 124) when COMMAND has read nothing for DUR'
+            cand --timeout 'Give up (exit 124) when COMMAND has read nothing for DUR'
+            cand --eof 'Then close the pipe: COMMAND reads end-of-file (alone: only close it)'
+            cand -v 'Say what send does, on stderr'
+            cand --verbose 'Say what send does, on stderr'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

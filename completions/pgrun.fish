@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_pgrun_global_optspecs
-    string join \n t/timeout= idle-timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= output-file= contain= no-guard die-with-parent detach detach-after= rlimit= memory-max= pids-max= cpus= setsid v/verbose generate= h/help V/version
+    string join \n t/timeout= idle-timeout= s/signal= k/kill-after= escalate= preserve-status wait-group p/pidfile= cancel-file= report= max-output= output-file= contain= no-guard die-with-parent detach detach-after= stdin-pipe rlimit= memory-max= pids-max= cpus= setsid v/verbose generate= h/help V/version
 end
 
 function __fish_pgrun_needs_command
@@ -65,6 +65,7 @@ man-status\t'man/pgrun-status.1'
 man-wait\t'man/pgrun-wait.1'
 man-output\t'man/pgrun-output.1'
 man-ls\t'man/pgrun-ls.1'
+man-send\t'man/pgrun-send.1'
 bash\t''
 zsh\t''
 fish\t''
@@ -75,6 +76,7 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -l wait-group -d 'When COMMAND
 complete -c pgrun -n "__fish_pgrun_needs_command" -l no-guard -d 'Run without the guard that stops the run if pgrun is killed with SIGKILL'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l die-with-parent -d 'Stop the run as if cancelled when the process that started pgrun dies'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l detach -d 'Return once the run is published; it lives on in a session of its own'
+complete -c pgrun -n "__fish_pgrun_needs_command" -l stdin-pipe -d 'COMMAND\'s stdin is a pipe pgrun holds open: write to it with `pgrun send`'
 complete -c pgrun -n "__fish_pgrun_needs_command" -l setsid -d 'Start COMMAND in a new session instead of a new group (no terminal)'
 complete -c pgrun -n "__fish_pgrun_needs_command" -s v -l verbose -d 'Say what pgrun does, one line per action on stderr'
 complete -c pgrun -n "__fish_pgrun_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -84,6 +86,7 @@ complete -c pgrun -n "__fish_pgrun_needs_command" -a "status" -d 'Say whether a 
 complete -c pgrun -n "__fish_pgrun_needs_command" -a "wait" -d 'Wait for a run to be over, by its pid file.'
 complete -c pgrun -n "__fish_pgrun_needs_command" -a "output" -d 'Read a window of a run\'s output file, from byte N.'
 complete -c pgrun -n "__fish_pgrun_needs_command" -a "ls" -d 'List the runs published in a folder.'
+complete -c pgrun -n "__fish_pgrun_needs_command" -a "send" -d 'Write to a run\'s stdin pipe (--stdin-pipe).'
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l wait-start -d 'How long to wait for a pid file to appear' -r
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -s t -l timeout -d 'Bound the wait for the run to stop; past it, SIGKILL the group' -r
 complete -c pgrun -n "__fish_pgrun_using_subcommand cancel" -l cancel-file -d 'The cancel marker, if the run was given --cancel-file [default: PIDFILE.cancel]' -r -F
@@ -112,6 +115,11 @@ complete -c pgrun -n "__fish_pgrun_using_subcommand output" -l json -d 'Print on
 complete -c pgrun -n "__fish_pgrun_using_subcommand output" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pgrun -n "__fish_pgrun_using_subcommand ls" -l json -d 'Print one JSON array of status --json objects instead of lines'
 complete -c pgrun -n "__fish_pgrun_using_subcommand ls" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pgrun -n "__fish_pgrun_using_subcommand send" -l file -d 'Send the bytes of FILE instead of TEXT' -r -F
+complete -c pgrun -n "__fish_pgrun_using_subcommand send" -s t -l timeout -d 'Give up (exit 124) when COMMAND has read nothing for DUR' -r
+complete -c pgrun -n "__fish_pgrun_using_subcommand send" -l eof -d 'Then close the pipe: COMMAND reads end-of-file (alone: only close it)'
+complete -c pgrun -n "__fish_pgrun_using_subcommand send" -s v -l verbose -d 'Say what send does, on stderr'
+complete -c pgrun -n "__fish_pgrun_using_subcommand send" -s h -l help -d 'Print help (see more with \'--help\')'
 
 # COMMAND's words, from its name to the word being completed: printed, and
 # true, where they are (after `--`, or from the first word that is neither
@@ -131,7 +139,7 @@ function __fish_pgrun_command
                 set i (math $i + 2)
             case '-*'
                 set i (math $i + 1)
-            case cancel status wait output ls
+            case cancel status wait output ls send
                 test $i -gt 1; or return 1
                 break
             case '*'

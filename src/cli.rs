@@ -52,6 +52,7 @@ pub fn with_long_help() -> clap::Command {
         .mut_subcommand("wait", |c| c.after_long_help(render(WAIT_AFTER_LONG_HELP)))
         .mut_subcommand("output", |c| c.after_long_help(render(OUTPUT_AFTER_LONG_HELP)))
         .mut_subcommand("ls", |c| c.after_long_help(render(LS_AFTER_LONG_HELP)))
+        .mut_subcommand("send", |c| c.after_long_help(render(SEND_AFTER_LONG_HELP)))
 }
 
 /// pgrun's command line.
@@ -82,7 +83,7 @@ pub struct Cli {
         exclusive = true,
         hide_possible_values = true,
         long_help = "Print a man page or a shell's completion script to stdout and exit: WHAT is man, \
-                       man-cancel, man-status, man-wait, man-output, man-ls, bash, zsh, fish, elvish or \
+                       man-cancel, man-status, man-wait, man-output, man-ls, man-send, bash, zsh, fish, elvish or \
                        powershell (see Man \
                        pages and shell completions below)."
     )]
@@ -104,6 +105,8 @@ pub enum Artifact {
     ManOutput,
     /// man/pgrun-ls.1
     ManLs,
+    /// man/pgrun-send.1
+    ManSend,
     Bash,
     Zsh,
     Fish,
@@ -127,6 +130,7 @@ impl Artifact {
             Artifact::ManWait => "man/pgrun-wait.1",
             Artifact::ManOutput => "man/pgrun-output.1",
             Artifact::ManLs => "man/pgrun-ls.1",
+            Artifact::ManSend => "man/pgrun-send.1",
             Artifact::Bash => "completions/pgrun.bash",
             Artifact::Zsh => "completions/_pgrun",
             Artifact::Fish => "completions/pgrun.fish",
@@ -176,6 +180,8 @@ pub enum Action {
     Output(OutputArgs),
     #[command(about = LS_ABOUT, long_about = LS_LONG_ABOUT)]
     Ls(LsArgs),
+    #[command(about = SEND_ABOUT, long_about = SEND_LONG_ABOUT)]
+    Send(SendArgs),
 }
 
 /// Options of the run mode: `pgrun [OPTIONS] [--] COMMAND [ARG]...`.
@@ -297,6 +303,18 @@ exit 122, and the run goes on detached, its output in the output file only (see 
 below)."
     )]
     pub detach_after: Option<Duration>,
+
+    /// COMMAND's stdin is a pipe pgrun holds open: write to it with `pgrun send`.
+    // Not in -h: the `send` line there names it.
+    #[arg(
+        long,
+        requires = "pidfile",
+        hide_short_help = true,
+        long_help = "COMMAND's stdin is a pipe that this pgrun holds open (needs --pidfile), instead of \
+pgrun's own stdin: COMMAND reads what `pgrun send PIDFILE` writes, and end-of-file only after \
+`pgrun send --eof PIDFILE` (see pgrun-send(1))."
+    )]
+    pub stdin_pipe: bool,
 
     /// A limit NAME=SOFT[:HARD] for COMMAND, e.g. nofile=1024 (repeatable).
     ///
@@ -501,6 +519,34 @@ pub struct LsArgs {
     /// The folder whose pid files to list.
     #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     pub dir: PathBuf,
+}
+
+/// `pgrun send [--eof] [--file F] [--timeout DUR] PIDFILE [TEXT]`.
+#[derive(Args, Debug)]
+pub struct SendArgs {
+    /// Then close the pipe: COMMAND reads end-of-file (alone: only close it).
+    #[arg(long)]
+    pub eof: bool,
+
+    /// Send the bytes of FILE instead of TEXT.
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, conflicts_with = "text")]
+    pub file: Option<PathBuf>,
+
+    /// Give up (exit 124) when COMMAND has read nothing for DUR.
+    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub timeout: Option<Duration>,
+
+    /// Say what send does, on stderr.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// The run's pid file.
+    #[arg(value_name = "PIDFILE", value_hint = clap::ValueHint::FilePath)]
+    pub pidfile: PathBuf,
+
+    /// The bytes to send (without a newline: add one if COMMAND reads lines).
+    #[arg(value_name = "TEXT", allow_hyphen_values = true)]
+    pub text: Option<OsString>,
 }
 
 #[cfg(test)]

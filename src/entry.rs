@@ -3,9 +3,9 @@
 //! Usage errors are answered here, with one `pgrun: ` line, a hint and
 //! [`FAILURE`] (never clap's 2).
 
-use crate::cli::{Action, CancelArgs, Cli, LsArgs, OutputArgs, StatusArgs, WaitArgs};
+use crate::cli::{Action, CancelArgs, Cli, LsArgs, OutputArgs, SendArgs, StatusArgs, WaitArgs};
 use crate::exit::{FAILURE, StatusExit};
-use crate::{cancel, generate, ls, panic_stop, run, say, status, sys, test_hook, wait, window};
+use crate::{cancel, generate, ls, panic_stop, run, say, send, status, sys, test_hook, wait, window};
 use clap::Parser;
 use clap::error::ErrorKind;
 use std::ffi::OsString;
@@ -51,6 +51,7 @@ pub fn main(args: Vec<OsString>) -> u8 {
         Some(Action::Wait(args)) => wait::wait(&wait_options(args)).code(),
         Some(Action::Output(args)) => window::output(&output_options(args)).code(),
         Some(Action::Ls(args)) => ls::ls(&ls_options(args)).code(),
+        Some(Action::Send(args)) => send::send(&send_options(args)).code(),
     }
 }
 
@@ -154,6 +155,11 @@ fn output_options(args: OutputArgs) -> window::Options {
 const DEFAULT_WINDOW: u64 = 64 << 10;
 
 /// The plain question `pgrun ls` answers.
+fn send_options(args: SendArgs) -> send::Options {
+    let SendArgs { eof, file, timeout, verbose, pidfile, text } = args;
+    send::Options { pidfile, text, file, eof, timeout, verbose }
+}
+
 fn ls_options(args: LsArgs) -> ls::Options {
     let LsArgs { json, dir } = args;
     ls::Options { dir, json }

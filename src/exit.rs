@@ -249,6 +249,44 @@ impl LsExit {
     }
 }
 
+/// `pgrun send P [TEXT]`.
+pub const SEND_TABLE: &[Row] = &[
+    row("0", "every byte is in the run's stdin pipe (with --eof: and the pipe is closed)"),
+    row("1", "no live run at PIDFILE"),
+    row(
+        "124",
+        "--timeout passed while COMMAND read nothing (stderr says how many bytes were written), or with --eof before pgrun closed the pipe",
+    ),
+    row(
+        "125",
+        "error: the run has no stdin pipe or it is closed, another user's run, COMMAND closed its stdin, a usage error",
+    ),
+];
+
+/// How `pgrun send` ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendExit {
+    /// 0: every byte is in the pipe.
+    Sent,
+    /// 1: no live run.
+    NoRun,
+    /// 124: `--timeout` passed while the command read nothing.
+    TimedOut,
+    /// 125: an error.
+    Failed,
+}
+
+impl SendExit {
+    pub fn code(self) -> u8 {
+        match self {
+            SendExit::Sent => 0,
+            SendExit::NoRun => 1,
+            SendExit::TimedOut => 124,
+            SendExit::Failed => FAILURE,
+        }
+    }
+}
+
 /// A table as `--help` prose shows it: indented, the meaning wrapped at 78
 /// columns under itself.
 pub fn help_table(rows: &[Row]) -> String {
@@ -314,6 +352,9 @@ mod tests {
         }
         for exit in [LsExit::Listed, LsExit::Failed] {
             assert!(documented(LS_TABLE, exit.code()), "{exit:?}");
+        }
+        for exit in [SendExit::Sent, SendExit::NoRun, SendExit::TimedOut, SendExit::Failed] {
+            assert!(documented(SEND_TABLE, exit.code()), "{exit:?}");
         }
     }
 

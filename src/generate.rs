@@ -16,7 +16,7 @@ use clap_complete::Shell;
 const MAN_DATE: &str = "2026-12-03";
 
 /// The man pages of the subcommands, which pgrun(1) refers to.
-const SUBPAGES: [&str; 5] = ["pgrun-cancel", "pgrun-status", "pgrun-wait", "pgrun-output", "pgrun-ls"];
+const SUBPAGES: [&str; 6] = ["pgrun-cancel", "pgrun-status", "pgrun-wait", "pgrun-output", "pgrun-ls", "pgrun-send"];
 
 /// Render `what` as bytes.
 pub fn render(what: Artifact) -> Vec<u8> {
@@ -25,13 +25,19 @@ pub fn render(what: Artifact) -> Vec<u8> {
     let mut out = Vec::new();
     let shell = match what {
         Artifact::Man => return man_page(&cmd, "pgrun", &SUBPAGES),
-        Artifact::ManCancel | Artifact::ManStatus | Artifact::ManWait | Artifact::ManOutput | Artifact::ManLs => {
+        Artifact::ManCancel
+        | Artifact::ManStatus
+        | Artifact::ManWait
+        | Artifact::ManOutput
+        | Artifact::ManLs
+        | Artifact::ManSend => {
             let (name, page) = match what {
                 Artifact::ManCancel => ("cancel", "pgrun-cancel"),
                 Artifact::ManStatus => ("status", "pgrun-status"),
                 Artifact::ManWait => ("wait", "pgrun-wait"),
                 Artifact::ManOutput => ("output", "pgrun-output"),
-                _ => ("ls", "pgrun-ls"),
+                Artifact::ManLs => ("ls", "pgrun-ls"),
+                _ => ("send", "pgrun-send"),
             };
             let sub = cmd.find_subcommand(name).expect("subcommand").clone();
             let sub = sub.name(page).bin_name(format!("pgrun {name}")).version(env!("CARGO_PKG_VERSION"));
@@ -92,7 +98,7 @@ _pgrun() {
             --) (( i++ )); dashdash=1; break ;;
             VALUED) (( i += 2 )) ;;
             -*) (( i++ )) ;;
-            cancel|status|wait|output|ls)
+            cancel|status|wait|output|ls|send)
                 if (( i == 1 )); then _pgrun_options "$@"; return; fi
                 break ;;
             *) break ;;
@@ -155,7 +161,7 @@ function __fish_pgrun_command
                 set i (math $i + 2)
             case '-*'
                 set i (math $i + 1)
-            case cancel status wait output ls
+            case cancel status wait output ls send
                 test $i -gt 1; or return 1
                 break
             case '*'
@@ -171,15 +177,18 @@ complete -c pgrun -n __fish_pgrun_command -x -a '(__fish_complete_subcommand --c
 
 /// The block of `README.md` between its exit-status markers.
 fn readme_exit_status() -> String {
-    use crate::exit::{CANCEL_TABLE, LS_TABLE, OUTPUT_TABLE, RUN_TABLE, STATUS_TABLE, WAIT_TABLE, markdown_table};
+    use crate::exit::{
+        CANCEL_TABLE, LS_TABLE, OUTPUT_TABLE, RUN_TABLE, SEND_TABLE, STATUS_TABLE, WAIT_TABLE, markdown_table,
+    };
     format!(
-        "{}\n`pgrun cancel`:\n\n{}\n`pgrun status`:\n\n{}\n`pgrun wait`:\n\n{}\n`pgrun output`:\n\n{}\n`pgrun ls`:\n\n{}",
+        "{}\n`pgrun cancel`:\n\n{}\n`pgrun status`:\n\n{}\n`pgrun wait`:\n\n{}\n`pgrun output`:\n\n{}\n`pgrun ls`:\n\n{}\n`pgrun send`:\n\n{}",
         markdown_table(RUN_TABLE),
         markdown_table(CANCEL_TABLE),
         markdown_table(STATUS_TABLE),
         markdown_table(WAIT_TABLE),
         markdown_table(OUTPUT_TABLE),
-        markdown_table(LS_TABLE)
+        markdown_table(LS_TABLE),
+        markdown_table(SEND_TABLE)
     )
 }
 

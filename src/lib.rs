@@ -14,7 +14,8 @@
 //!   [`run::detach_after`]); the readers of the pid file
 //!   protocol, [`cancel`], [`status`] and [`wait`]; the readers of what
 //!   runs leave behind, [`window`] (`pgrun output`: windows of an output
-//!   file) and [`ls`] (the runs published in a folder).
+//!   file) and [`ls`] (the runs published in a folder); and the one
+//!   writer to a run, [`send`] (`pgrun send`: bytes into its stdin pipe).
 //! - The policies the modes drive: [`stop`] (the stop sequence, the pure
 //!   [`stop::plan::StopPlan`] that says when to send which signal, and the
 //!   blocking driver for runs nobody supervises: `cancel`'s fallback and the
@@ -27,7 +28,8 @@
 //!   for using a group's number, and where a cgroup comes from: a leaf
 //!   under pgrun's own, or a scope from the user's systemd,
 //!   [`contain::user_scope`]); [`terminal`] (job control);
-//!   [`report`] (`--report`); [`resources`], [`rlimit`],
+//!   [`report`] (`--report`); [`stdin_pipe`] (`--stdin-pipe`: the pipe
+//!   the supervisor holds, and how a sender finds it); [`resources`], [`rlimit`],
 //!   [`cgroup_limits`], [`parent_death`], [`panic_stop`],
 //!   [`timeout_hint`], [`signal_policy`] (which signal does what) and
 //!   [`signame`].
@@ -75,10 +77,12 @@ pub mod resources;
 pub mod rlimit;
 pub mod run;
 pub mod say;
+pub mod send;
 pub mod signal_policy;
 pub mod signame;
 pub mod size;
 pub mod status;
+pub mod stdin_pipe;
 pub mod stop;
 pub mod sys;
 pub mod terminal;

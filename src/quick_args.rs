@@ -114,6 +114,7 @@ const OPTIONS: &[Opt] = &[
         a.detach_after = Some(crate::duration::parse_duration(text(v)?).ok()?);
         Some(())
     }),
+    flag("stdin-pipe", None, |a| &mut a.stdin_pipe),
     Opt {
         long: "rlimit",
         short: None,
@@ -149,7 +150,7 @@ const fn value(long: &'static str, short: Option<u8>, set: fn(&mut RunArgs, &OsS
 
 /// Words that, first on the line, clap reads as a mode, not as the command
 /// (after an option it reads them as the command; left to it all the same).
-const SUBCOMMANDS: [&[u8]; 5] = [b"cancel", b"status", b"wait", b"output", b"ls"];
+const SUBCOMMANDS: [&[u8]; 6] = [b"cancel", b"status", b"wait", b"output", b"ls", b"send"];
 
 /// The `--contain` mode in force for a pgrun started with `argv` (its own
 /// command line, read from /proc by `pgrun status`), as the run resolved
@@ -219,8 +220,10 @@ pub fn run_args(args: &[OsString]) -> Option<RunArgs> {
     }
     // What clap refuses: no command; --escalate with -s or -k; --detach
     // without --pidfile or with --die-with-parent; --detach-after without
-    // --pidfile or --output-file, or with --detach or --die-with-parent.
+    // --pidfile or --output-file, or with --detach or --die-with-parent;
+    // --stdin-pipe without --pidfile.
     let refused = run.command.is_empty()
+        || (run.stdin_pipe && run.pidfile.is_none())
         || (run.escalate.is_some() && (run.signal.is_some() || run.kill_after.is_some()))
         || (run.detach && (run.pidfile.is_none() || run.die_with_parent))
         || (run.detach_after.is_some()
@@ -483,7 +486,7 @@ mod tests {
         use proptest::prelude::*;
         let values: Vec<Vec<u8>> = [
             "5", "0", "1.5", "-1", "", "soon", "TERM", "leader:", "TERM/1e3", "2G", "x1", "bogus=1", "Group", "/tmp/p",
-            "cancel", "status", "wait", "output", "ls", "help", "true", "sh", "-c", "-v", "--",
+            "cancel", "status", "wait", "output", "ls", "send", "help", "true", "sh", "-c", "-v", "--",
         ]
         .iter()
         .map(|v| v.as_bytes().to_vec())

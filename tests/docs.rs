@@ -5,13 +5,14 @@ use crate::util::*;
 use std::path::Path;
 use std::process::Command;
 
-const ARTIFACTS: [(&str, &str); 11] = [
+const ARTIFACTS: [(&str, &str); 12] = [
     ("man", "man/pgrun.1"),
     ("man-cancel", "man/pgrun-cancel.1"),
     ("man-status", "man/pgrun-status.1"),
     ("man-wait", "man/pgrun-wait.1"),
     ("man-output", "man/pgrun-output.1"),
     ("man-ls", "man/pgrun-ls.1"),
+    ("man-send", "man/pgrun-send.1"),
     ("bash", "completions/pgrun.bash"),
     ("zsh", "completions/_pgrun"),
     ("fish", "completions/pgrun.fish"),
@@ -205,7 +206,7 @@ fn long_help_answers_the_2am_questions_and_short_help_stays_short() {
     let short = String::from_utf8(run(&mut pgrun(["-h"])).stdout).unwrap();
     // One line per option and per mode, and no more.
     assert!(short.lines().count() < 42 && !short.contains("Examples:"), "-h is not short:\n{short}");
-    for sub in ["cancel", "status", "wait", "output", "ls"] {
+    for sub in ["cancel", "status", "wait", "output", "ls", "send"] {
         let help = String::from_utf8(run(&mut pgrun([sub, "--help"])).stdout).unwrap();
         assert!(help.contains("Exit status:"), "{sub} --help lacks its exit statuses");
     }
@@ -235,7 +236,7 @@ fn generate_is_documented_and_a_bad_value_lists_the_valid_ones() {
     assert_eq!(
         first,
         "pgrun: invalid value 'mann' for '--generate <WHAT>' (valid values: man, man-cancel, man-status, \
-         man-wait, man-output, man-ls, bash, zsh, fish, elvish, powershell)"
+         man-wait, man-output, man-ls, man-send, bash, zsh, fish, elvish, powershell)"
     );
 }
 

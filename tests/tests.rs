@@ -37,6 +37,7 @@ mod publish;
 mod ready;
 mod resources;
 mod robustness;
+mod send;
 mod snippets;
 mod status;
 mod stopping;

@@ -49,6 +49,7 @@ __all__ = [
     "Report",
     "Resources",
     "Result",
+    "SendOutcome",
     "SentSignal",
     "Status",
     "StreamStats",
@@ -57,6 +58,7 @@ __all__ = [
     "binary",
     "cancel",
     "run",
+    "send",
     "start",
     "status",
     "wait",
@@ -548,6 +550,11 @@ class DetachedRun:
         on TCP ``port`` (any port if ``None``)."""
         return wait_ready(self.pidfile, port=port, timeout=timeout)
 
+    def send(self, data: Union[bytes, str], eof: bool = False, timeout: Optional[Duration] = None) -> "SendOutcome":
+        """:func:`send` ``data`` to this run's stdin pipe (it was started
+        with ``stdin_pipe=True``); ``eof=True`` then closes the pipe."""
+        return send(self.pidfile, data, eof=eof, timeout=timeout)
+
 
 def start(
     argv: Argv,
@@ -571,6 +578,7 @@ def start(
     pids_max: Optional[int] = None,
     cpus: Optional[Union[int, float, str]] = None,
     setsid: bool = False,
+    stdin_pipe: bool = False,
     extra_args: Sequence[str] = (),
     cwd: Optional[StrPath] = None,
     env: Optional[Mapping[str, str]] = None,
@@ -579,6 +587,8 @@ def start(
     it is published in ``pidfile``.
 
     The run lives on in a session of its own, with stdin on ``/dev/null``
+    (``stdin_pipe=True``: a pipe the run's pgrun holds open, written to by
+    :meth:`DetachedRun.send`; Linux only)
     and stdout and stderr in ``output_file`` (else ``/dev/null``); the
     keywords are pgrun's options as for :func:`run`, relative paths taken
     in ``cwd`` when it is given (the returned run holds them joined to it,
@@ -619,6 +629,7 @@ def start(
     )
     if report_path is not None:
         options += ["--report", report_path]
+    options += _flag("--stdin-pipe", stdin_pipe)
     args = [binary(), "--detach", *options, *extra_args, "--", *_command(argv)]
     done = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, cwd=cwd, env=env)
     if done.returncode > 128 and _pgrun_line(done.stderr) is None:
@@ -900,6 +911,52 @@ def wait_ready(
     if done.returncode not in (0, 1, 124):
         raise _error(done.returncode, done.stderr, None)
     return ReadyOutcome(done.returncode)
+
+# ---------------------------------------------------------------- send
+
+
+class SendOutcome(_Outcome):
+    """How ``pgrun send`` ended (its exit status)."""
+
+    #: Every byte is in the run's stdin pipe (with ``eof``: and it is closed).
+    SENT = 0
+    #: No live run was found.
+    NO_RUN = 1
+    #: ``timeout`` passed while the command read nothing (part may have
+    #: been written: pgrun's line says how much).
+    TIMED_OUT = 124
+
+
+def send(
+    pidfile: StrPath,
+    data: Union[bytes, str],
+    *,
+    eof: bool = False,
+    timeout: Optional[Duration] = None,
+) -> SendOutcome:
+    """Write ``data`` (``str`` as UTF-8) to the stdin pipe of the run
+    published in ``pidfile`` (``pgrun send``; the run was started with
+    ``--stdin-pipe``), in writes of at most 4096 bytes that no other
+    sender's interleave; ``eof=True`` then closes the pipe (``data`` may be
+    empty: only close it). ``timeout`` gives up once the command has read
+    nothing for that long. Raises :class:`PgrunError` on pgrun's 125: no
+    stdin pipe, a closed one, another user's run."""
+    payload = _bytes(data)
+    args = [binary(), "send"] + _duration_option("--timeout", timeout) + _flag("--eof", eof)
+    # The bytes through send's stdin, whatever they are (a NUL, any
+    # length): with --eof, send reads stdin only when --file names it.
+    # No bytes: an empty TEXT (nothing written, the run still looked for),
+    # or with eof, nothing at all (only close the pipe).
+    if payload:
+        source = ["--file", "/dev/stdin", "--", os.fspath(pidfile)]
+    elif eof:
+        source = ["--", os.fspath(pidfile)]
+    else:
+        source = ["--", os.fspath(pidfile), ""]
+    done = subprocess.run([*args, *source], input=payload, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if done.returncode not in (0, 1, 124):
+        raise _error(done.returncode, done.stderr, None)
+    return SendOutcome(done.returncode)
 
 
 # ---------------------------------------------------------------- helpers

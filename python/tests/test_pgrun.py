@@ -515,7 +515,7 @@ def test_a_detached_run_as_a_context_manager_is_cancelled_on_exit(tmp_path: Path
 
 
 def test_enums_print_their_names_and_compare_as_numbers() -> None:
-    for value in (*pgrun.CancelOutcome, *pgrun.WaitOutcome):
+    for value in (*pgrun.CancelOutcome, *pgrun.WaitOutcome, *pgrun.SendOutcome):
         assert str(value) == value.name and f"{value}" == value.name and f"{value:d}" == str(int(value))
         assert value == int(value)
     assert str(pgrun.WaitOutcome.TIMED_OUT) == "TIMED_OUT" and int(pgrun.WaitOutcome.TIMED_OUT) == 124
@@ -618,3 +618,32 @@ def test_blocked_on_input_for_a_read_of_a_terminal(tmp_path: Path, runs: List[Pa
     finally:
         os.close(master)
         os.close(slave)
+
+def test_a_detached_run_with_a_stdin_pipe_reads_what_is_sent(tmp_path: Path, runs: List[Path]) -> None:
+    if sys.platform != "linux":
+        pytest.skip("--stdin-pipe reaches the pipe through /proc/PID/fd: Linux only")
+    pidfile, out = tmp_path / "s.pid", tmp_path / "s.out"
+    runs.append(pidfile)
+    run = pgrun.start(["sh", "-c", "read -r first; echo \"first $first\"; cat"], pidfile=pidfile, output_file=out,
+                      stdin_pipe=True)
+    assert run.send("yes\n") is pgrun.SendOutcome.SENT
+    poll("the first line read", lambda: out.exists() and out.read_bytes() == b"first yes\n")
+    assert run.status().alive  # its stdin did not end
+    assert run.send(b"a\0b\n", eof=True) is pgrun.SendOutcome.SENT
+    assert run.result(timeout=DEADLINE).exit_code == 0  # cat read end-of-file
+    assert out.read_bytes() == b"first yes\na\0b\n"
+    assert run.send("late") is pgrun.SendOutcome.NO_RUN
+
+
+def test_send_to_a_run_without_a_stdin_pipe_raises_and_a_full_pipe_times_out(tmp_path: Path, runs: List[Path]) -> None:
+    if sys.platform != "linux":
+        pytest.skip("--stdin-pipe reaches the pipe through /proc/PID/fd: Linux only")
+    plain, piped = tmp_path / "plain.pid", tmp_path / "piped.pid"
+    runs += [plain, piped]
+    without = pgrun.start(["sleep", "300"], pidfile=plain)
+    with pytest.raises(pgrun.PgrunError) as e:
+        without.send("x")
+    assert e.value.returncode == pgrun.FAILURE and "has no stdin pipe" in str(e.value)
+    deaf = pgrun.start(["sleep", "300"], pidfile=piped, stdin_pipe=True)
+    assert deaf.send(b"x" * (1 << 20), timeout=0.5) is pgrun.SendOutcome.TIMED_OUT
+    assert deaf.send(b"", eof=True) is pgrun.SendOutcome.SENT

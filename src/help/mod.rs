@@ -51,14 +51,17 @@ elsewhere].";
 /// and twenty tables made on every start were a fifth of pgrun's page
 /// faults, and a larger heap for the guard's fork to copy.
 pub fn render(text: &str) -> String {
-    use crate::exit::{CANCEL_TABLE, LS_TABLE, OUTPUT_TABLE, RUN_TABLE, STATUS_TABLE, WAIT_TABLE, help_table};
-    let tables: [(&str, &dyn Fn() -> String); 7] = [
+    use crate::exit::{
+        CANCEL_TABLE, LS_TABLE, OUTPUT_TABLE, RUN_TABLE, SEND_TABLE, STATUS_TABLE, WAIT_TABLE, help_table,
+    };
+    let tables: [(&str, &dyn Fn() -> String); 8] = [
         ("{RUN_EXIT}", &|| help_table(RUN_TABLE)),
         ("{CANCEL_EXIT}", &|| help_table(CANCEL_TABLE)),
         ("{STATUS_EXIT}", &|| help_table(STATUS_TABLE)),
         ("{WAIT_EXIT}", &|| help_table(WAIT_TABLE)),
         ("{OUTPUT_EXIT}", &|| help_table(OUTPUT_TABLE)),
         ("{LS_EXIT}", &|| help_table(LS_TABLE)),
+        ("{SEND_EXIT}", &|| help_table(SEND_TABLE)),
         ("{SIGNALS}", &crate::signal_policy::help_table),
     ];
     let mut out = String::with_capacity(text.len() + 8192);

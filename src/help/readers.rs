@@ -151,3 +151,37 @@ creates or removes nothing.";
 pub const LS_AFTER_LONG_HELP: &str = "\
 Exit status:
 {LS_EXIT}";
+
+pub const SEND_ABOUT: &str = "Write to a run's stdin pipe (--stdin-pipe).";
+
+pub const SEND_LONG_ABOUT: &str = "\
+Write TEXT (or the bytes of --file FILE, or of send's own stdin when \
+neither is given) to the stdin pipe of the run published at PIDFILE, \
+which was started with --stdin-pipe; --eof then closes the pipe, so that \
+COMMAND reads end-of-file once every sender's bytes are read (--eof alone \
+only closes it). TEXT is sent as given, without a newline.";
+
+pub const SEND_AFTER_LONG_HELP: &str = "\
+Order and senders:
+  The bytes go in the order given, in writes of at most 4096 bytes each \
+(PIPE_BUF): a write that size or smaller is never interleaved with \
+another sender's, so a TEXT of at most 4096 bytes reaches COMMAND whole. \
+send returns once every byte is in the pipe (COMMAND may not have read \
+them yet).
+
+Waiting:
+  While the pipe is full, send waits for COMMAND to read; --timeout DUR \
+gives up (124) once COMMAND has read nothing for DUR, saying on stderr \
+how many bytes were written (those stay in the pipe). With --eof, send \
+returns once the supervising pgrun has closed its end (or the run is \
+over); --timeout bounds that wait as well.
+
+Who can send:
+  Only the run's owner, or root. send reaches the pipe through the \
+supervising pgrun's own fd (/proc/PID/fd on Linux, which the kernel opens \
+only for that process's user or root); nothing is created that another \
+user could open. Off Linux, send and --stdin-pipe say that they are not \
+available (125).
+
+Exit status:
+{SEND_EXIT}";

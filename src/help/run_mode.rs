@@ -171,8 +171,8 @@ Detached runs (--detach, needs --pidfile):
   neither the caller's exit, nor a signal to the caller's process group, nor
   a hang-up of its terminal reaches the run. It holds none of the caller's
   fds, so subprocess.run(..., capture_output=True) returns at once:
-  COMMAND's stdin, stdout and stderr are /dev/null and no fd above 2 is
-  inherited. --timeout, cancel, status, wait, the guard, containment and
+  COMMAND's stdin (unless --stdin-pipe), stdout and stderr are /dev/null
+  and no fd above 2 is inherited. --timeout, cancel, status, wait, the guard, containment and
   --report work as for any run. --die-with-parent is refused (125).
 
 Keep an eye, then let go (--detach-after DUR, needs --pidfile and --output-file):
@@ -356,6 +356,16 @@ Output windows and the runs in a folder:
   and can wait for more, for a line that matches, or for the run's end:
   see pgrun-output(1). `pgrun ls [--json] DIR` lists the runs published
   in a folder, with their state as status gives it: see pgrun-ls(1).
+
+Input (--stdin-pipe, needs --pidfile):
+  COMMAND's stdin is a pipe that the supervising pgrun holds open (with or
+  without --detach), instead of pgrun's own stdin: COMMAND reads what
+  `pgrun send [--eof] [--file F] [--timeout DUR] PIDFILE [TEXT]` writes,
+  in order, and end-of-file only once a send --eof asked for it. Only the
+  run's user (or root) can send: the pipe is reached through this pgrun's
+  own fd (/proc/PID/fd), and nothing is created that another user could
+  open. Linux only; elsewhere --stdin-pipe is refused (125, not available
+  on this platform). See pgrun-send(1).
 
 Report:
   --report PATH writes one JSON object atomically at exit (with output
@@ -618,7 +628,8 @@ Details the contract leaves open:
 Man pages and shell completions:
   The binary carries its own: pgrun --generate WHAT prints one to stdout,
   WHAT being man (pgrun(1)), man-cancel, man-status, man-wait, man-output,
-  man-ls, bash, zsh, fish, elvish or powershell. To install them from the binary alone:
+  man-ls, man-send, bash, zsh, fish, elvish or powershell. To install them
+  from the binary alone:
     pgrun --generate man > ~/.local/share/man/man1/pgrun.1
     pgrun --generate bash > ~/.local/share/bash-completion/completions/pgrun
     pgrun --generate fish > ~/.config/fish/completions/pgrun.fish

@@ -165,7 +165,7 @@ fn supervise(
     stop_now: Option<StopReason>,
 ) -> std::io::Result<GroupEnd> {
     let count_stragglers = plan.report.is_some() || plan.verbose;
-    let Prepared { signals, relay, parent_watch, scope, terminal, guard, marker, marker_taken, .. } = run;
+    let Prepared { signals, relay, stdin_pipe, parent_watch, scope, terminal, guard, marker, marker_taken, .. } = run;
     let supervised = Supervised {
         life: lifecycle::Lifecycle {
             scope,
@@ -182,6 +182,7 @@ fn supervise(
         started,
         count_stragglers,
         relay: relay.as_mut(),
+        stdin_pipe: stdin_pipe.as_mut(),
         parent: *parent_watch,
     };
     supervisor::supervise(supervised, stop_now)

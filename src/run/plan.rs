@@ -44,6 +44,8 @@ pub struct RunPlan {
     pub detach: bool,
     /// `--detach-after`: when the caller's process lets go of the run.
     pub detach_after: Option<Duration>,
+    /// `--stdin-pipe`: the command reads a pipe this pgrun holds open.
+    pub stdin_pipe: bool,
     pub setsid: bool,
     pub verbose: bool,
 }
@@ -86,6 +88,7 @@ impl RunPlan {
             die_with_parent: args.die_with_parent,
             detach: args.detach,
             detach_after: args.detach_after,
+            stdin_pipe: args.stdin_pipe,
             setsid: args.setsid,
             verbose: args.verbose,
         }

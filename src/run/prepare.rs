@@ -86,6 +86,8 @@ pub struct Prepared {
     pub terminal: Option<Terminal>,
     pub relay: Option<Relay>,
     pub child_ends: Option<ChildEnds>,
+    /// `--stdin-pipe`: the pipe the command reads, held open by this pgrun.
+    pub stdin_pipe: Option<crate::stdin_pipe::StdinPipe>,
     pub guard: Option<Guard>,
     /// pgrun's own cgroup leaf, if it had to move into one: left after the
     /// guard is reaped (so dropped after it, here and in
@@ -166,6 +168,7 @@ fn guarded(plan: &RunPlan, parent: Pid) -> Step<Prepared> {
         terminal,
         relay: None,
         child_ends: None,
+        stdin_pipe: None,
         guard,
         self_leaf,
     })
@@ -186,6 +189,12 @@ fn claim_and_relay(plan: &RunPlan, run: &mut Prepared) -> Step<()> {
         return Err(EarlyEnd::CancelledBeforeStart(signal));
     }
     (run.relay, run.child_ends) = start_relay(plan, run.marker.as_deref())?.unzip();
+    // After the guard's fork: only this pgrun holds the write end.
+    if plan.stdin_pipe {
+        let pipe = crate::stdin_pipe::StdinPipe::new()
+            .map_err(|e| failure(anyhow!("cannot create the command's stdin pipe (--stdin-pipe): {e}")))?;
+        run.stdin_pipe = Some(pipe);
+    }
     test_hook::pause("guard-started");
     Ok(())
 }

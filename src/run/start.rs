@@ -38,6 +38,7 @@ pub fn spawn_command(plan: &RunPlan, run: &mut Prepared) -> Step<Pid> {
         ignore_sigchld: run.inherited.sigchld_ignored,
         take_terminal: run.terminal.as_ref().and_then(Terminal::hand_off_at_start),
         stdout_stderr: run.child_ends.as_ref().map(|ends| ends.raw()),
+        stdin: run.stdin_pipe.as_ref().and_then(crate::stdin_pipe::StdinPipe::for_the_child),
         join_cgroup: run.scope.join_fd(),
         on_created: Some(&created),
         rlimits: run.rlimits,
@@ -51,6 +52,9 @@ pub fn spawn_command(plan: &RunPlan, run: &mut Prepared) -> Step<Pid> {
     let spawned = crate::sys::spawn::spawn(&run.argv, &options);
     // Only the command holds the write ends now: its exit is the pipes' end.
     run.child_ends = None;
+    if let Some(pipe) = &mut run.stdin_pipe {
+        pipe.started();
+    }
     if spawned.is_err()
         && let Some(guard) = &run.guard
     {

@@ -46,6 +46,7 @@ use crate::output::relay::Relay;
 use crate::parent_death::ParentWatch;
 use crate::signal_policy::{self, Handling};
 use crate::signame::Signal;
+use crate::stdin_pipe::StdinPipe;
 use crate::stop::plan::{Action, AfterKill, SentSignal, StopPlan};
 use crate::stop::sequence::StopSequence;
 use crate::sys::process::{self, ChildStatus, ChildUsage, Reaped};
@@ -132,6 +133,8 @@ pub struct Supervised<'a> {
     /// `--max-output`: the relay of the command's output, whose fds this
     /// loop polls along with the signals.
     pub relay: Option<&'a mut Relay>,
+    /// `--stdin-pipe`: its requests pipe is polled along with the rest.
+    pub stdin_pipe: Option<&'a mut StdinPipe>,
     /// `--die-with-parent`.
     pub parent: Option<ParentWatch>,
 }
@@ -309,9 +312,16 @@ impl Supervisor<'_> {
         if let Some(relay) = &self.w.relay {
             n += relay.interest(&mut set[first_relay..]);
         }
+        let relay_end = n;
+        if let Some(pipe) = &self.w.stdin_pipe {
+            n += pipe.interest(&mut set[relay_end..]);
+        }
         sys::poll(&mut set[..n], wait)?;
+        if let Some(pipe) = &mut self.w.stdin_pipe {
+            pipe.on_ready(&set[relay_end..n])?;
+        }
         if let Some(relay) = &mut self.w.relay
-            && relay.on_ready(&set[first_relay..n])
+            && relay.on_ready(&set[first_relay..relay_end])
             && let Some(idle) = self.w.idle_timeout
         {
             // Output came: the one idle deadline moves (no tick does).

@@ -118,7 +118,7 @@ mod platform;
 pub use fd::reserve_standard_fds;
 pub use ids::{Pid, geteuid, getpgid, getpgrp, getpid, getppid};
 pub use lifetime::exit_now;
-pub use platform::{CAN_CONTAIN, guard_channel, pidfd, tmpfile, wakeup, watch};
+pub use platform::{CAN_CONTAIN, fd_reach, guard_channel, pidfd, tmpfile, wakeup, watch};
 pub use poll::{POLL_MAX, PollFd, poll, wait_readable, writable_now};
 pub use random::random_bits;
 pub use signals::{Signal, max_signal, realtime_range};

@@ -113,3 +113,28 @@ pub fn own_stdout_stderr() -> (BorrowedFd<'static>, BorrowedFd<'static>) {
 /// `PIPE_BUF`: a write of at most this many bytes to a pipe that polls
 /// writable does not block.
 pub const PIPE_BUF: usize = libc::PIPE_BUF;
+
+/// A pipe for the command's stdin (`--stdin-pipe`): `(read end, write
+/// end)`, both close-on-exec (the child gets the read end by `dup2`), the
+/// write end non-blocking, so that the supervising pgrun never waits on it.
+pub fn input_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (read_end, write_end) = super::spawn::cloexec_pipe()?;
+    set_nonblocking(write_end.as_fd())?;
+    Ok((read_end, write_end))
+}
+
+/// A non-blocking pipe pgrun keeps to itself, both ends close-on-exec.
+pub fn private_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (read_end, write_end) = super::spawn::cloexec_pipe()?;
+    set_nonblocking(read_end.as_fd())?;
+    set_nonblocking(write_end.as_fd())?;
+    Ok((read_end, write_end))
+}
+
+/// The inode number of the pipe or FIFO `fd`, or `None` if it is
+/// something else (`fstat`).
+pub fn fifo_inode(fd: BorrowedFd<'_>) -> io::Result<Option<u64>> {
+    let st = nix::sys::stat::fstat(fd)?;
+    #[allow(clippy::unnecessary_cast)] // st_ino is u32 on some targets
+    Ok((st.st_mode & libc::S_IFMT == libc::S_IFIFO).then_some(st.st_ino as u64))
+}

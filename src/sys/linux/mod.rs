@@ -3,6 +3,7 @@
 //! `posix-fallback`). Each file here has a twin of the same name and items
 //! in `posix/`; what each adds is in its own doc.
 
+pub mod fd_reach;
 pub mod guard_channel;
 pub mod lifetime;
 pub mod pidfd;

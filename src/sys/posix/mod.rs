@@ -3,6 +3,7 @@
 //! it). Each file here has a twin of the same name and items in `linux/`;
 //! what each does without is in its own doc.
 
+pub mod fd_reach;
 pub mod guard_channel;
 pub mod lifetime;
 pub mod pidfd;

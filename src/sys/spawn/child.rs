@@ -44,7 +44,7 @@ impl ChildStep {
             ChildStep::Detach if detach == Detach::Session => "setsid",
             ChildStep::Detach => "setpgid",
             ChildStep::Terminal => "taking the terminal",
-            ChildStep::Redirect => "dup2 onto stdout/stderr",
+            ChildStep::Redirect => "dup2 onto stdin/stdout/stderr",
             ChildStep::Sigchld => "ignoring SIGCHLD again",
             ChildStep::SignalMask => "restoring the signal mask",
             ChildStep::Exec => "exec",
@@ -109,6 +109,11 @@ pub(super) fn run(plan: &Plan<'_>) -> ! {
             && super::super::terminal::take_from(tty, parent_group).is_err()
         {
             fail(status, ChildStep::Terminal);
+        }
+        if let Some(input) = options.stdin
+            && libc::dup2(input, 0) < 0
+        {
+            fail(status, ChildStep::Redirect);
         }
         if let Some([out, err]) = options.stdout_stderr
             && (libc::dup2(out, 1) < 0 || libc::dup2(err, 2) < 0)

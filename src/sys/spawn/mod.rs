@@ -114,6 +114,9 @@ pub struct SpawnOptions<'a> {
     /// Fds that become the command's stdout and stderr (`dup2` onto 1 and
     /// 2; `--max-output`); otherwise both pass through.
     pub stdout_stderr: Option<[libc::c_int; 2]>,
+    /// An fd that becomes the command's stdin (`dup2` onto 0;
+    /// `--stdin-pipe`); otherwise pgrun's own passes through.
+    pub stdin: Option<libc::c_int>,
     /// The caller ignored SIGCHLD: pgrun took the default back for itself,
     /// and the command gets "ignored" again before exec.
     pub ignore_sigchld: bool,

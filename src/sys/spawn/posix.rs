@@ -27,6 +27,8 @@ pub(super) fn spawn_if_plain(argv: &[CString], options: &SpawnOptions<'_>) -> Op
         // its reserved signals: a caller that blocked them takes the fork path.
         && !options.child_mask.has_reserved()
         && options.join_cgroup.is_none()
+        // --stdin-pipe: the fork path points fd 0 at the pipe.
+        && options.stdin.is_none()
         // posix_spawn has no way to set a resource limit in the child, and
         // setting it on pgrun around the spawn would bind pgrun too (a
         // lowered hard limit for good): --rlimit takes the fork path.

@@ -1,0 +1,287 @@
+//! `pgrun send [--eof] [--file F] [--timeout DUR] PIDFILE [TEXT]`: write
+//! to the stdin pipe of the run published at PIDFILE (`--stdin-pipe`).
+//!
+//! The run is found by its pid file's lock, as `cancel` and `status` find
+//! it; the pipe, through the lock holder's own fd (see
+//! [`crate::stdin_pipe`]: only the run's user, or root, can open it). The
+//! bytes go in writes of at most `PIPE_BUF` (4096 on Linux) bytes, each
+//! filled before it is written, on a non-blocking description of the
+//! sender's own: a pipe never interleaves such a write with another
+//! sender's, and a full pipe is waited for with `poll`, never in a write.
+//! `--timeout` bounds how long the command may read nothing while bytes
+//! wait (each byte it reads starts the wait afresh); when it passes, send
+//! says how many bytes are in the pipe and exits 124. `--eof` then asks the
+//! supervising pgrun, over its requests pipe, to close its write end, and
+//! waits until it says so.
+
+use crate::backoff::Backoff;
+use crate::exit::SendExit;
+use crate::pidfile::{self, Liveness, Record, RecordError, lock_error};
+use crate::stdin_pipe::{self, EOF_REQUEST, Found};
+use crate::sys::{self, Pid, PollFd, pipe};
+use crate::{say, verbose};
+use anyhow::{Context, Result, bail};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// What `pgrun send` was asked to do (resolved from its command line by
+/// the entry point).
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub pidfile: PathBuf,
+    /// TEXT, if given.
+    pub text: Option<OsString>,
+    /// `--file`: send this file's bytes.
+    pub file: Option<PathBuf>,
+    /// `--eof`: close the pipe once the bytes are in it.
+    pub eof: bool,
+    /// `--timeout`: the longest the command may read nothing.
+    pub timeout: Option<Duration>,
+    pub verbose: bool,
+}
+
+/// Where the bytes come from.
+enum Source {
+    Text(Vec<u8>),
+    Reader(Box<dyn Read>),
+    /// `--eof` alone: no bytes.
+    Nothing,
+}
+
+/// `pgrun send`: the exit status, having said the one error.
+pub fn send(args: &Options) -> SendExit {
+    say::set_verbose(args.verbose);
+    match Sender::find(args).and_then(|found| found.map_or(Ok(SendExit::NoRun), |s| s.send(args))) {
+        Ok(exit) => exit,
+        Err(err) => {
+            say::line(format_args!("{err:#}"));
+            SendExit::Failed
+        }
+    }
+}
+
+struct Sender {
+    record: Record,
+    holder: Pid,
+    /// The sender's own description of the pipe, non-blocking.
+    input: File,
+    requests: Option<File>,
+}
+
+impl Sender {
+    /// The live run at the pid file and its open stdin pipe; `None` (said)
+    /// when there is no live run.
+    fn find(args: &Options) -> Result<Option<Sender>> {
+        let path = &args.pidfile;
+        let record = match pidfile::read_record(path, false) {
+            Ok(record) => record,
+            Err(RecordError::Missing) => {
+                say::line(format_args!("no live run at {}: no such file", path.display()));
+                return Ok(None);
+            }
+            Err(e) => bail!("cannot use pid file {}: {e}", path.display()),
+        };
+        let me = sys::geteuid();
+        let owner = record.meta.uid();
+        if owner != me && me != 0 {
+            bail!("refusing pid file {}: owned by uid {owner}, not {me} (another user's run)", path.display());
+        }
+        if record.meta.permissions().mode() & 0o002 != 0 {
+            bail!("refusing pid file {}: it is world-writable", path.display());
+        }
+        let holder = match record.liveness().map_err(|e| lock_error(path, e))? {
+            Liveness::Live(0) => {
+                bail!("the run at {} is in a PID namespace send cannot see into", path.display())
+            }
+            Liveness::Live(holder) => holder,
+            Liveness::Claimed => {
+                say::line(format_args!(
+                    "no live run at {}: a run is starting there, not yet published",
+                    path.display()
+                ));
+                return Ok(None);
+            }
+            Liveness::Stale => {
+                say::line(format_args!("no live run at {}: the pid file is stale", path.display()));
+                return Ok(None);
+            }
+        };
+        if !sys::fd_reach::AVAILABLE {
+            bail!("pgrun send: not available on this platform (no /proc/PID/fd)");
+        }
+        let found = match stdin_pipe::find(holder) {
+            Ok(found) => found,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                bail!("cannot reach the run at {} (pgrun {holder}): another user's run: {e}", path.display())
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return over(path),
+            Err(e) => bail!("cannot look at pgrun {holder}'s fds (run at {}): {e}", path.display()),
+        };
+        let (input_at, requests_at) = match found {
+            Found::Open { input, requests } => (input, requests),
+            Found::Closed => bail!("the stdin pipe of the run at {} is closed (send --eof)", path.display()),
+            Found::None => {
+                bail!("the run at {} has no stdin pipe (it was started without --stdin-pipe)", path.display())
+            }
+        };
+        let open = |at| {
+            stdin_pipe::open(holder, at).with_context(|| {
+                format!("cannot open the stdin pipe of the run at {} (pgrun {holder}, fd {})", path.display(), at.fd)
+            })
+        };
+        let Some(input) = open(input_at)? else {
+            bail!("the stdin pipe of the run at {} is closed (send --eof)", path.display())
+        };
+        let requests = match args.eof {
+            false => None,
+            true => match open(requests_at)? {
+                Some(requests) => Some(requests),
+                None => bail!("the stdin pipe of the run at {} is closed (send --eof)", path.display()),
+            },
+        };
+        // The pgrun opened is still the run's: its lock is still held.
+        if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
+            return over(path);
+        }
+        verbose!("writing to the stdin pipe of the run at {} (pgrun {holder})", path.display());
+        Ok(Some(Sender { record, holder, input, requests }))
+    }
+
+    fn send(self, args: &Options) -> Result<SendExit> {
+        let mut source = match (&args.text, &args.file) {
+            (Some(text), _) => Source::Text(text.as_bytes().to_vec()),
+            (None, Some(file)) => Source::Reader(Box::new(
+                File::open(file).with_context(|| format!("cannot open --file {}", file.display()))?,
+            )),
+            (None, None) if args.eof => Source::Nothing,
+            (None, None) => Source::Reader(Box::new(io::stdin())),
+        };
+        let mut written: u64 = 0;
+        let mut chunk = vec![0u8; pipe::PIPE_BUF];
+        let mut offset = 0;
+        loop {
+            let n = match &mut source {
+                Source::Text(bytes) => {
+                    let n = (bytes.len() - offset).min(chunk.len());
+                    chunk[..n].copy_from_slice(&bytes[offset..offset + n]);
+                    offset += n;
+                    n
+                }
+                Source::Reader(reader) => fill(reader, &mut chunk).context("cannot read the bytes to send")?,
+                Source::Nothing => 0,
+            };
+            if n == 0 {
+                break;
+            }
+            if !self.write_chunk(&chunk[..n], args)? {
+                say::line(format_args!(
+                    "timed out after {} with COMMAND reading nothing: {written} bytes written to the stdin pipe of the run at {}",
+                    crate::duration::describe(args.timeout.unwrap_or_default()),
+                    args.pidfile.display()
+                ));
+                return Ok(SendExit::TimedOut);
+            }
+            written += n as u64;
+        }
+        verbose!("{written} bytes written");
+        if let Some(requests) = &self.requests
+            && !self.close_pipe(requests, args)?
+        {
+            say::line(format_args!(
+                "timed out after {}: pgrun {} did not close the stdin pipe of the run at {} ({written} bytes written)",
+                crate::duration::describe(args.timeout.unwrap_or_default()),
+                self.holder,
+                args.pidfile.display()
+            ));
+            return Ok(SendExit::TimedOut);
+        }
+        Ok(SendExit::Sent)
+    }
+
+    /// Write `chunk` (at most `PIPE_BUF` bytes) in one write; false when
+    /// `--timeout` passed with no room for it.
+    fn write_chunk(&self, chunk: &[u8], args: &Options) -> Result<bool> {
+        let deadline = args.timeout.and_then(|t| Instant::now().checked_add(t));
+        loop {
+            match pipe::write(self.input.as_fd(), chunk) {
+                Ok(n) if n == chunk.len() => return Ok(true),
+                // Not for a write of at most PIPE_BUF bytes, but never lose bytes.
+                Ok(n) => bail!("a write of {} bytes to the stdin pipe wrote {n}", chunk.len()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.raw_os_error() == Some(libc::EPIPE) => {
+                    bail!(
+                        "COMMAND of the run at {} no longer reads its stdin (the pipe has no reader)",
+                        args.pidfile.display()
+                    )
+                }
+                Err(e) => bail!("cannot write to the stdin pipe of the run at {}: {e}", args.pidfile.display()),
+            }
+            let wait = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Ok(false),
+                },
+            };
+            let mut set = [PollFd::write(self.input.as_fd())];
+            sys::poll(&mut set, wait).context("cannot wait for room in the stdin pipe")?;
+        }
+    }
+
+    /// `--eof`: ask the supervising pgrun to close its write end, and wait
+    /// until it has (or the run is over); false when `--timeout` passed
+    /// first.
+    fn close_pipe(&self, requests: &File, args: &Options) -> Result<bool> {
+        let path = &args.pidfile;
+        match pipe::write(requests.as_fd(), &[EOF_REQUEST]) {
+            Ok(_) => {}
+            // A full requests pipe holds a request already.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => {
+                bail!("cannot ask pgrun {} to close the stdin pipe of the run at {}: {e}", self.holder, path.display())
+            }
+        }
+        let deadline = args.timeout.and_then(|t| Instant::now().checked_add(t));
+        let mut backoff = Backoff::up_to(Duration::from_millis(50));
+        loop {
+            if self.record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(self.holder) {
+                return Ok(true);
+            }
+            match stdin_pipe::find(self.holder) {
+                Ok(Found::Closed) => return Ok(true),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+                Err(e) => bail!("cannot look at pgrun {}'s fds (run at {}): {e}", self.holder, path.display()),
+            }
+            if !backoff.pause_until(deadline) {
+                return Ok(false);
+            }
+        }
+    }
+}
+
+/// The run ended while send looked at it.
+fn over(path: &std::path::Path) -> Result<Option<Sender>> {
+    say::line(format_args!("no live run at {}: the run ended", path.display()));
+    Ok(None)
+}
+
+/// Read into `buf` until it is full or the source ends; how many bytes.
+fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match reader.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
