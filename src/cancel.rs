@@ -446,6 +446,14 @@ impl Canceller<'_> {
         Ok(CancelExit::Gone)
     }
 
+    /// The pgrun ending its run at the marker path, where the answer
+    /// decides: a look that failed (no fd left, an I/O error) is an error,
+    /// never "no note" (which would let cancel say the run is gone).
+    fn ending_run(&self) -> Result<Option<pidfile::EndingRun>> {
+        pidfile::ending_run_checked(&self.marker, sys::geteuid())
+            .map_err(|e| anyhow!("cannot look at the note at {}: {}", self.marker.display(), say::errno_text(&e)))
+    }
+
     /// The pgrun `holder` let go of the run's lock while cancel looked:
     /// wait for it to exit. The handle cancel opened on it came after the
     /// lock was last seen held, so it proves nothing; what does is the
@@ -456,10 +464,8 @@ impl Canceller<'_> {
         if let Some(seen) = self.seen_as(holder) {
             return self.wait_for_exit_of(seen);
         }
-        let noted = pidfile::ending_run(&self.marker, sys::geteuid())
-            .filter(|e| e.pgrun() == holder)
-            .and_then(SeenPgrun::ending)
-            .filter(SeenPgrun::can_wait);
+        let noted =
+            self.ending_run()?.filter(|e| e.pgrun() == holder).and_then(SeenPgrun::ending).filter(SeenPgrun::can_wait);
         match noted {
             Some(seen) => self.wait_for_exit_of(&seen),
             None => {
@@ -547,7 +553,7 @@ impl Canceller<'_> {
                 return Ok(if live()? { Waited::TimedOut } else { Waited::StillFinishing });
             }
         }
-        match pidfile::ending_run(&self.marker, sys::geteuid()).filter(|e| e.pgrun() == holder) {
+        match self.ending_run()?.filter(|e| e.pgrun() == holder) {
             Some(ending) if self.wait_note_released(&ending)? => Ok(Waited::Exited),
             Some(_) => Ok(Waited::StillFinishing),
             None => Ok(Waited::Withdrawn),

@@ -461,18 +461,32 @@ impl EndingRun {
 /// The pgrun ending its run at the marker `path` (see the module doc):
 /// `None` unless `path` holds a stopping note of `owner`'s whose lock is
 /// held by the very pgrun it names. Anything that cannot be read proves
-/// nothing, and is `None`.
+/// nothing, and is `None`: for a glance only (see [`ending_run_checked`]
+/// where the answer decides).
 pub fn ending_run(path: &Path, owner: u32) -> Option<EndingRun> {
-    let mut file = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path).ok()?;
-    let meta = file.metadata().ok()?;
+    ending_run_checked(path, owner).ok().flatten()
+}
+
+/// [`ending_run`], but a look that failed for want of resources or by an
+/// I/O error (EMFILE, ENFILE, ENOMEM, EIO...) is that error, never "no
+/// note": no file there (ENOENT), a symlink (ELOOP), another user's or
+/// not a note at all are `None`.
+pub fn ending_run_checked(path: &Path, owner: u32) -> io::Result<Option<EndingRun>> {
+    let opened = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path);
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
     if !meta.is_file() || meta.uid() != owner {
-        return None;
+        return Ok(None);
     }
     let mut text = Vec::new();
-    io::Read::read_to_end(&mut io::Read::take(&mut file, 64), &mut text).ok()?;
-    let pgrun = parse_note(&String::from_utf8_lossy(&text)).ok()??;
+    io::Read::read_to_end(&mut io::Read::take(&mut file, 64), &mut text)?;
+    let Ok(Some(pgrun)) = parse_note(&String::from_utf8_lossy(&text)) else { return Ok(None) };
     let run = EndingRun { file, pgrun };
-    (pgrun > 0 && run.held().ok()?).then_some(run)
+    Ok((pgrun > 0 && run.held()?).then_some(run))
 }
 
 /// Replace a request's content with `note`, in place (the note is written
