@@ -60,7 +60,10 @@ def page(run: pgrun.DetachedRun, since: int) -> List[pgrun.OutputWindow]:
     """Windows of at most 4 bytes from ``since`` on until the file's end."""
     windows = [run.output(since=since, max=4)]
     while not windows[-1].eof:
-        windows.append(run.output(since=windows[-1].next, max=4))
+        w = windows[-1]
+        assert w.since == since and w.next > since, f"a window from {since} that does not move on: {w}"
+        since = w.next
+        windows.append(run.output(since=since, max=4))
     return windows
 
 
