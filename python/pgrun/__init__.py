@@ -29,6 +29,8 @@ lines, ``_readers`` :func:`status`, :func:`cancel`, :func:`wait` and
 
 from __future__ import annotations
 
+# The private helpers and the type aliases are imported here too, so that
+# every name ``pgrun.X`` gave when the module was one file still resolves.
 from ._binary import _user_scheme, binary
 from ._errors import PgrunError, _bytes, _error, _pgrun_line
 from ._ls import ListedRun, ls

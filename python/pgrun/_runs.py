@@ -219,6 +219,7 @@ class DetachedRun:
     (beside the pid file unless :func:`start` was told otherwise; ``None``
     with ``report=False``). :meth:`status`, :meth:`cancel` and :meth:`wait`
     are the module's functions on this pid file (with its report);
+    :meth:`output` reads its output file in windows (:func:`output`);
     :meth:`result` is how the run ended. As a context manager it cancels
     the run on exit, if it is still running::
 
