@@ -21,6 +21,9 @@ import pytest
 import pgrun
 
 DEADLINE = 30.0  # generous: the CI machine is a loaded 2-core box
+#: Every run's --timeout: a test killed before its cleanup (a hung test
+#: under a harness's timeout) leaves no run behind for longer than this.
+LIFETIME = DEADLINE * 10
 
 
 def poll(what: str, done: Callable[[], bool], deadline: float = DEADLINE) -> None:
@@ -74,7 +77,7 @@ def test_windows_page_through_a_growing_file_without_gap_repeat_or_split_charact
     steps = [b"ab\xc3", b"\xa9cd\xe2\x82", b"\xacef\xf0\x9d", b"\x84\x9e", b"gh\xe2\x82\xac\xc3\xa9"]
     pidfile, out = tmp_path / "g.pid", tmp_path / "g.out"
     runs.append(pidfile)
-    run = pgrun.start(stepped(tmp_path, len(steps)), pidfile=pidfile, output_file=out)
+    run = pgrun.start(stepped(tmp_path, len(steps)), pidfile=pidfile, output_file=out, timeout=LIFETIME)
     seen, since = b"", 0
     for k, step in enumerate(steps):
         release(tmp_path, k, step)
@@ -135,7 +138,7 @@ def output_waiters() -> List[int]:
 def test_wait_returns_when_bytes_come_and_says_when_the_run_is_over(tmp_path: Path, runs: List[Path]) -> None:
     pidfile, out = tmp_path / "w.pid", tmp_path / "w.out"
     runs.append(pidfile)
-    run = pgrun.start(stepped(tmp_path, 2), pidfile=pidfile, output_file=out)
+    run = pgrun.start(stepped(tmp_path, 2), pidfile=pidfile, output_file=out, timeout=LIFETIME)
     timed_out = run.output(wait=0.2)
     assert (timed_out.outcome, timed_out.data, timed_out.next) == (pgrun.OutputOutcome.TIMED_OUT, b"", 0)
     answers: List[pgrun.OutputWindow] = []
@@ -162,7 +165,7 @@ def test_wait_returns_when_bytes_come_and_says_when_the_run_is_over(tmp_path: Pa
 def test_until_waits_for_a_matching_line(tmp_path: Path, runs: List[Path]) -> None:
     pidfile, out = tmp_path / "u.pid", tmp_path / "u.out"
     runs.append(pidfile)
-    run = pgrun.start(stepped(tmp_path, 1), pidfile=pidfile, output_file=out)
+    run = pgrun.start(stepped(tmp_path, 1), pidfile=pidfile, output_file=out, timeout=LIFETIME)
     answers: List[pgrun.OutputWindow] = []
     waiter = threading.Thread(target=lambda: answers.append(run.output(wait=DEADLINE * 4, until="^ready")))
     waiter.start()
@@ -175,7 +178,7 @@ def test_until_waits_for_a_matching_line(tmp_path: Path, runs: List[Path]) -> No
 def test_output_of_a_run_without_an_output_file_is_refused(tmp_path: Path, runs: List[Path]) -> None:
     pidfile = tmp_path / "n.pid"
     runs.append(pidfile)
-    run = pgrun.start(["sleep", "100"], pidfile=pidfile)
+    run = pgrun.start(["sleep", "100"], pidfile=pidfile, timeout=LIFETIME)
     with pytest.raises(ValueError, match="no output file"):
         run.output()
 
@@ -185,8 +188,8 @@ def test_ls_lists_the_live_runs_and_a_stale_file_as_stale(tmp_path: Path, runs: 
     folder.mkdir()
     a, b = folder / "a.pid", folder / "b.pid"
     runs += [a, b]
-    pgrun.start(["sleep", "100"], pidfile=a, report=False)
-    pgrun.start(["sh", "-c", "exec sleep 101"], pidfile=b, report=False)
+    pgrun.start(["sleep", "100"], pidfile=a, report=False, timeout=LIFETIME)
+    pgrun.start(["sh", "-c", "exec sleep 101"], pidfile=b, report=False, timeout=LIFETIME)
     # A stale pid file: the group id of a process that is gone (reaped).
     gone = subprocess.Popen(["true"])
     gone.wait()
