@@ -5,7 +5,6 @@ with their result types."""
 
 from __future__ import annotations
 
-import enum
 import json
 import os
 import subprocess
@@ -240,7 +239,7 @@ def wait(
     return WaitResult(outcome=WaitOutcome.OVER, report=parsed)
 
 
-class ReadyOutcome(enum.IntEnum):
+class ReadyOutcome(_Outcome):
     """How ``pgrun wait --ready`` ended (its exit status)."""
 
     #: A process of the run listens as asked.

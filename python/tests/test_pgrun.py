@@ -515,7 +515,7 @@ def test_a_detached_run_as_a_context_manager_is_cancelled_on_exit(tmp_path: Path
 
 
 def test_enums_print_their_names_and_compare_as_numbers() -> None:
-    for value in (*pgrun.CancelOutcome, *pgrun.WaitOutcome, *pgrun.SendOutcome):
+    for value in (*pgrun.CancelOutcome, *pgrun.WaitOutcome, *pgrun.SendOutcome, *pgrun.ReadyOutcome, *pgrun.OutputOutcome):
         assert str(value) == value.name and f"{value}" == value.name and f"{value:d}" == str(int(value))
         assert value == int(value)
     assert str(pgrun.WaitOutcome.TIMED_OUT) == "TIMED_OUT" and int(pgrun.WaitOutcome.TIMED_OUT) == 124
