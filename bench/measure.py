@@ -606,6 +606,30 @@ def detach_after():
         f"max {ms(max(late))}", "", "< 50 ms (hand-off), < 100 ms (capturing caller)")
 
 
+def send_throughput():
+    """`pgrun send` of 1 MiB into the stdin pipe of a run whose command
+    reads it (`cat`), next to the same bytes through a direct pipe (`cat
+    FILE | cat`), taking turns run by run (`paired`). Linux only."""
+    if not os.path.isdir("/proc/self/fd"):
+        return
+    runs = 3 if QUICK else 21
+    data = os.path.join(TMP, "send.bin")
+    with open(data, "wb") as f:
+        f.write(os.urandom(1 << 20))
+    pid = os.path.join(TMP, "send.pid")
+    subprocess.run([PGRUN, "--detach", "--stdin-pipe", "-p", pid, "--", "sh", "-c", "exec cat >/dev/null"], check=True)
+    with open(pid) as f:
+        OUR_GROUPS.add(int(f.read()))
+    try:
+        (direct, sent), each = paired([["sh", "-c", f"cat {data} | cat >/dev/null"], [PGRUN, "send", "--file", data, pid]],
+                                      runs, each=True)
+        row("pgrun send: 1 MiB into a run's stdin pipe, read by cat", ms(sent), f"cat FILE piped to cat {ms(direct)}",
+            f"{sent / direct:.2f}x (rounds: {spread(each[1], each[0])})", "<= 1.5x")
+    finally:
+        subprocess.run([PGRUN, "cancel", pid], check=True)
+        os.unlink(data)
+
+
 def blocked_in_poll(pid):
     """Whether process PID sleeps in poll (its main thread's wait channel)."""
     try:
@@ -750,7 +774,7 @@ ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRU
 try:
     for measure in [startup, guard_startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
                     idle_and_memory, scale, cancel_at_scale, output_relay, output_file, wait_latency, detach_latency, detach_after,
-                    output_wait_latency, output_window, ls_runs, status_at_scale]:
+                    output_wait_latency, output_window, ls_runs, status_at_scale, send_throughput]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()
 finally:
