@@ -61,10 +61,16 @@ fn a_cancel_short_of_fds_still_waits_for_the_pgrun_it_stopped() {
     guard.child(cancel).stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
     assert_eq!(status, 0, "cancel: {stderr}");
     assert!(!early, "cancel exited while the pgrun it stopped was alive: {stderr}");
-    assert!(
-        stderr.contains(&format!("pgrun {pgrun_pid} has exited")) && !stderr.contains("cannot be told here"),
-        "cancel did not wait for pgrun {pgrun_pid} to exit: {stderr}"
-    );
+    // On Linux it waits on the pidfd its first look proved. The portable
+    // path has no pidfds: it polls the lock, then waits on the note pgrun
+    // holds until it exits; a poll that comes once pgrun has exited (a busy
+    // machine) finds neither and says so. Not early is what counts there.
+    if !cfg!(feature = "posix-fallback") {
+        assert!(
+            stderr.contains(&format!("pgrun {pgrun_pid} has exited")) && !stderr.contains("cannot be told here"),
+            "cancel did not wait for pgrun {pgrun_pid} to exit: {stderr}"
+        );
+    }
     assert_eq!(guard.wait(run), 143);
     assert!(!pidfile.exists() && !scratch.path("job.pid.cancel").exists(), "files left behind");
 }
