@@ -89,7 +89,9 @@ fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
     if pidfile::same_file(&marker, path) {
         return Err((StatusExit::Usage, anyhow!("--cancel-file {} names the pid file itself", marker.display())));
     }
-    // What the run is doing is said in JSON alone: the plain line skips its cost.
+    // What the run is doing is said in JSON alone: the plain line skips its
+    // cost. With it, a group- or tree-mode run is counted in the same walk
+    // of its own processes (see `count_and_look`), not from a scan.
     let report = look(path, &marker, Census::Proc, args.json)?;
     print(args.json, &report, &marker).map_err(|e| (StatusExit::Unknown, anyhow!("cannot write to stdout: {e}")))?;
     Ok(match report.state {
