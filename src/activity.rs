@@ -51,35 +51,75 @@ pub struct Activity {
 /// `pgid`), pgrun itself and its guard aside: see the module doc.
 pub fn run_processes(holder: Pid, pgid: Pid) -> Vec<Pid> {
     let group_only = mode_of(holder) == Mode::Group;
-    let mut found = Vec::new();
     if proc::children_files_exist() {
-        let mut seen = BTreeSet::new();
-        let top = proc::children(holder).unwrap_or_default();
-        let mut stack: Vec<Pid> =
-            top.into_iter().filter(|&c| proc::comm(c).is_none_or(|name| name != crate::guard::NAME)).collect();
-        while let Some(pid) = stack.pop() {
-            if pid == holder || !seen.insert(pid) {
-                continue;
-            }
-            let Some(stat) = proc::stat(pid) else { continue };
-            if !group_only || stat.pgrp == pgid {
-                found.push(pid);
-            }
-            // One thread, not a zombie: its children are all its main
-            // thread's (half the reads).
-            let children = if stat.threads == 1 && stat.state != b'Z' {
-                proc::main_thread_children(pid)
-            } else {
-                proc::children(pid)
-            };
-            stack.extend(children.unwrap_or_default());
-        }
-    } else {
-        // No children files: the group, from a scan of /proc.
-        found = proc::scan().into_iter().filter(|(_, s)| s.pgrp == pgid).map(|(pid, _)| pid).collect();
+        // Where pgrun's children cannot be listed, none are found.
+        return walk(holder, pgid, group_only).map(|walked| walked.pids).unwrap_or_default();
     }
+    // No children files: the group, from a scan of /proc.
+    let mut found: Vec<Pid> = proc::scan().into_iter().filter(|(_, s)| s.pgrp == pgid).map(|(pid, _)| pid).collect();
     found.sort_unstable();
     found
+}
+
+/// A run counted and looked at in one walk of its processes, for `pgrun
+/// status --json`: how many of them are in its group (zombies too, as a
+/// group's census counts them), how many live ones have left it, and what
+/// they are doing ([`look`]).
+pub struct CountedRun {
+    pub in_group: usize,
+    pub outside_group: usize,
+    pub activity: io::Result<Activity>,
+}
+
+/// The run published by the pgrun `holder` (group `pgid`) in `mode`,
+/// counted and looked at with one walk down from `holder` (each process's
+/// stat and children read once, its fd table once): see [`CountedRun`].
+/// `None` where that walk cannot be made (no children files, `holder`'s
+/// children cannot be listed): the caller counts another way.
+pub fn count_and_look(holder: Pid, pgid: Pid, mode: Mode) -> Option<CountedRun> {
+    let walked = walk(holder, pgid, mode == Mode::Group)?;
+    Some(CountedRun { in_group: walked.in_group, outside_group: walked.outside_group, activity: look(&walked.pids) })
+}
+
+/// What one walk down from a run's pgrun found.
+struct Walked {
+    /// The run's processes (with `group_only`, those in its group), sorted.
+    pids: Vec<Pid>,
+    in_group: usize,
+    outside_group: usize,
+}
+
+/// The descendants of `holder`, its guard and what is below that aside,
+/// each one's stat and children read once; `None` where the kernel has no
+/// children files or `holder`'s children cannot be listed.
+fn walk(holder: Pid, pgid: Pid, group_only: bool) -> Option<Walked> {
+    if !proc::children_files_exist() {
+        return None;
+    }
+    let mut walked = Walked { pids: Vec::new(), in_group: 0, outside_group: 0 };
+    let mut seen = BTreeSet::new();
+    let top = proc::children(holder).ok()?;
+    let mut stack: Vec<Pid> =
+        top.into_iter().filter(|&c| proc::comm(c).is_none_or(|name| name != crate::guard::NAME)).collect();
+    while let Some(pid) = stack.pop() {
+        if pid == holder || !seen.insert(pid) {
+            continue;
+        }
+        let Some(stat) = proc::stat(pid) else { continue };
+        let in_group = stat.pgrp == pgid;
+        walked.in_group += usize::from(in_group);
+        walked.outside_group += usize::from(!in_group && stat.state != b'Z');
+        if !group_only || in_group {
+            walked.pids.push(pid);
+        }
+        // One thread, not a zombie: its children are all its main
+        // thread's (half the reads).
+        let children =
+            if stat.threads == 1 && stat.state != b'Z' { proc::main_thread_children(pid) } else { proc::children(pid) };
+        stack.extend(children.unwrap_or_default());
+    }
+    walked.pids.sort_unstable();
+    Some(walked)
 }
 
 /// The `--contain` mode the pgrun `holder` was asked for, read from its

@@ -89,7 +89,9 @@ fn answer(args: &Options) -> Result<StatusExit, (StatusExit, anyhow::Error)> {
     if pidfile::same_file(&marker, path) {
         return Err((StatusExit::Usage, anyhow!("--cancel-file {} names the pid file itself", marker.display())));
     }
-    // What the run is doing is said in JSON alone: the plain line skips its cost.
+    // What the run is doing is said in JSON alone: the plain line skips its
+    // cost. With it, a group- or tree-mode run is counted in the same walk
+    // of its own processes (see `count_and_look`), not from a scan.
     let report = look(path, &marker, Census::Proc, args.json)?;
     print(args.json, &report, &marker).map_err(|e| (StatusExit::Unknown, anyhow!("cannot write to stdout: {e}")))?;
     Ok(match report.state {
@@ -211,7 +213,13 @@ fn look(
                     report.state = if stopping { State::Stopping } else { State::Running };
                     if !report.other_pid_namespace {
                         // The run as its --contain mode defines it.
+                        // Asked what the run is doing: counted in the same
+                        // walk where its mode allows.
+                        let mut counted = (activity && holder > 0 && crate::activity::AVAILABLE)
+                            .then(|| count_and_look(holder, record.pgid))
+                            .flatten();
                         report.processes = match holder {
+                            _ if counted.is_some() => counted.as_ref().map(|(processes, _)| *processes),
                             0 => crate::sys::proc::count_group_members(record.pgid),
                             holder if pidfile::group_holds_run_of(holder, record.pgid) => {
                                 count_run(holder, record.pgid, census)
@@ -226,9 +234,12 @@ fn look(
                             .flatten()
                             .map(|leaf| crate::resources::Live::from(&leaf));
                         if activity && holder > 0 && crate::activity::AVAILABLE {
-                            let pids = crate::activity::run_processes(holder, record.pgid);
+                            let looked = match counted.take() {
+                                Some((_, run)) => run.activity,
+                                None => crate::activity::look(&crate::activity::run_processes(holder, record.pgid)),
+                            };
                             // Advisory: what cannot be read is left out.
-                            if let Ok(activity) = crate::activity::look(&pids) {
+                            if let Ok(activity) = looked {
                                 report.listening = Some(activity.listening);
                                 report.blocked_on_input = Some(activity.blocked_on_input);
                             }
@@ -308,6 +319,21 @@ fn count_run(holder: Pid, pgid: Pid, census: Census) -> Option<usize> {
         return Some(group + outside);
     }
     Some(group + crate::contain::tree::count_outside(holder, pgid, crate::guard::NAME))
+}
+
+/// The run published by the pgrun `holder` (group `pgid`) counted as
+/// [`count_run`] does and looked at ([`crate::activity`]) in one walk of
+/// its own processes, where its mode is group or tree and its group is
+/// still the run's: how many processes it has, and what they are doing.
+/// `None` elsewhere (the caller counts and looks apart).
+fn count_and_look(holder: Pid, pgid: Pid) -> Option<(usize, crate::activity::CountedRun)> {
+    let mode = mode_of(holder);
+    if !matches!(mode, Mode::Group | Mode::Tree) || !pidfile::group_holds_run_of(holder, pgid) {
+        return None;
+    }
+    let run = crate::activity::count_and_look(holder, pgid, mode)?;
+    let processes = if mode == Mode::Tree { run.in_group + run.outside_group } else { run.in_group };
+    Some((processes, run))
 }
 
 /// The `--contain` mode the pgrun `holder` was asked for, read from its

@@ -40,6 +40,7 @@ mod robustness;
 mod send;
 mod snippets;
 mod status;
+mod status_count;
 mod stopping;
 mod stress;
 mod terminal;
