@@ -30,14 +30,12 @@
 //! as `unreaped`; while draining, a group left with nothing but such zombies
 //! is over at once (where /proc can tell).
 //!
-//! Nothing on the way of a stop waits on a scan of all of `/proc`, whose
-//! cost is what the whole machine runs (seconds, under load, with thousands
-//! of processes on the host), while the loop neither reaps nor watches: the
-//! members are counted, and a live one found, among pgrun's descendants,
-//! a walk that costs what the run has ([`crate::contain::OwnGroup::members`],
-//! [`crate::contain::OwnGroup::census`]). And after anything that takes a
-//! moment (a count), the loop reaps and looks at the run again before it
-//! acts on a deadline that passed meanwhile.
+//! Nothing on the way of a stop waits on a scan of all of `/proc` (its cost
+//! is the whole machine's: seconds under load) while the loop neither reaps
+//! nor watches: members are counted, and a live one found, among pgrun's
+//! descendants ([`crate::contain::OwnGroup::members`], [`crate::contain::OwnGroup::census`]).
+//! After anything that takes a moment (a count), the loop reaps and looks
+//! at the run again before it acts on a deadline that passed meanwhile.
 
 use super::lifecycle::Lifecycle;
 use crate::backoff::Backoff;
