@@ -7,11 +7,6 @@ use std::fs;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-/// The portable path has no `/proc/PID/fd`: --stdin-pipe and send say so.
-fn portable() -> bool {
-    cfg!(feature = "posix-fallback")
-}
-
 /// `pgrun send ARGS... PIDFILE`.
 fn send(pidfile: &Path, args: &[&str]) -> Output {
     run(pgrun(["send"]).args(args).arg(pidfile))
@@ -42,10 +37,8 @@ fn stdin_pipe_needs_a_pidfile() {
 }
 
 #[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn sends_reach_the_command_in_order_and_only_eof_ends_its_input() {
-    if portable() {
-        return;
-    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("p");
@@ -77,10 +70,8 @@ fn sends_reach_the_command_in_order_and_only_eof_ends_its_input() {
 }
 
 #[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn eof_alone_only_closes_the_pipe_and_a_later_send_is_refused() {
-    if portable() {
-        return;
-    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("p");
@@ -102,10 +93,8 @@ fn eof_alone_only_closes_the_pipe_and_a_later_send_is_refused() {
 /// Writes of 4096 bytes from senders at once: the command reads whole
 /// blocks, never two senders' bytes mixed within one.
 #[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn writes_of_at_most_4096_bytes_are_never_interleaved() {
-    if portable() {
-        return;
-    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("p");
@@ -142,10 +131,8 @@ fn writes_of_at_most_4096_bytes_are_never_interleaved() {
 }
 
 #[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn a_command_that_reads_nothing_makes_send_time_out_saying_how_much_was_written() {
-    if portable() {
-        return;
-    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("p");
@@ -177,10 +164,8 @@ fn no_live_run_is_1() {
 }
 
 #[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn a_run_without_a_stdin_pipe_is_125() {
-    if portable() {
-        return;
-    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("p");
@@ -191,10 +176,8 @@ fn a_run_without_a_stdin_pipe_is_125() {
 }
 
 #[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn a_command_that_closed_its_stdin_is_125() {
-    if portable() {
-        return;
-    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("p");
@@ -207,8 +190,9 @@ fn a_command_that_closed_its_stdin_is_125() {
 }
 
 #[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn another_users_send_is_refused() {
-    if portable() || !require(Capability::UnprivilegedUser) {
+    if !require(Capability::UnprivilegedUser) {
         return;
     }
     let scratch = Scratch::new();
@@ -235,10 +219,8 @@ fn another_users_send_is_refused() {
 }
 
 #[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn a_detached_run_has_its_stdin_pipe() {
-    if portable() {
-        return;
-    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("p");
@@ -261,10 +243,8 @@ fn a_detached_run_has_its_stdin_pipe() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "posix-fallback"), ignore = "the portable path's refusal: run with --features posix-fallback")]
 fn off_linux_send_and_stdin_pipe_say_they_are_not_available() {
-    if !portable() {
-        return;
-    }
     let scratch = Scratch::new();
     let out = run(pgrun(["-p"]).arg(scratch.path("p")).args(["--stdin-pipe", "--", "true"]));
     assert_status(&out, 125, "--stdin-pipe on the portable path");
@@ -275,10 +255,8 @@ fn off_linux_send_and_stdin_pipe_say_they_are_not_available() {
 /// `--timeout` bounds that wait too: a pgrun held stopped does not close
 /// it, and send says so with 124; continued, it closes it.
 #[test]
+#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn eof_waits_for_the_pgrun_to_close_its_end_within_the_timeout() {
-    if portable() {
-        return;
-    }
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let pidfile = scratch.path("p");
