@@ -27,9 +27,9 @@
 //! first there writes (or splices); the other waits, even to a
 //! destination of its own. The caller then always has exactly the file's
 //! first N bytes, each of its fds its stream's among them, and nothing
-//! after N, so that the hand-off's N is exact. Since a piece is written
-//! whole before any later one, this order also keeps a shared
-//! destination's writes whole.
+//! after N, so that the hand-off's N is exact. A piece part-way written
+//! still holds, as at a shared destination, whose writes this keeps whole
+//! too.
 //!
 //! A destination that is a pipe or a regular file can also take bytes
 //! kernel to kernel on Linux (`splice`), a pipe a copy of them (`tee`):
@@ -160,10 +160,9 @@ struct Turn {
 struct Shared {
     /// The rule they write by.
     rule: Rule,
-    /// [`Rule::TakeTurns`]: whether one of the two has its front piece
-    /// part-way written at their one destination: the one that has
-    /// `started` it (there is at most one, since the other writes nothing
-    /// meanwhile).
+    /// Whether one of the two has its front piece part-way written: the
+    /// one that has `started` it (there is at most one, since the other
+    /// writes nothing meanwhile).
     held: Cell<bool>,
     /// [`Rule::FileOrder`]: where each side's front piece begins in the
     /// output file (`u64::MAX`: not known, after every other), or `None`
@@ -171,12 +170,14 @@ struct Shared {
     fronts: [Cell<Option<u64>>; 2],
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Rule {
     /// One destination: a piece part-way written holds it.
     TakeTurns,
     /// `--detach-after`: the front piece that comes first in the output
-    /// file goes first, wherever each goes.
+    /// file goes first, wherever each goes; a piece part-way written
+    /// still holds (a cut's marker and tail, which the file does not
+    /// place, are never torn by a piece that does).
     FileOrder,
 }
 
@@ -197,24 +198,26 @@ impl Outbox {
     }
 
     fn bind(a: &mut Outbox, b: &mut Outbox, rule: Rule) {
-        let shared = Rc::new(Shared { rule, held: Cell::new(false), fronts: Default::default() });
+        let held = Cell::new(a.started || b.started);
+        let shared = Rc::new(Shared { rule, held, fronts: Default::default() });
         a.turn = Some(Turn { shared: shared.clone(), side: 0 });
         b.turn = Some(Turn { shared, side: 1 });
-        for outbox in [a, b] {
-            outbox.set_written(outbox.written, outbox.started);
-            outbox.publish_front();
-        }
+        a.publish_front();
+        b.publish_front();
     }
 
     /// Whether this outbox may write to its destination now: the other
-    /// one that shares it is not part-way through a piece there; in the
-    /// output file's order, this one's front piece comes first (with
-    /// nothing owed, whether the other owes nothing). Bytes spliced to the
-    /// destination wait for this too.
+    /// one that shares it is not part-way through a piece; in the output
+    /// file's order, also this one's front piece comes first (with nothing
+    /// owed: the other owes nothing). Bytes spliced to the destination
+    /// wait for this too.
     pub fn may_write(&self) -> bool {
         let Some(turn) = &self.turn else { return true };
+        if self.started || turn.shared.held.get() {
+            return self.started;
+        }
         match turn.shared.rule {
-            Rule::TakeTurns => self.started || !turn.shared.held.get(),
+            Rule::TakeTurns => true,
             Rule::FileOrder => {
                 let other = turn.shared.fronts[1 - turn.side].get();
                 let this = turn.shared.fronts[turn.side].get();
@@ -317,9 +320,7 @@ impl Outbox {
     /// does.
     fn set_written(&mut self, written: usize, started: bool) {
         (self.written, self.started) = (written, started);
-        if let Some(turn) = &self.turn
-            && turn.shared.rule == Rule::TakeTurns
-        {
+        if let Some(turn) = &self.turn {
             turn.shared.held.set(started);
         }
     }
@@ -435,6 +436,21 @@ mod tests {
         err.clear();
         err.push(b"tail".to_vec());
         assert!(out.may_write() && !err.may_write());
+    }
+
+    #[test]
+    fn in_the_files_order_a_piece_part_way_written_still_holds() {
+        let (_read_end, dest) = pipe_with_room(4096);
+        let (mut out, mut err) = (Outbox::default(), Outbox::default());
+        Outbox::in_file_order(&mut out, &mut err);
+        // A cut's tail, which the file does not place, part-way written;
+        // then a piece the file places, which would come first.
+        out.push(vec![b't'; 6000]);
+        out.flush(&dest).unwrap();
+        err.push_from(b"e\n".to_vec(), Some(10));
+        assert!(out.may_write() && !err.may_write(), "a piece part-way written was overtaken");
+        out.clear();
+        assert!(err.may_write());
     }
 
     #[test]
