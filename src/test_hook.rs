@@ -46,7 +46,9 @@
 //! can be read; the run is withdrawn, its lock let go of, the note at the
 //! marker path still held), `note-removed` (pgrun's last steps: that note
 //! is removed from the marker path, its lock not let go of yet, the guard
-//! not yet reaped). In the readers (`cancel`, `status`, `wait`):
+//! not yet reaped). With `--detach-after`, in the caller's process:
+//! `let-go` (DUR has passed, the supervising pgrun is not asked yet to let
+//! go of the caller's fds). In the readers (`cancel`, `status`, `wait`):
 //! `record-read` (a pid file is open and its record read, its locks not
 //! looked at yet). And in `pgrun cancel`: `cancel-marked` (the marker is
 //! made, the pid file not looked at since), `cancel-found` (a live run was

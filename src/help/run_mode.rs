@@ -186,10 +186,10 @@ Keep an eye, then let go (--detach-after DUR, needs --pidfile and --output-file)
   returns at once), and neither a signal to the caller's process group nor
   a hang-up of its terminal reaches it. N is the byte of F up to which the
   caller's stdout and stderr got the output and past which they got
-  nothing: `pgrun output --since N F` goes on exactly from there. (Where a
-  reader of the caller's takes nothing for 20 ms at the hand-off, N is the
-  first byte it lacks, and what the other stream's reader already got past
-  N comes again; under --max-output the caller got a cut of F up to N.)
+  nothing: `pgrun output --since N F` goes on exactly from there. (So that
+  N is exact, the caller's stdout and stderr get the output in F's order:
+  while one of its readers stalls, the other stream waits too. Under
+  --max-output the caller got a cut of F up to N: each stream's head.)
   --timeout, --idle-timeout, the limits and --report still apply, counted
   from the start: \"background after 10 s, but never longer than 1 h\" is
   --detach-after 10 --timeout 1h. Until the hand-off a signal to the

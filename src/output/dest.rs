@@ -21,6 +21,16 @@
 //! reaches the shared destination whole, as on a direct pipe, however
 //! many pieces a slow reader makes of pgrun's writes.
 //!
+//! With `--detach-after` (see [`super::handoff`]) the two outboxes share a
+//! stricter turn, the output file's order: each piece remembers where it
+//! begins in the file, and only the outbox whose first owed piece comes
+//! first there writes (or splices); the other waits, even to a
+//! destination of its own. The caller then always has exactly the file's
+//! first N bytes, each of its fds its stream's among them, and nothing
+//! after N, so that the hand-off's N is exact. A piece part-way written
+//! still holds, as at a shared destination, whose writes this keeps whole
+//! too.
+//!
 //! A destination that is a pipe or a regular file can also take bytes
 //! kernel to kernel on Linux (`splice`), a pipe a copy of them (`tee`):
 //! the [`Dest`] says which, and forgets it for good once the kernel
@@ -125,7 +135,9 @@ impl Dest {
 pub struct Outbox {
     pieces: VecDeque<Vec<u8>>,
     /// Where each piece begins in the output file, where it is the file's
-    /// bytes as they are (see [`Outbox::owed_from`]).
+    /// bytes as they are (see [`Outbox::owed_from`]); a piece that is not
+    /// (a cut's marker and tail) comes after every other in the file's
+    /// order.
     starts: VecDeque<Option<u64>>,
     written: usize,
     /// The front piece has bytes at the destination already: `written`
@@ -133,29 +145,98 @@ pub struct Outbox {
     /// spliced there just before it. A shared destination is held then.
     started: bool,
     /// Shared with the other stream's outbox where both go to one
-    /// destination.
+    /// destination, or must reach theirs in the output file's order.
     turn: Option<Turn>,
 }
 
-/// Whether one of two outboxes with one destination has its front piece
-/// there part-way written: the one that has `started` it (there is at
-/// most one, since the other writes nothing meanwhile).
-#[derive(Clone, Default)]
-struct Turn(Rc<Cell<bool>>);
+/// This outbox's side of what it shares with the other stream's.
+struct Turn {
+    shared: Rc<Shared>,
+    /// Which of the two this is (the first, stdout's, wins a tie).
+    side: usize,
+}
+
+/// What two outboxes share.
+struct Shared {
+    /// The rule they write by.
+    rule: Rule,
+    /// Whether one of the two has its front piece part-way written: the
+    /// one that has `started` it (there is at most one, since the other
+    /// writes nothing meanwhile).
+    held: Cell<bool>,
+    /// [`Rule::FileOrder`]: where each side's front piece begins in the
+    /// output file (`u64::MAX`: not known, after every other), or `None`
+    /// where nothing is owed.
+    fronts: [Cell<Option<u64>>; 2],
+}
+
+#[derive(Clone, Copy)]
+enum Rule {
+    /// One destination: a piece part-way written holds it.
+    TakeTurns,
+    /// `--detach-after`: the front piece that comes first in the output
+    /// file goes first, wherever each goes; a piece part-way written
+    /// still holds (a cut's marker and tail, which the file does not
+    /// place, are never torn by a piece that does).
+    FileOrder,
+}
 
 impl Outbox {
     /// `a` and `b` write to one destination: from now on neither writes
     /// there while the other's front piece is part-way written.
     pub fn share(a: &mut Outbox, b: &mut Outbox) {
-        let turn = Turn::default();
-        (a.turn, b.turn) = (Some(turn.clone()), Some(turn));
+        Outbox::bind(a, b, Rule::TakeTurns);
+    }
+
+    /// `a` and `b` write to their destinations in the output file's order
+    /// (see the module doc), in place of any turn they took before: from
+    /// now on only the one whose front piece comes first in the file
+    /// writes, and new bytes go on kernel to kernel only while neither
+    /// owes anything (they come after all that is owed).
+    pub fn in_file_order(a: &mut Outbox, b: &mut Outbox) {
+        Outbox::bind(a, b, Rule::FileOrder);
+    }
+
+    fn bind(a: &mut Outbox, b: &mut Outbox, rule: Rule) {
+        let held = Cell::new(a.started || b.started);
+        let shared = Rc::new(Shared { rule, held, fronts: Default::default() });
+        a.turn = Some(Turn { shared: shared.clone(), side: 0 });
+        b.turn = Some(Turn { shared, side: 1 });
+        a.publish_front();
+        b.publish_front();
     }
 
     /// Whether this outbox may write to its destination now: the other
-    /// one that shares it is not part-way through a piece there. Bytes
-    /// spliced to the destination wait for this too.
+    /// one that shares it is not part-way through a piece; in the output
+    /// file's order, also this one's front piece comes first (with nothing
+    /// owed: the other owes nothing). Bytes spliced to the destination
+    /// wait for this too.
     pub fn may_write(&self) -> bool {
-        self.started || !self.turn.as_ref().is_some_and(|turn| turn.0.get())
+        let Some(turn) = &self.turn else { return true };
+        if self.started || turn.shared.held.get() {
+            return self.started;
+        }
+        match turn.shared.rule {
+            Rule::TakeTurns => true,
+            Rule::FileOrder => {
+                let other = turn.shared.fronts[1 - turn.side].get();
+                let this = turn.shared.fronts[turn.side].get();
+                match (this, other) {
+                    (_, None) => true,
+                    (None, Some(_)) => false,
+                    (Some(this), Some(other)) => (this, turn.side) < (other, 1 - turn.side),
+                }
+            }
+        }
+    }
+
+    /// Tell the other outbox, in the output file's order, where this one's
+    /// front piece begins now.
+    fn publish_front(&self) {
+        if let Some(turn) = &self.turn {
+            let front = self.pieces.front().map(|_| self.starts.front().copied().flatten().unwrap_or(u64::MAX));
+            turn.shared.fronts[turn.side].set(front);
+        }
     }
 
     /// Queue `piece` (nothing if it is empty).
@@ -169,6 +250,7 @@ impl Outbox {
         if !piece.is_empty() {
             self.pieces.push_back(piece);
             self.starts.push_back(at);
+            self.publish_front();
         }
     }
 
@@ -189,6 +271,7 @@ impl Outbox {
             self.pieces.push_back(piece);
             self.starts.push_back(at);
             self.set_written(0, true);
+            self.publish_front();
         }
     }
 
@@ -201,6 +284,7 @@ impl Outbox {
         self.pieces.clear();
         self.starts.clear();
         self.set_written(0, false);
+        self.publish_front();
     }
 
     /// Write what `dest` takes without waiting, at most
@@ -219,6 +303,11 @@ impl Outbox {
                 self.pieces.pop_front();
                 self.starts.pop_front();
                 self.set_written(0, false);
+                self.publish_front();
+                // The other's front may come first now.
+                if !self.may_write() {
+                    return Ok(());
+                }
             } else {
                 self.set_written(self.written + n, true);
             }
@@ -232,7 +321,7 @@ impl Outbox {
     fn set_written(&mut self, written: usize, started: bool) {
         (self.written, self.started) = (written, started);
         if let Some(turn) = &self.turn {
-            turn.0.set(started);
+            turn.shared.held.set(started);
         }
     }
 }
@@ -314,6 +403,54 @@ mod tests {
         Outbox::share(&mut alone, &mut other);
         alone.push_continuing(Vec::new(), None);
         assert!(other.may_write(), "an empty rest held the destination");
+    }
+
+    #[test]
+    fn in_the_files_order_a_later_piece_waits_for_an_earlier_one_elsewhere() {
+        let (out_read, out_dest) = pipe_with_room(4096);
+        let (err_read, err_dest) = pipe_with_room(4096);
+        let (mut out, mut err) = (Outbox::default(), Outbox::default());
+        Outbox::in_file_order(&mut out, &mut err);
+        assert!(out.may_write() && err.may_write(), "nothing owed, and new bytes had to wait");
+        out.push_from(vec![b'o'; 6000], Some(0));
+        err.push_from(b"e\n".to_vec(), Some(6000));
+        out.flush(&out_dest).unwrap();
+        err.flush(&err_dest).unwrap();
+        assert!(!out.is_empty(), "6000 bytes went into a pipe with room for 4096");
+        assert!(!err.may_write(), "a piece later in the file may go before an earlier one");
+        assert!(drain(&err_read).iter().all(|&b| b == b'.'), "stderr got bytes past stdout's owed ones");
+        // stdout's reader takes the rest: stderr's turn comes.
+        while !out.is_empty() {
+            drain(&out_read);
+            out.flush(&out_dest).unwrap();
+        }
+        assert!(err.may_write());
+        err.flush(&err_dest).unwrap();
+        assert!(err.is_empty());
+        assert_eq!(drain(&err_read).into_iter().filter(|&b| b != b'.').collect::<Vec<_>>(), b"e\n");
+        // Bytes nobody has placed in the file (a cut's tail) come last; a
+        // tie goes to stdout's.
+        out.push(b"tail".to_vec());
+        err.push_from(b"x".to_vec(), Some(7000));
+        assert!(!out.may_write() && err.may_write());
+        err.clear();
+        err.push(b"tail".to_vec());
+        assert!(out.may_write() && !err.may_write());
+    }
+
+    #[test]
+    fn in_the_files_order_a_piece_part_way_written_still_holds() {
+        let (_read_end, dest) = pipe_with_room(4096);
+        let (mut out, mut err) = (Outbox::default(), Outbox::default());
+        Outbox::in_file_order(&mut out, &mut err);
+        // A cut's tail, which the file does not place, part-way written;
+        // then a piece the file places, which would come first.
+        out.push(vec![b't'; 6000]);
+        out.flush(&dest).unwrap();
+        err.push_from(b"e\n".to_vec(), Some(10));
+        assert!(out.may_write() && !err.may_write(), "a piece part-way written was overtaken");
+        out.clear();
+        assert!(err.may_write());
     }
 
     #[test]

@@ -17,16 +17,34 @@
 //! little-endian) on a second pipe. From then on the output goes to the
 //! file only, and nothing of the run holds an fd of the caller's.
 //!
+//! N is exact because, until then, the caller's fds get the output in the
+//! file's order ([`super::dest::Outbox::in_file_order`]): a piece goes to
+//! the caller's stdout or stderr only once every byte before it in the
+//! file has gone to the caller (a write that took part of it leaves the
+//! rest first in line), so at every moment the caller has exactly the
+//! file's first bytes, each of its fds its own stream's among them, and
+//! nothing after. No byte past N reached either fd, and nothing comes
+//! again: `pgrun output --since N` goes on with no gap and no repeat. The
+//! price: while one reader of the caller's stalls, the other stream's
+//! bytes to the caller wait behind it too (a direct pipe would let them
+//! flow), and once each stream holds a piece owed, the relay stops reading
+//! the command, as it does for any slow reader; the command then waits on
+//! its next write. Only a run with `--detach-after` pays it, and only
+//! while a reader of the caller's stalls: with nothing owed, new bytes go
+//! kernel to kernel as in any run. An ordinary run's streams never wait
+//! for each other (but to keep a shared destination's writes whole).
+//!
+//! Under `--max-output` the caller's share of the file is a cut: of the
+//! file's first N bytes it got each stream's head (a stream that ended
+//! already, its marker and tail too), never the bytes past a stream's head,
+//! whose marker and tail would come only at the stream's end; nothing past
+//! N. A stream past its head owes nothing and is read on (into its ring).
+//!
 //! The caller's process dying before it asked (the pipe's end, no byte:
 //! a SIGKILL, a harness's own timeout) is no hand-off: the run was still
 //! attached to it, and is stopped as a cancelled run, as an ordinary run's
 //! guard stops it when its pgrun is killed; the relay lets go of the
 //! caller's fds all the same, and says so ([`super::relay::Relay::caller_left`]).
-//!
-//! Where a reader of the caller's took nothing for [`LET_GO_GRACE`], N is
-//! the first byte it still lacks, and the other stream's bytes past N that
-//! its own reader already got come again from N on; under `--max-output`
-//! the caller got a cut of what lies before N.
 
 use crate::sys::pipe;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};

@@ -11,6 +11,11 @@
 //! [`Relay::on_ready`], which says whether bytes were read (what moves the
 //! idle deadline; a splice or tee counts as a read).
 //!
+//! With `--detach-after` ([`Relay::hand_off_on`]) the streams reach the
+//! caller's fds in the output file's order, so that the hand-off's N is
+//! exact (see [`super::handoff`]): a stream whose owed bytes come later in
+//! the file than the other's waits, and is not polled for room meanwhile.
+//!
 //! At most one source rests at a time (see [`super::rest`]), and bytes on
 //! the other wake pgrun, which takes the resting one's first
 //! ([`Relay::take_from_resting`]): a rest does not reorder stdout and
@@ -127,10 +132,12 @@ impl Relay {
     }
 
     /// `--detach-after`: from now on, until it lets go, the relay also
-    /// watches for the caller's process asking it to (see
-    /// [`super::handoff`]).
+    /// watches for the caller's process asking it to, and writes to the
+    /// caller's fds in the output file's order (see [`super::handoff`]).
     pub fn hand_off_on(&mut self, hand_off: HandOff) {
         self.hand_off = Some(hand_off);
+        let [out, err] = &mut self.streams;
+        Outbox::in_file_order(&mut out.outbox, &mut err.outbox);
     }
 
     /// The fds to poll and what for, into `set`; returns how many. A
@@ -155,7 +162,9 @@ impl Relay {
                 set[n] = PollFd::read(source.as_fd());
                 n += 1;
             }
-            if !s.outbox.is_empty() {
+            // Owed bytes whose turn has not come (see [`Outbox::may_write`])
+            // wait for the other stream's, which is polled.
+            if !s.outbox.is_empty() && s.outbox.may_write() {
                 set[n] = PollFd::write(s.dest.fd());
                 n += 1;
             } else if s.dest.watch_reader && s.source.is_some() {
@@ -239,14 +248,7 @@ impl Relay {
         let until = Instant::now() + LET_GO_GRACE;
         loop {
             let mut set = [PollFd::read(hand_off.fd()); 2];
-            let mut n = 0;
-            for s in &mut self.streams {
-                s.flush();
-                if !s.outbox.is_empty() {
-                    set[n] = PollFd::write(s.dest.fd());
-                    n += 1;
-                }
-            }
+            let n = self.flush_in_turn(&mut set, 0);
             let left = until.saturating_duration_since(Instant::now());
             if n == 0 || left.is_zero() || crate::sys::poll(&mut set[..n], Some(left)).is_err() {
                 break;
@@ -266,6 +268,31 @@ impl Relay {
         if asked {
             hand_off.answer(given);
         }
+    }
+
+    /// Write what the readers take now, and put the destinations still
+    /// owed bytes that may be written now into `set` from `n` on; returns
+    /// the new count. A stream whose turn came while the other wrote
+    /// writes too. A stream owed bytes whose turn has not come (see
+    /// [`Outbox::may_write`]) is not among them: the other is, whose owed
+    /// bytes come first.
+    fn flush_in_turn(&mut self, set: &mut [PollFd], mut n: usize) -> usize {
+        let waited = self.streams.each_ref().map(|s| !s.outbox.may_write());
+        for s in &mut self.streams {
+            s.flush();
+        }
+        for (s, waited) in self.streams.iter_mut().zip(waited) {
+            if waited {
+                s.flush();
+            }
+        }
+        for s in &self.streams {
+            if !s.outbox.is_empty() && s.outbox.may_write() {
+                set[n] = PollFd::write(s.dest.fd());
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Whether the caller's process died before the hand-off (`--detach-after`;
@@ -353,15 +380,8 @@ impl Relay {
         let mut watch_signals = true;
         loop {
             let mut set = [PollFd::read(signals.as_fd()); 3];
-            let mut n = usize::from(watch_signals);
-            let first = n;
-            for s in &mut self.streams {
-                s.flush();
-                if !s.outbox.is_empty() {
-                    set[n] = PollFd::write(s.dest.fd());
-                    n += 1;
-                }
-            }
+            let first = usize::from(watch_signals);
+            let n = self.flush_in_turn(&mut set, first);
             if n == first {
                 break;
             }

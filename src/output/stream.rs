@@ -205,9 +205,10 @@ impl Stream {
     /// How many of the next bytes may go kernel to kernel, at most `len`:
     /// none if this stream cannot splice (or, with the output file still
     /// being written, `copied`, cannot tee), still owes bytes to its
-    /// destination (they come first), or shares it with the other stream,
-    /// which is part-way through a piece there; else what the shape lets
-    /// pass.
+    /// destination (they come first), or may not write there now (it
+    /// shares it with the other stream, which is part-way through a piece
+    /// there; or, in the output file's order, the other owes bytes that
+    /// come first); else what the shape lets pass.
     fn splice_budget(&self, len: usize, copied: bool) -> usize {
         if !self.dest.splice || (copied && !self.dest.tee) || !self.outbox.is_empty() || !self.outbox.may_write() {
             return 0;
@@ -314,13 +315,11 @@ impl Stream {
             // Mapped, not touched, until bytes come.
             piece.reserve(len.min(PIPE_CAPACITY));
         }
-        // Where the piece begins in the output file, if it is the file's
-        // bytes as they are (a whole stream): what a hand-off to a
-        // detached run needs to know (see [`super::relay`]).
-        let at = match (&self.shape, file.as_ref()) {
-            (Some(Shape::Whole(_)), Some(file)) if file.is_open() => Some(file.end_offset()),
-            _ => None,
-        };
+        // Where the piece begins in the output file: it is the file's
+        // bytes from there on (a whole stream, or a cut's head, which ends
+        // at most early). What the file's order of a hand-off to a
+        // detached run goes by (see [`super::handoff`]).
+        let at = file.as_ref().filter(|file| file.is_open()).map(OutputFile::end_offset);
         let (mut left, mut counted, mut refused, mut came) = (len, counted, 0, false);
         let ended = loop {
             let Some(source) = &self.source else { break None };

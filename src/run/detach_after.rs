@@ -104,6 +104,7 @@ impl Eye<'_> {
                 _ => None,
             };
             if wait == Some(Duration::ZERO) {
+                crate::test_hook::pause("let-go");
                 // A supervising pgrun already gone (EPIPE) says so by the
                 // answer pipe's end.
                 let _ = crate::sys::pipe::write(self.ask.as_fd(), &[LET_GO]);
