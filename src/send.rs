@@ -2,8 +2,10 @@
 //! to the stdin pipe of the run published at PIDFILE (`--stdin-pipe`).
 //!
 //! The run is found by its pid file's lock, as `cancel` and `status` find
-//! it; the pipe, through the lock holder's own fd (see
-//! [`crate::stdin_pipe`]: only the run's user, or root, can open it). The
+//! it; the pipe, through the lock holder's own fd on Linux, through the
+//! run's folder beside the pid file on the portable path, checked to be
+//! the run's user's and of mode 0700 (see [`crate::stdin_pipe`]: either
+//! way only the run's user, or root, can open it). The
 //! bytes go in writes of at most `PIPE_BUF` (4096 on Linux) bytes, each
 //! filled before it is written, on a non-blocking description of the
 //! sender's own: a pipe never interleaves such a write with another
@@ -12,7 +14,8 @@
 //! wait (each byte it reads starts the wait afresh); when it passes, send
 //! says how many bytes are in the pipe and exits 124. `--eof` then asks the
 //! supervising pgrun, over its requests pipe, to close its write end, and
-//! waits until it says so.
+//! waits until it says so (its tag says closed; its folder no longer holds
+//! the pipe), or the run is over.
 
 use crate::backoff::Backoff;
 use crate::exit::SendExit;
@@ -69,6 +72,8 @@ pub fn send(args: &Options) -> SendExit {
 struct Sender {
     record: Record,
     holder: Pid,
+    /// The way to the run's pipes.
+    route: stdin_pipe::Route,
     /// The sender's own description of the pipe, non-blocking.
     input: File,
     requests: Option<File>,
@@ -112,28 +117,40 @@ impl Sender {
                 return Ok(None);
             }
         };
-        if !sys::fd_reach::AVAILABLE {
-            bail!("pgrun send: not available on this platform (no /proc/PID/fd)");
-        }
-        let found = match stdin_pipe::find(holder) {
+        let route = match stdin_pipe::Route::reach(path, holder, owner) {
+            Ok(route) => route,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                bail!("refusing the stdin pipe of the run at {} (pgrun {holder}): {e}", path.display())
+            }
+            Err(e) => bail!("cannot reach the stdin pipe of the run at {} (pgrun {holder}): {e}", path.display()),
+        };
+        let found = match route.find() {
             Ok(found) => found,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 bail!("cannot reach the run at {} (pgrun {holder}): another user's run: {e}", path.display())
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => return over(path),
-            Err(e) => bail!("cannot look at pgrun {holder}'s fds (run at {}): {e}", path.display()),
+            Err(e) => bail!("cannot look at pgrun {holder}'s stdin pipe (run at {}): {e}", path.display()),
         };
         let (input_at, requests_at) = match found {
             Found::Open { input, requests } => (input, requests),
             Found::Closed => bail!("the stdin pipe of the run at {} is closed (send --eof)", path.display()),
             Found::None => {
+                // The portable path's folder goes at the run's end, before
+                // its pid file: no folder and no live run is the end.
+                if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
+                    return over(path);
+                }
                 bail!("the run at {} has no stdin pipe (it was started without --stdin-pipe)", path.display())
             }
         };
-        let open = |at| {
-            stdin_pipe::open(holder, at).with_context(|| {
-                format!("cannot open the stdin pipe of the run at {} (pgrun {holder}, fd {})", path.display(), at.fd)
-            })
+        let open = |at| match route.open(at) {
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                bail!("COMMAND of the run at {} no longer reads its stdin (the pipe has no reader)", path.display())
+            }
+            opened => opened.with_context(|| {
+                format!("cannot open the stdin pipe of the run at {} (pgrun {holder}, {at:?})", path.display())
+            }),
         };
         let Some(input) = open(input_at)? else {
             bail!("the stdin pipe of the run at {} is closed (send --eof)", path.display())
@@ -150,7 +167,7 @@ impl Sender {
             return over(path);
         }
         verbose!("writing to the stdin pipe of the run at {} (pgrun {holder})", path.display());
-        Ok(Some(Sender { record, holder, input, requests }))
+        Ok(Some(Sender { record, holder, route, input, requests }))
     }
 
     fn send(self, args: &Options) -> Result<SendExit> {
@@ -253,11 +270,11 @@ impl Sender {
             if self.record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(self.holder) {
                 return Ok(true);
             }
-            match stdin_pipe::find(self.holder) {
+            match self.route.find() {
                 Ok(Found::Closed) => return Ok(true),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
-                Err(e) => bail!("cannot look at pgrun {}'s fds (run at {}): {e}", self.holder, path.display()),
+                Err(e) => bail!("cannot look at pgrun {}'s stdin pipe (run at {}): {e}", self.holder, path.display()),
             }
             if !backoff.pause_until(deadline) {
                 return Ok(false);
