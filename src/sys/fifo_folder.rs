@@ -161,7 +161,8 @@ pub fn remove_left(path: &Path, id: Option<(u64, u64)>, names: &[&str]) -> io::R
     let st = fstat(dir.as_fd())?;
     let ours = match id {
         Some(id) => id_of(&st) == id,
-        None => st.st_uid == super::ids::geteuid() && st.st_mode & 0o7777 == FOLDER_MODE as libc::mode_t,
+        // As `mkdir` made it, whatever the umask took away: no bits for others.
+        None => st.st_uid == super::ids::geteuid() && st.st_mode & 0o077 == 0,
     };
     if !ours {
         return Ok(false);
