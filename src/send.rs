@@ -149,7 +149,7 @@ impl Sender {
                 bail!("COMMAND of the run at {} no longer reads its stdin (the pipe has no reader)", path.display())
             }
             opened => opened.with_context(|| {
-                format!("cannot open the stdin pipe of the run at {} (pgrun {holder}, {at:?})", path.display())
+                format!("cannot open the stdin pipe of the run at {} (pgrun {holder}, {at})", path.display())
             }),
         };
         let Some(input) = open(input_at)? else {

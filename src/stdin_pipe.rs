@@ -234,6 +234,15 @@ pub enum PipeAt {
     Fifo(&'static str),
 }
 
+impl std::fmt::Display for PipeAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PipeAt::Fd { fd, .. } => write!(f, "fd {fd}"),
+            PipeAt::Fifo(name) => write!(f, "FIFO {name}"),
+        }
+    }
+}
+
 /// What a live run's pgrun says of its stdin pipe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Found {

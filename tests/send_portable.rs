@@ -189,3 +189,28 @@ fn a_sender_refuses_a_folder_that_is_not_the_runs() {
     assert_status(&send_to(&pidfile, "mine"), 0, "send once the run's folder is back");
     eventually("the owner's send", || fs::read_to_string(&out).unwrap_or_default() == "mine");
 }
+
+/// The folder is 0700 and its FIFOs 0600 whatever the umask took away
+/// from them (277: no write for the user), and the owner's send works.
+#[test]
+#[cfg_attr(not(feature = "posix-fallback"), ignore = "the portable path's folder: run with --features posix-fallback")]
+fn the_modes_are_exact_whatever_the_umask() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("p");
+    let out = scratch.path("out");
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", "umask 277; exec \"$0\" \"$@\"", pgrun_path(), "-p", pidfile.to_str().unwrap()]);
+    cmd.args(["--stdin-pipe", "--", "sh", "-c", &format!("cat > {}", out.display())]).stdin(Stdio::null());
+    let index = guard.spawn(&mut cmd);
+    let pgid: i32 = wait_line(&pidfile).parse().unwrap();
+    guard.record_group(pgid);
+    let folder = stdin_folder(&pidfile);
+    assert_eq!(fs::symlink_metadata(&folder).unwrap().permissions().mode() & 0o7777, 0o700);
+    for fifo in ["in", "requests"] {
+        assert_eq!(fs::symlink_metadata(folder.join(fifo)).unwrap().permissions().mode() & 0o7777, 0o600, "{fifo}");
+    }
+    assert_status(&run(&mut pgrun(["send", "--eof", pidfile.to_str().unwrap(), "y"])), 0, "send --eof");
+    assert_eq!(guard.wait(index), 0);
+    assert_eq!(fs::read_to_string(&out).unwrap(), "y");
+}

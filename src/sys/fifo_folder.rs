@@ -67,13 +67,24 @@ impl FifoFolder {
     /// set to mode 0700.
     pub fn create(path: &Path) -> io::Result<FifoFolder> {
         mkdirat(nix::fcntl::AT_FDCWD, path, Mode::from_bits_truncate(FOLDER_MODE as _))?;
-        let dir = open_dir(path)?;
+        let dir = match open_dir(path) {
+            Ok(dir) => dir,
+            Err(e) => {
+                // What it just made (empty: rmdir takes nothing else).
+                let _ = std::fs::remove_dir(path);
+                return Err(e);
+            }
+        };
         let st = fstat(dir.as_fd())?;
         if !is(&st, libc::S_IFDIR) || st.st_uid != super::ids::geteuid() {
             return Err(refused(format!("{} is not the folder pgrun made (replaced meanwhile)", path.display())));
         }
-        fchmod(dir.as_fd(), Mode::from_bits_truncate(FOLDER_MODE as _))?;
-        Ok(FifoFolder { path: path.to_path_buf(), dir, id: id_of(&st) })
+        let folder = FifoFolder { path: path.to_path_buf(), dir, id: id_of(&st) };
+        if let Err(e) = fchmod(folder.dir.as_fd(), Mode::from_bits_truncate(FOLDER_MODE as _)) {
+            let _ = folder.remove(&[]);
+            return Err(e.into());
+        }
+        Ok(folder)
     }
 
     /// The folder's path.
