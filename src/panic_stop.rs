@@ -121,7 +121,7 @@ fn write_report(what: &str, pgid: Option<Pid>, status: Option<ChildStatus>) {
 fn remove_temporary_files() {
     for named in exit_hooks::take_temporaries() {
         let removed = match named.folder {
-            true => crate::sys::fifo_folder::remove_left(&named.path, named.id, &crate::stdin_pipe::FIFOS).map(drop),
+            true => crate::sys::fifo_folder::remove_left(&named.path, named.id, &crate::stdin_pipe::ENTRIES).map(drop),
             false => std::fs::remove_file(&named.path),
         };
         match removed {

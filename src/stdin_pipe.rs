@@ -20,7 +20,8 @@
 //!   names, so a number the pgrun reused for another fd is never written
 //!   to.
 //! - On the portable path (no `/proc/PID/fd`), the two pipes are FIFOs,
-//!   `in` and `requests`, in a folder only the run's user can enter
+//!   `in` and `requests` (and a lock file, `lock`, that senders hold while
+//!   they write a block), in a folder only the run's user can enter
 //!   ([`crate::sys::fifo_folder`]: made with `mkdir`, mode 0700, checked
 //!   by every sender): `.NAME.pgrun-PID.stdin` beside the pid file NAME,
 //!   PID the supervising pgrun's, the pid file's lock holder. A sender
@@ -46,11 +47,13 @@ const TAG: &str = "pgrun-stdin-pipe";
 pub const EOF_REQUEST: u8 = b'E';
 
 /// The FIFOs of the portable path's folder: the command's stdin, and the
-/// requests pipe.
+/// requests pipe; and the file whose lock a sender holds while it writes
+/// a block (see [`Route::block_lock`]).
 pub const INPUT: &str = "in";
 pub const REQUESTS: &str = "requests";
-/// Both, as the folder's removal takes them.
-pub const FIFOS: [&str; 2] = [INPUT, REQUESTS];
+pub const LOCK: &str = "lock";
+/// All three, as the folder's removal takes them.
+pub const ENTRIES: [&str; 3] = [INPUT, REQUESTS, LOCK];
 
 /// The portable path's folder for the run whose pid file is `pidfile` and
 /// whose supervising pgrun is `pgrun`: `.NAME.pgrun-PID.stdin` beside the
@@ -88,7 +91,7 @@ struct Folder(FifoFolder);
 
 impl Drop for Folder {
     fn drop(&mut self) {
-        match self.0.remove(&FIFOS) {
+        match self.0.remove(&ENTRIES) {
             Ok(()) => crate::exit_hooks::temporary_done(self.0.path()),
             Err(e) => {
                 let what = crate::say::errno_text(&e);
@@ -155,6 +158,7 @@ impl StdinPipe {
         };
         let (read_end, write_end) = fifo(INPUT, true)?;
         let (requests, requests_in) = fifo(REQUESTS, false)?;
+        folder.0.file(LOCK).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         Ok(StdinPipe {
             read_end: Some(read_end),
             write_end: Some(write_end),
@@ -301,6 +305,19 @@ impl Route {
                 true => Found::Open { input: PipeAt::Fifo(INPUT), requests: PipeAt::Fifo(REQUESTS) },
                 false => Found::Closed,
             }),
+        }
+    }
+
+    /// What a sender locks (an fcntl write lock) while it writes one
+    /// block of at most 4096 bytes, so that no other sender's bytes come
+    /// within it: the folder's lock file on the portable path, where
+    /// `PIPE_BUF` may be 512 (macOS, FreeBSD) and a write of more may be
+    /// split; `None` on Linux, where the kernel writes 4096 bytes to a
+    /// pipe at once.
+    pub fn block_lock(&self) -> io::Result<Option<std::fs::File>> {
+        match &self.how {
+            How::Folder(Some(dir), owner) => fifo_folder::open_file(dir.as_fd(), LOCK, *owner).map(Some),
+            _ => Ok(None),
         }
     }
 

@@ -38,7 +38,7 @@ fn send_to(pidfile: &Path, text: &str) -> std::process::Output {
 }
 
 /// The folder is a folder of the run's user, mode 0700, holding two
-/// FIFOs of mode 0600; the run's end removes it.
+/// FIFOs and a lock file, each of mode 0600; the run's end removes it.
 #[test]
 #[cfg_attr(not(feature = "posix-fallback"), ignore = "the portable path's folder: run with --features posix-fallback")]
 fn the_folder_is_the_run_users_alone_and_goes_at_the_runs_end() {
@@ -58,6 +58,8 @@ fn the_folder_is_the_run_users_alone_and_goes_at_the_runs_end() {
         assert!(meta.file_type().is_fifo(), "{fifo}");
         assert_eq!(meta.permissions().mode() & 0o7777, 0o600, "{fifo}");
     }
+    let lock = fs::symlink_metadata(folder.join("lock")).unwrap();
+    assert!(lock.is_file() && lock.permissions().mode() & 0o7777 == 0o600, "{lock:?}");
     assert_status(&run(&mut pgrun(["send", "--eof", pidfile.to_str().unwrap(), "x"])), 0, "send --eof");
     assert_eq!(guard.wait(index), 0);
     assert_eq!(fs::read_to_string(&out).unwrap(), "x");
@@ -213,4 +215,33 @@ fn the_modes_are_exact_whatever_the_umask() {
     assert_status(&run(&mut pgrun(["send", "--eof", pidfile.to_str().unwrap(), "y"])), 0, "send --eof");
     assert_eq!(guard.wait(index), 0);
     assert_eq!(fs::read_to_string(&out).unwrap(), "y");
+}
+
+/// A sender writes a block only holding the folder's lock (byte 0 of
+/// `lock`, an fcntl write lock): while another holds it, the send waits,
+/// and with `--timeout` gives up having written nothing, though the pipe
+/// has room; once it is let go, the send goes in.
+#[test]
+#[cfg_attr(not(feature = "posix-fallback"), ignore = "the portable path's folder: run with --features posix-fallback")]
+fn a_sender_writes_a_block_only_holding_the_folders_lock() {
+    use std::os::fd::AsRawFd;
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("p");
+    let out = scratch.path("out");
+    start_published(&mut guard, &pidfile, &["--stdin-pipe"], &format!("cat > {}", out.display()));
+    let lock = fs::OpenOptions::new().read(true).write(true).open(stdin_folder(&pidfile).join("lock")).unwrap();
+    // SAFETY: a zeroed flock is a valid value; the fields set say byte 0.
+    let mut byte0: libc::flock = unsafe { std::mem::zeroed() };
+    byte0.l_type = libc::F_WRLCK as _;
+    byte0.l_whence = libc::SEEK_SET as _;
+    byte0.l_len = 1;
+    // SAFETY: an open fd and a valid flock.
+    assert_eq!(unsafe { libc::fcntl(lock.as_raw_fd(), libc::F_SETLK, &byte0) }, 0);
+    let waited = run(&mut pgrun(["send", "--timeout", "0.5", pidfile.to_str().unwrap(), "held"]));
+    assert_status(&waited, 124, "send while another holds the lock");
+    assert!(stderr_of(&waited).contains(": 0 bytes written"), "{}", stderr_of(&waited));
+    drop(lock);
+    assert_status(&send_to(&pidfile, "free"), 0, "send once the lock is let go");
+    eventually("the send after the lock", || fs::read_to_string(&out).unwrap_or_default() == "free");
 }

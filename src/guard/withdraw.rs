@@ -17,7 +17,7 @@ pub(super) fn remove_temporaries_left() {
     for named in crate::exit_hooks::temporaries_left() {
         let removed = match named.folder {
             // `--stdin-pipe`'s folder (the portable path's), with its FIFOs.
-            true => crate::sys::fifo_folder::remove_left(&named.path, named.id, &crate::stdin_pipe::FIFOS),
+            true => crate::sys::fifo_folder::remove_left(&named.path, named.id, &crate::stdin_pipe::ENTRIES),
             false => crate::atomic_file::remove_left(&named),
         };
         if let Err(e) = removed {

@@ -1,4 +1,4 @@
-//! A folder only its user can enter, holding FIFOs: how `--stdin-pipe`
+//! A folder only its user can enter, holding FIFOs (and a lock file): how `--stdin-pipe`
 //! reaches its senders on the portable path, which has no `/proc/PID/fd`
 //! (Linux reaches the supervising pgrun's own fds instead, see
 //! `fd_reach`). Written once for both paths: plain POSIX calls
@@ -118,6 +118,15 @@ impl FifoFolder {
         Ok((read_end, write_end))
     }
 
+    /// Make the empty regular file `name` in the folder, mode 0600 (the
+    /// lock senders take around a block's writes).
+    pub fn file(&self, name: &str) -> io::Result<()> {
+        let flags = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let fd = openat(self.dir.as_fd(), name, flags, Mode::from_bits_truncate(FIFO_MODE as _))?;
+        fchmod(fd.as_fd(), Mode::from_bits_truncate(FIFO_MODE as _))?;
+        Ok(())
+    }
+
     /// Remove the FIFO `name` from the folder (gone already: fine).
     pub fn unlink(&self, name: &str) -> io::Result<()> {
         match unlinkat(self.dir.as_fd(), name, UnlinkatFlags::NoRemoveDir) {
@@ -214,6 +223,19 @@ pub fn open_fifo(dir: BorrowedFd<'_>, name: &str, owner: u32) -> io::Result<std:
     let st = fstat(fd.as_fd())?;
     if !is(&st, libc::S_IFIFO) || st.st_uid != owner {
         return Err(refused(format!("{name} is not a FIFO of uid {owner}'s")));
+    }
+    Ok(std::fs::File::from(fd))
+}
+
+/// Open the regular file `name` in the folder `dir` (opened by
+/// [`open_folder`]) for reading and writing, close-on-exec:
+/// `PermissionDenied` when it is not a regular file of `owner`'s.
+pub fn open_file(dir: BorrowedFd<'_>, name: &str, owner: u32) -> io::Result<std::fs::File> {
+    let flags = OFlag::O_RDWR | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
+    let fd = openat(dir, name, flags, Mode::empty())?;
+    let st = fstat(fd.as_fd())?;
+    if !is(&st, libc::S_IFREG) || st.st_uid != owner {
+        return Err(refused(format!("{name} is not a file of uid {owner}'s")));
     }
     Ok(std::fs::File::from(fd))
 }
