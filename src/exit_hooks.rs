@@ -4,8 +4,10 @@
 //! records it once the command has started, [`crate::contain`] forgets it
 //! once the group is seen empty, since its number may then be reused) and
 //! the temporary files pgrun has named and not yet placed or removed
-//! (written by [`crate::atomic_file`]). [`crate::panic_stop`] reads both
-//! (a panic); the guard reads the files (a SIGKILL).
+//! (written by [`crate::atomic_file`]; and one folder, the portable
+//! path's `--stdin-pipe` folder, made by [`crate::stdin_pipe`]).
+//! [`crate::panic_stop`] reads both (a panic); the guard reads the files
+//! (a SIGKILL).
 //!
 //! The files are recorded in memory shared with the guard (made before the
 //! guard is forked: [`share_temporaries`]), so that the guard, once pgrun
