@@ -290,7 +290,7 @@ impl Route {
     }
 
     /// What the run's pgrun says of its stdin pipe (closed wins over open:
-    /// see [`StdinPipe::on_requests`]). `NotFound`: the pgrun is gone.
+    /// see `StdinPipe::on_requests`). `NotFound`: the pgrun is gone.
     pub fn find(&self) -> io::Result<Found> {
         match &self.how {
             How::Fds(holder) => {
