@@ -1,7 +1,7 @@
-//! A folder only its user can enter, holding FIFOs (and a lock file): how `--stdin-pipe`
-//! reaches its senders on the portable path, which has no `/proc/PID/fd`
-//! (Linux reaches the supervising pgrun's own fds instead, see
-//! `fd_reach`). Written once for both paths: plain POSIX calls
+//! A folder only its user can enter, holding FIFOs and a lock file: how
+//! `--stdin-pipe` reaches its senders on the portable path, which has no
+//! `/proc/PID/fd` (Linux reaches the supervising pgrun's own fds instead,
+//! see `fd_reach`). Written once for both paths: plain POSIX calls
 //! (`mkdir`, `openat`, `mkfifo`, `fchmod`, `unlinkat`, `fstat`, nix's).
 //!
 //! The supervising pgrun makes the folder with `mkdir(2)`, which fails if
@@ -9,18 +9,19 @@
 //! put there) and never follows a symlink: a name it did not make is
 //! never used. It then opens what it made (`O_DIRECTORY | O_NOFOLLOW`),
 //! checks that it is a folder of its own user, sets its mode to exactly
-//! 0700 whatever the umask (`fchmod`), and makes the FIFOs inside it,
-//! each 0600, opened through that fd. Only that user and root can enter the
-//! folder, so only they can open a FIFO in it: the kernel's own check at
+//! 0700 whatever the umask (`fchmod`), and makes its entries, each 0600,
+//! opened through that fd. Only that user and root can enter the folder,
+//! so only they can open what it holds: the kernel's own check at
 //! `open(2)`, made on every sender, is the peer check (a FIFO has no peer
 //! to ask).
 //!
 //! A sender opens the folder the same way and checks before it opens
 //! anything inside: a folder (not a symlink), owned by the run's user,
-//! of mode 0700 ([`open_folder`]); then opens a FIFO by name relative to
-//! that fd, never through the path again ([`open_fifo`]). So a folder
-//! another user put in its place (where the pid file's folder lets
-//! others rename entries) is refused, never written to.
+//! of mode 0700 ([`open_folder`]); then opens an entry by name relative
+//! to that fd, never through the path again ([`open_fifo`],
+//! [`open_file`]), and checks that it is of that user's. So a folder
+//! another user put in its place (where the pid file's folder lets others
+//! rename entries) is refused, never written to.
 
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, openat};
@@ -32,8 +33,8 @@ use std::path::{Path, PathBuf};
 
 /// The folder's mode: only its user.
 const FOLDER_MODE: u32 = 0o700;
-/// A FIFO's mode in it.
-const FIFO_MODE: u32 = 0o600;
+/// An entry's mode in it.
+const ENTRY_MODE: u32 = 0o600;
 
 /// A folder this pgrun made (see the module doc), open.
 pub struct FifoFolder {
@@ -106,10 +107,10 @@ impl FifoFolder {
         // By path (`mkfifoat` is recent on macOS): a folder put in the
         // path's place meanwhile gets the FIFO, and the opens below,
         // through the folder's fd, then find none.
-        mkfifo(&self.path.join(name), Mode::from_bits_truncate(FIFO_MODE as _))?;
+        mkfifo(&self.path.join(name), Mode::from_bits_truncate(ENTRY_MODE as _))?;
         // Exactly 0600, whatever the umask took away from it (only this
         // user can put a name in the folder: no symlink to follow here).
-        fchmodat(self.dir.as_fd(), name, Mode::from_bits_truncate(FIFO_MODE as _), FchmodatFlags::FollowSymlink)?;
+        fchmodat(self.dir.as_fd(), name, Mode::from_bits_truncate(ENTRY_MODE as _), FchmodatFlags::FollowSymlink)?;
         let read_end = openat(self.dir.as_fd(), name, open_flags(OFlag::O_RDONLY), Mode::empty())?;
         let write_end = openat(self.dir.as_fd(), name, open_flags(OFlag::O_WRONLY), Mode::empty())?;
         if read_blocks {
@@ -122,8 +123,8 @@ impl FifoFolder {
     /// lock senders take around a block's writes).
     pub fn file(&self, name: &str) -> io::Result<()> {
         let flags = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        let fd = openat(self.dir.as_fd(), name, flags, Mode::from_bits_truncate(FIFO_MODE as _))?;
-        fchmod(fd.as_fd(), Mode::from_bits_truncate(FIFO_MODE as _))?;
+        let fd = openat(self.dir.as_fd(), name, flags, Mode::from_bits_truncate(ENTRY_MODE as _))?;
+        fchmod(fd.as_fd(), Mode::from_bits_truncate(ENTRY_MODE as _))?;
         Ok(())
     }
 
