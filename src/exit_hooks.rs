@@ -4,8 +4,10 @@
 //! records it once the command has started, [`crate::contain`] forgets it
 //! once the group is seen empty, since its number may then be reused) and
 //! the temporary files pgrun has named and not yet placed or removed
-//! (written by [`crate::atomic_file`]). [`crate::panic_stop`] reads both
-//! (a panic); the guard reads the files (a SIGKILL).
+//! (written by [`crate::atomic_file`]; and one folder, the portable
+//! path's `--stdin-pipe` folder, made by [`crate::stdin_pipe`]).
+//! [`crate::panic_stop`] reads both (a panic); the guard reads the files
+//! (a SIGKILL).
 //!
 //! The files are recorded in memory shared with the guard (made before the
 //! guard is forked: [`share_temporaries`]), so that the guard, once pgrun
@@ -15,7 +17,7 @@
 //! pgrun writes it; the guard reads it only once pgrun is gone, so the two
 //! never meet. A name longer than the record has room for (4096 bytes,
 //! more than any path a system call takes) or a record full (16 names at
-//! once; a run has at most three) is refused with an error, never left out
+//! once; a run has at most four) is refused with an error, never left out
 //! silently.
 //!
 //! They are pgrun's own: a forked guard inherits this module's state, so
@@ -46,12 +48,13 @@ static WRITING: Mutex<()> = Mutex::new(());
 
 /// Names recorded at once, at most.
 const NAMES: usize = 16;
-/// A name's slots: its state, device, inode, length, then its bytes.
+/// A name's slots: its state, device, inode, length, kind, then its bytes.
 const STATE: usize = 0;
 const DEV: usize = 1;
 const INO: usize = 2;
 const LEN: usize = 3;
-const BYTES: usize = 4;
+const KIND: usize = 4;
+const BYTES: usize = 5;
 /// Room for a name's bytes, in slots of 8.
 const BYTE_SLOTS: usize = 512;
 const NAME_SLOTS: usize = BYTES + BYTE_SLOTS;
@@ -61,6 +64,11 @@ const NAME_SLOTS: usize = BYTES + BYTE_SLOTS;
 const FREE: u64 = 0;
 const NAMED: u64 = 1;
 const KNOWN: u64 = 2;
+
+/// A name's kind: a file, or a folder (`--stdin-pipe`'s on the portable
+/// path, see [`crate::stdin_pipe`]).
+const FILE: u64 = 0;
+const FOLDER: u64 = 1;
 
 /// From now on an abrupt end kills group `pgid`.
 pub fn watch_group(pgid: Pid) {
@@ -111,6 +119,8 @@ pub struct Named {
     /// The file's device and inode; `None` if pgrun died between recording
     /// the name and creating the file under it (or learning what it is).
     pub id: Option<(u64, u64)>,
+    /// A folder (made with [`temporary_folder_named`]), not a file.
+    pub folder: bool,
 }
 
 /// `path` is about to become the name of a temporary file: record it
@@ -119,6 +129,18 @@ pub struct Named {
 /// holds; `None` for a file about to be created under it (see
 /// [`temporary_identified`]).
 pub fn temporary_named(path: &Path, id: Option<(u64, u64)>) -> io::Result<()> {
+    record_name(path, id, FILE)
+}
+
+/// `path` is about to become the name of a folder pgrun makes (the
+/// portable path's `--stdin-pipe` folder): recorded as
+/// [`temporary_named`] records a file, then identified and done the same
+/// way.
+pub fn temporary_folder_named(path: &Path) -> io::Result<()> {
+    record_name(path, None, FOLDER)
+}
+
+fn record_name(path: &Path, id: Option<(u64, u64)>, kind: u64) -> io::Result<()> {
     own();
     let page = record()?;
     let bytes = path.as_os_str().as_bytes();
@@ -137,6 +159,7 @@ pub fn temporary_named(path: &Path, id: Option<(u64, u64)>) -> io::Result<()> {
         page.slot(base + BYTES + i).store(u64::from_ne_bytes(word), Ordering::Relaxed);
     }
     page.slot(base + LEN).store(bytes.len() as u64, Ordering::Relaxed);
+    page.slot(base + KIND).store(kind, Ordering::Relaxed);
     let (dev, ino) = id.unwrap_or_default();
     page.slot(base + DEV).store(dev, Ordering::Relaxed);
     page.slot(base + INO).store(ino, Ordering::Relaxed);
@@ -197,9 +220,10 @@ fn recorded() -> Vec<Named> {
             let state = page.slot(base + STATE).load(Ordering::Acquire);
             let id = (page.slot(base + DEV).load(Ordering::Relaxed), page.slot(base + INO).load(Ordering::Relaxed));
             let path = name_at(page, base)?;
+            let folder = page.slot(base + KIND).load(Ordering::Relaxed) == FOLDER;
             match state {
-                NAMED => Some(Named { path, id: None }),
-                KNOWN => Some(Named { path, id: Some(id) }),
+                NAMED => Some(Named { path, id: None, folder }),
+                KNOWN => Some(Named { path, id: Some(id), folder }),
                 _ => None,
             }
         })
@@ -209,7 +233,7 @@ fn recorded() -> Vec<Named> {
 /// The temporary names not yet placed, taken (for pgrun's panic hook:
 /// pgrun removes them itself); never blocks (an abrupt end may come while
 /// the lock is held: then nothing is taken).
-pub fn take_temporaries() -> Vec<PathBuf> {
+pub fn take_temporaries() -> Vec<Named> {
     let _writing = match WRITING.try_lock() {
         Ok(writing) => writing,
         Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
@@ -221,7 +245,7 @@ pub fn take_temporaries() -> Vec<PathBuf> {
             page.slot(n * NAME_SLOTS + STATE).store(FREE, Ordering::Release);
         }
     }
-    taken.into_iter().map(|named| named.path).collect()
+    taken
 }
 
 /// The temporary names pgrun had made and not placed or removed when it

@@ -119,10 +119,14 @@ fn write_report(what: &str, pgid: Option<Pid>, status: Option<ChildStatus>) {
 }
 
 fn remove_temporary_files() {
-    for path in exit_hooks::take_temporaries() {
-        match std::fs::remove_file(&path) {
+    for named in exit_hooks::take_temporaries() {
+        let removed = match named.folder {
+            true => crate::sys::fifo_folder::remove_left(&named.path, named.id, &crate::stdin_pipe::ENTRIES).map(drop),
+            false => std::fs::remove_file(&named.path),
+        };
+        match removed {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                crate::say::line(format_args!("cannot remove {}: {e}", path.display()));
+                crate::say::line(format_args!("cannot remove {}: {e}", named.path.display()));
             }
             _ => {}
         }

@@ -2,22 +2,31 @@
 //! to the stdin pipe of the run published at PIDFILE (`--stdin-pipe`).
 //!
 //! The run is found by its pid file's lock, as `cancel` and `status` find
-//! it; the pipe, through the lock holder's own fd (see
-//! [`crate::stdin_pipe`]: only the run's user, or root, can open it). The
-//! bytes go in writes of at most `PIPE_BUF` (4096 on Linux) bytes, each
-//! filled before it is written, on a non-blocking description of the
-//! sender's own: a pipe never interleaves such a write with another
-//! sender's, and a full pipe is waited for with `poll`, never in a write.
+//! it; the pipe, through the lock holder's own fd on Linux, through the
+//! run's folder beside the pid file on the portable path, checked to be
+//! the run's user's and of mode 0700 (see [`crate::stdin_pipe`]: either
+//! way only the run's user, or root, can open it). The bytes go in blocks
+//! of at most 4096 bytes, each filled before it is written, on a
+//! non-blocking description of the sender's own, and a full pipe is
+//! waited for with `poll`, never in a write. No other sender's bytes come
+//! within a block: on Linux a block is one write, which a pipe never
+//! interleaves (`PIPE_BUF` is 4096); on the portable path, where
+//! `PIPE_BUF` may be 512 (macOS, FreeBSD) and a larger write may go in
+//! parts, the sender holds a lock (an fcntl write lock on the folder's
+//! `lock` file) while it writes the block, however many writes that
+//! takes; waiting for that lock counts as waiting for room.
 //! `--timeout` bounds how long the command may read nothing while bytes
 //! wait (each byte it reads starts the wait afresh); when it passes, send
 //! says how many bytes are in the pipe and exits 124. `--eof` then asks the
 //! supervising pgrun, over its requests pipe, to close its write end, and
-//! waits until it says so.
+//! waits until it says so (its tag says closed; its folder no longer holds
+//! the pipe), or the run is over.
 
 use crate::backoff::Backoff;
 use crate::exit::SendExit;
 use crate::pidfile::{self, Liveness, Record, RecordError, lock_error};
 use crate::stdin_pipe::{self, EOF_REQUEST, Found};
+use crate::sys::lock::{self, Range};
 use crate::sys::{self, Pid, PollFd, pipe};
 use crate::{say, verbose};
 use anyhow::{Context, Result, bail};
@@ -46,6 +55,37 @@ pub struct Options {
     pub verbose: bool,
 }
 
+/// The most bytes a send writes with no other sender's within them (the
+/// contract's 4096).
+const BLOCK: usize = 4096;
+
+/// The block lock, held (see [`Sender::write_block`]); let go when
+/// dropped.
+struct BlockLock<'a>(&'a File);
+
+impl<'a> BlockLock<'a> {
+    /// Take the lock on `file`, waiting for it until `until`: `None` if it
+    /// was not free by then.
+    fn take(file: &'a File, until: Option<Instant>) -> Result<Option<BlockLock<'a>>> {
+        let mut backoff = Backoff::up_to(Duration::from_millis(10));
+        loop {
+            if lock::try_write_lock(file, Range::FirstByte).context("cannot lock the stdin pipe's lock")? {
+                return Ok(Some(BlockLock(file)));
+            }
+            if !backoff.pause_until(until) {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+impl Drop for BlockLock<'_> {
+    fn drop(&mut self) {
+        // Should the unlock fail, the lock goes when send exits.
+        let _ = lock::unlock(self.0, Range::FirstByte);
+    }
+}
+
 /// Where the bytes come from.
 enum Source {
     Text(Vec<u8>),
@@ -69,8 +109,13 @@ pub fn send(args: &Options) -> SendExit {
 struct Sender {
     record: Record,
     holder: Pid,
+    /// The way to the run's pipes.
+    route: stdin_pipe::Route,
     /// The sender's own description of the pipe, non-blocking.
     input: File,
+    /// The lock held while a block is written, where the kernel does not
+    /// write a block whole (the portable path).
+    lock: Option<File>,
     requests: Option<File>,
 }
 
@@ -112,28 +157,40 @@ impl Sender {
                 return Ok(None);
             }
         };
-        if !sys::fd_reach::AVAILABLE {
-            bail!("pgrun send: not available on this platform (no /proc/PID/fd)");
-        }
-        let found = match stdin_pipe::find(holder) {
+        let route = match stdin_pipe::Route::reach(path, holder, owner) {
+            Ok(route) => route,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                bail!("refusing the stdin pipe of the run at {} (pgrun {holder}): {e}", path.display())
+            }
+            Err(e) => bail!("cannot reach the stdin pipe of the run at {} (pgrun {holder}): {e}", path.display()),
+        };
+        let found = match route.find() {
             Ok(found) => found,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 bail!("cannot reach the run at {} (pgrun {holder}): another user's run: {e}", path.display())
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => return over(path),
-            Err(e) => bail!("cannot look at pgrun {holder}'s fds (run at {}): {e}", path.display()),
+            Err(e) => bail!("cannot look at pgrun {holder}'s stdin pipe (run at {}): {e}", path.display()),
         };
         let (input_at, requests_at) = match found {
             Found::Open { input, requests } => (input, requests),
             Found::Closed => bail!("the stdin pipe of the run at {} is closed (send --eof)", path.display()),
             Found::None => {
+                // The portable path's folder goes at the run's end, before
+                // its pid file: no folder and no live run is the end.
+                if record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(holder) {
+                    return over(path);
+                }
                 bail!("the run at {} has no stdin pipe (it was started without --stdin-pipe)", path.display())
             }
         };
-        let open = |at| {
-            stdin_pipe::open(holder, at).with_context(|| {
-                format!("cannot open the stdin pipe of the run at {} (pgrun {holder}, fd {})", path.display(), at.fd)
-            })
+        let open = |at| match route.open(at) {
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                bail!("COMMAND of the run at {} no longer reads its stdin (the pipe has no reader)", path.display())
+            }
+            opened => opened.with_context(|| {
+                format!("cannot open the stdin pipe of the run at {} (pgrun {holder}, {at})", path.display())
+            }),
         };
         let Some(input) = open(input_at)? else {
             bail!("the stdin pipe of the run at {} is closed (send --eof)", path.display())
@@ -150,7 +207,10 @@ impl Sender {
             return over(path);
         }
         verbose!("writing to the stdin pipe of the run at {} (pgrun {holder})", path.display());
-        Ok(Some(Sender { record, holder, input, requests }))
+        let lock = route.block_lock().with_context(|| {
+            format!("cannot open the stdin pipe's lock of the run at {} (pgrun {holder})", path.display())
+        })?;
+        Ok(Some(Sender { record, holder, route, input, lock, requests }))
     }
 
     fn send(self, args: &Options) -> Result<SendExit> {
@@ -163,7 +223,7 @@ impl Sender {
             (None, None) => Source::Reader(Box::new(io::stdin())),
         };
         let mut written: u64 = 0;
-        let mut chunk = vec![0u8; pipe::PIPE_BUF];
+        let mut chunk = vec![0u8; BLOCK];
         let mut offset = 0;
         loop {
             let n = match &mut source {
@@ -179,7 +239,9 @@ impl Sender {
             if n == 0 {
                 break;
             }
-            if !self.write_chunk(&chunk[..n], args)? {
+            let (done, whole) = self.write_block(&chunk[..n], args)?;
+            written += done as u64;
+            if !whole {
                 say::line(format_args!(
                     "timed out after {} with COMMAND reading nothing: {written} bytes written to the stdin pipe of the run at {}",
                     crate::duration::describe(args.timeout.unwrap_or_default()),
@@ -187,7 +249,6 @@ impl Sender {
                 ));
                 return Ok(SendExit::TimedOut);
             }
-            written += n as u64;
         }
         verbose!("{written} bytes written");
         if let Some(requests) = &self.requests
@@ -204,15 +265,42 @@ impl Sender {
         Ok(SendExit::Sent)
     }
 
-    /// Write `chunk` (at most `PIPE_BUF` bytes) in one write; false when
-    /// `--timeout` passed with no room for it.
-    fn write_chunk(&self, chunk: &[u8], args: &Options) -> Result<bool> {
-        let deadline = args.timeout.and_then(|t| Instant::now().checked_add(t));
+    /// Write `block` (at most [`BLOCK`] bytes), no other sender's bytes
+    /// within it: in one write where the kernel makes it whole (Linux,
+    /// `PIPE_BUF` 4096), else holding the run's block lock (see
+    /// [`stdin_pipe::Route::block_lock`]) across the writes it takes.
+    /// Returns how many of its bytes are in the pipe, and false once
+    /// `--timeout` passed with the command reading nothing (each byte
+    /// written starts the wait afresh) or the lock held by another sender
+    /// meanwhile.
+    fn write_block(&self, block: &[u8], args: &Options) -> Result<(usize, bool)> {
+        let deadline = || args.timeout.and_then(|t| Instant::now().checked_add(t));
+        let mut until = deadline();
+        let _held = match &self.lock {
+            None => None,
+            Some(lock) => match BlockLock::take(lock, until)? {
+                Some(held) => Some(held),
+                None => return Ok((0, false)),
+            },
+        };
+        let mut done = 0;
         loop {
-            match pipe::write(self.input.as_fd(), chunk) {
-                Ok(n) if n == chunk.len() => return Ok(true),
-                // Not for a write of at most PIPE_BUF bytes, but never lose bytes.
-                Ok(n) => bail!("a write of {} bytes to the stdin pipe wrote {n}", chunk.len()),
+            let want = block.len() - done;
+            match pipe::write(self.input.as_fd(), &block[done..]) {
+                Ok(n) => {
+                    done += n;
+                    if done == block.len() {
+                        return Ok((done, true));
+                    }
+                    // Only where the lock makes the block whole: a part
+                    // went in, the rest waits for room.
+                    if self.lock.is_none() {
+                        bail!("a write of {want} bytes to the stdin pipe wrote {n}");
+                    }
+                    if n > 0 {
+                        until = deadline();
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.raw_os_error() == Some(libc::EPIPE) => {
                     bail!(
@@ -222,11 +310,11 @@ impl Sender {
                 }
                 Err(e) => bail!("cannot write to the stdin pipe of the run at {}: {e}", args.pidfile.display()),
             }
-            let wait = match deadline {
+            let wait = match until {
                 None => None,
                 Some(d) => match d.checked_duration_since(Instant::now()) {
                     Some(left) if !left.is_zero() => Some(left),
-                    _ => return Ok(false),
+                    _ => return Ok((done, false)),
                 },
             };
             let mut set = [PollFd::write(self.input.as_fd())];
@@ -253,11 +341,11 @@ impl Sender {
             if self.record.liveness().map_err(|e| lock_error(path, e))? != Liveness::Live(self.holder) {
                 return Ok(true);
             }
-            match stdin_pipe::find(self.holder) {
+            match self.route.find() {
                 Ok(Found::Closed) => return Ok(true),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
-                Err(e) => bail!("cannot look at pgrun {}'s fds (run at {}): {e}", self.holder, path.display()),
+                Err(e) => bail!("cannot look at pgrun {}'s stdin pipe (run at {}): {e}", self.holder, path.display()),
             }
             if !backoff.pause_until(deadline) {
                 return Ok(false);

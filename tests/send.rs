@@ -1,6 +1,8 @@
 //! `--stdin-pipe` and `pgrun send`: each sentence of the contract's
 //! "Input: `--stdin-pipe` and `pgrun send`" section against the built
-//! binary (Linux; the portable path says "not available", checked last).
+//! binary, on both paths (Linux reaches the pipe through the supervising
+//! pgrun's fds, the portable path through a folder beside the pid file:
+//! what only that folder does is `send_portable.rs`'s).
 
 use crate::util::*;
 use std::fs;
@@ -37,7 +39,6 @@ fn stdin_pipe_needs_a_pidfile() {
 }
 
 #[test]
-#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn sends_reach_the_command_in_order_and_only_eof_ends_its_input() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
@@ -70,7 +71,6 @@ fn sends_reach_the_command_in_order_and_only_eof_ends_its_input() {
 }
 
 #[test]
-#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn eof_alone_only_closes_the_pipe_and_a_later_send_is_refused() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
@@ -93,7 +93,6 @@ fn eof_alone_only_closes_the_pipe_and_a_later_send_is_refused() {
 /// Writes of 4096 bytes from senders at once: the command reads whole
 /// blocks, never two senders' bytes mixed within one.
 #[test]
-#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn writes_of_at_most_4096_bytes_are_never_interleaved() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
@@ -131,7 +130,6 @@ fn writes_of_at_most_4096_bytes_are_never_interleaved() {
 }
 
 #[test]
-#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn a_command_that_reads_nothing_makes_send_time_out_saying_how_much_was_written() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
@@ -164,7 +162,6 @@ fn no_live_run_is_1() {
 }
 
 #[test]
-#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn a_run_without_a_stdin_pipe_is_125() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
@@ -176,7 +173,6 @@ fn a_run_without_a_stdin_pipe_is_125() {
 }
 
 #[test]
-#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn a_command_that_closed_its_stdin_is_125() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
@@ -190,7 +186,6 @@ fn a_command_that_closed_its_stdin_is_125() {
 }
 
 #[test]
-#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn another_users_send_is_refused() {
     if !require(Capability::UnprivilegedUser) {
         return;
@@ -204,22 +199,34 @@ fn another_users_send_is_refused() {
     let refused = run(&mut as_nobody(pgrun_path(), &["send", pidfile.to_str().unwrap(), "x"]));
     assert_status(&refused, 125, "send as nobody");
     assert!(stderr_of(&refused).contains("another user's run"), "{}", stderr_of(&refused));
-    // Nor through the pgrun's fds directly: the kernel refuses them to nobody.
-    let holder = lock_holder(&pidfile).expect("a live run");
-    let fds = format!("/proc/{holder}/fd");
-    let looked = run(&mut as_nobody("ls", &[&fds]));
-    assert_ne!(code_of(looked.status), 0, "nobody could list {fds}");
+    if cfg!(feature = "posix-fallback") {
+        // Nor through the folder's FIFO directly: nobody cannot enter it.
+        let folder = crate::send_portable::stdin_folder(&pidfile);
+        let fifo = folder.join("in");
+        let wrote = run(&mut as_nobody("sh", &["-c", &format!("printf theirs > {}", fifo.display())]));
+        assert_ne!(code_of(wrote.status), 0, "nobody could write to {}", fifo.display());
+    } else {
+        // Nor through the pgrun's fds directly: the kernel refuses them to nobody.
+        let holder = lock_holder(&pidfile).expect("a live run");
+        let fds = format!("/proc/{holder}/fd");
+        let looked = run(&mut as_nobody("ls", &[&fds]));
+        assert_ne!(code_of(looked.status), 0, "nobody could list {fds}");
+    }
     send_text(&pidfile, "mine");
     eventually("the owner's send", || fs::read_to_string(&out).unwrap_or_default() == "mine");
-    // Nothing was created beside the pid file for senders to open.
+    // Nothing was created beside the pid file for senders to open (on the
+    // portable path, but the folder only the run's user can enter).
     let mut names: Vec<String> =
         fs::read_dir(scratch.dir()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
-    assert_eq!(names, ["out", "p"]);
+    let folder = crate::send_portable::stdin_folder(&pidfile);
+    let folder_name = folder.file_name().unwrap().to_string_lossy().into_owned();
+    let want: Vec<&str> =
+        if cfg!(feature = "posix-fallback") { vec![&folder_name, "out", "p"] } else { vec!["out", "p"] };
+    assert_eq!(names, want);
 }
 
 #[test]
-#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn a_detached_run_has_its_stdin_pipe() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
@@ -242,20 +249,10 @@ fn a_detached_run_has_its_stdin_pipe() {
     assert_eq!(fs::read_to_string(&out).unwrap(), "hi\nended\n");
 }
 
-#[test]
-#[cfg_attr(not(feature = "posix-fallback"), ignore = "the portable path's refusal: run with --features posix-fallback")]
-fn off_linux_send_and_stdin_pipe_say_they_are_not_available() {
-    let scratch = Scratch::new();
-    let out = run(pgrun(["-p"]).arg(scratch.path("p")).args(["--stdin-pipe", "--", "true"]));
-    assert_status(&out, 125, "--stdin-pipe on the portable path");
-    assert!(stderr_of(&out).contains("not available on this platform"), "{}", stderr_of(&out));
-}
-
 /// `--eof` returns once the supervising pgrun has closed its end, and
 /// `--timeout` bounds that wait too: a pgrun held stopped does not close
 /// it, and send says so with 124; continued, it closes it.
 #[test]
-#[cfg_attr(feature = "posix-fallback", ignore = "the stdin pipe is Linux's (reached through /proc/PID/fd)")]
 fn eof_waits_for_the_pgrun_to_close_its_end_within_the_timeout() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();

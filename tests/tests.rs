@@ -38,6 +38,7 @@ mod ready;
 mod resources;
 mod robustness;
 mod send;
+mod send_portable;
 mod snippets;
 mod status;
 mod status_count;

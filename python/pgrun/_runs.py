@@ -341,7 +341,7 @@ def start(
 
     The run lives on in a session of its own, with stdin on ``/dev/null``
     (``stdin_pipe=True``: a pipe the run's pgrun holds open, written to by
-    :meth:`DetachedRun.send`; Linux only)
+    :meth:`DetachedRun.send`)
     and stdout and stderr in ``output_file`` (else ``/dev/null``); the
     keywords are pgrun's options as for :func:`run`, relative paths taken
     in ``cwd`` when it is given (the returned run holds them joined to it,

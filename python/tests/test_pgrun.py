@@ -620,8 +620,6 @@ def test_blocked_on_input_for_a_read_of_a_terminal(tmp_path: Path, runs: List[Pa
         os.close(slave)
 
 def test_a_detached_run_with_a_stdin_pipe_reads_what_is_sent(tmp_path: Path, runs: List[Path]) -> None:
-    if sys.platform != "linux":
-        pytest.skip("--stdin-pipe reaches the pipe through /proc/PID/fd: Linux only")
     pidfile, out = tmp_path / "s.pid", tmp_path / "s.out"
     runs.append(pidfile)
     run = pgrun.start(["sh", "-c", "read -r first; echo \"first $first\"; cat"], pidfile=pidfile, output_file=out,
@@ -636,8 +634,6 @@ def test_a_detached_run_with_a_stdin_pipe_reads_what_is_sent(tmp_path: Path, run
 
 
 def test_send_to_a_run_without_a_stdin_pipe_raises_and_a_full_pipe_times_out(tmp_path: Path, runs: List[Path]) -> None:
-    if sys.platform != "linux":
-        pytest.skip("--stdin-pipe reaches the pipe through /proc/PID/fd: Linux only")
     plain, piped = tmp_path / "plain.pid", tmp_path / "piped.pid"
     runs += [plain, piped]
     without = pgrun.start(["sleep", "300"], pidfile=plain)

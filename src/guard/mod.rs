@@ -29,7 +29,8 @@
 //! its new parent to reap it, as long as the sequence's longest grace, at
 //! least a second, then gives up and says so), removes every temporary
 //! name pgrun had made and not yet placed or removed (the starting name
-//! of the pid file, `--report`'s, `--output-file`'s, a note's: pgrun
+//! of the pid file, `--report`'s, `--output-file`'s, a note's, and on the
+//! portable path `--stdin-pipe`'s folder with what it holds: pgrun
 //! records each, before it appears, in memory the guard shares, see
 //! [`crate::exit_hooks`]) if it still names the file pgrun made there, the
 //! pid file if it is still the run's record (same device and inode, known

@@ -15,7 +15,12 @@ use std::path::{Path, PathBuf};
 /// ([`crate::atomic_file::remove_left`]).
 pub(super) fn remove_temporaries_left() {
     for named in crate::exit_hooks::temporaries_left() {
-        if let Err(e) = crate::atomic_file::remove_left(&named) {
+        let removed = match named.folder {
+            // `--stdin-pipe`'s folder (the portable path's), with its FIFOs.
+            true => crate::sys::fifo_folder::remove_left(&named.path, named.id, &crate::stdin_pipe::ENTRIES),
+            false => crate::atomic_file::remove_left(&named),
+        };
+        if let Err(e) = removed {
             let what = crate::say::errno_text(&e);
             say::line(format_args!("guard: warning: cannot remove {}: {what}", named.path.display()));
         }

@@ -177,11 +177,13 @@ returns once the supervising pgrun has closed its end (or the run is \
 over); --timeout bounds that wait as well.
 
 Who can send:
-  Only the run's owner, or root. send reaches the pipe through the \
-supervising pgrun's own fd (/proc/PID/fd on Linux, which the kernel opens \
-only for that process's user or root); nothing is created that another \
-user could open. Off Linux, send and --stdin-pipe say that they are not \
-available (125).
+  Only the run's owner, or root. On Linux send reaches the pipe through \
+the supervising pgrun's own fd (/proc/PID/fd, which the kernel opens only \
+for that process's user or root); elsewhere through a FIFO in the run's \
+folder .NAME.pgrun-PID.stdin beside the pid file, which only the run's \
+user can enter: send refuses (125) a folder that is a symlink, not the \
+run's user's, or not of mode 0700. Nothing is created that another user \
+could open.
 
 Exit status:
 {SEND_EXIT}";

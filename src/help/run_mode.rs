@@ -362,10 +362,12 @@ Input (--stdin-pipe, needs --pidfile):
   without --detach), instead of pgrun's own stdin: COMMAND reads what
   `pgrun send [--eof] [--file F] [--timeout DUR] PIDFILE [TEXT]` writes,
   in order, and end-of-file only once a send --eof asked for it. Only the
-  run's user (or root) can send: the pipe is reached through this pgrun's
-  own fd (/proc/PID/fd), and nothing is created that another user could
-  open. Linux only; elsewhere --stdin-pipe is refused (125, not available
-  on this platform). See pgrun-send(1).
+  run's user (or root) can send, and nothing is created that another
+  user could open: on Linux the pipe is reached through this pgrun's own
+  fd (/proc/PID/fd); elsewhere it is a FIFO in a folder of mode 0700,
+  .NAME.pgrun-PID.stdin beside the pid file, which pgrun makes (a name
+  that exists already is never used: 125) and removes at the run's end.
+  See pgrun-send(1).
 
 Report:
   --report PATH writes one JSON object atomically at exit (with output

@@ -13,7 +13,9 @@
 //!    which becomes the note pgrun holds until it exits, see
 //!    [`super::lifecycle::Lifecycle::end_marker`]), then the report is
 //!    written, then the pid file is withdrawn (so a report is in place when
-//!    no run is published any more), and only then is the guard let go (a
+//!    no run is published any more), then `--stdin-pipe`'s folder (the
+//!    portable path's: a sender that finds none finds no live run either),
+//!    and only then is the guard let go (a
 //!    SIGKILL before that leaves the guard to finish the clean-up), unless
 //!    pgrun holds that note: the guard then stays armed until the note is
 //!    removed as pgrun exits (see [`Withdrawn`]).
@@ -130,6 +132,8 @@ pub fn finish(plan: &RunPlan, started: Instant, mut run: Prepared, ending: Endin
             if let Some(published) = published {
                 published.remove();
             }
+            // The stdin pipe's folder (the portable path's), under the guard.
+            run.stdin_pipe = None;
             crate::test_hook::pause("withdrawn");
             run.life().release_guard(held_note.is_some())
         }

@@ -190,8 +190,10 @@ fn claim_and_relay(plan: &RunPlan, run: &mut Prepared) -> Step<()> {
     }
     (run.relay, run.child_ends) = start_relay(plan, run.marker.as_deref())?.unzip();
     // After the guard's fork: only this pgrun holds the write end.
-    if plan.stdin_pipe {
-        let pipe = crate::stdin_pipe::StdinPipe::new()
+    // On the portable path its folder beside the pid file, which the
+    // guard now removes should pgrun be killed.
+    if let (true, Some(pidfile)) = (plan.stdin_pipe, plan.pidfile.as_deref()) {
+        let pipe = crate::stdin_pipe::StdinPipe::new(pidfile)
             .map_err(|e| failure(anyhow!("cannot create the command's stdin pipe (--stdin-pipe): {e}")))?;
         run.stdin_pipe = Some(pipe);
     }

@@ -43,6 +43,13 @@ pub(super) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
+/// `fcntl(F_SETFL)` without `O_NONBLOCK`, on an fd pgrun owns alone.
+pub(super) fn set_blocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
+    Ok(())
+}
+
 /// Whether `fd` is a pipe or FIFO (`fstat` failing: no).
 pub fn is_pipe(fd: BorrowedFd<'_>) -> bool {
     nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO)

@@ -22,7 +22,9 @@
 //! portable path), [`session`] (what `--detach` needs: a new session, the
 //! standard fds pointed elsewhere), [`rlimit`] (resource limits for
 //! `--rlimit`), [`socket`] (a Unix socket connected within a deadline: the
-//! D-Bus client's), `ids` (the caller's pid, group and uid), `random` (bits
+//! D-Bus client's), [`fifo_folder`] (a folder only its user can enter,
+//! holding FIFOs: how the portable path's `--stdin-pipe` reaches its
+//! senders), `ids` (the caller's pid, group and uid), `random` (bits
 //! for names nobody else picks) and [`tmpfile`] (a file with no name until
 //! it is placed: `O_TMPFILE` on Linux).
 //!
@@ -90,6 +92,7 @@
 
 pub mod cgroup;
 mod fd;
+pub mod fifo_folder;
 mod ids;
 pub mod lifetime;
 pub mod lock;

@@ -1,7 +1,7 @@
 //! Reaching an fd another process holds: not on the portable path, which
 //! has no `/proc/PID/fd` (Linux's: `linux/fd_reach.rs`). Every call says
-//! `Unsupported`; `--stdin-pipe` and `pgrun send` then say that they are
-//! not available on this platform.
+//! `Unsupported`; `--stdin-pipe` reaches its senders through a folder of
+//! FIFOs instead (`sys::fifo_folder`, chosen by [`AVAILABLE`]).
 
 use crate::sys::Pid;
 use std::io;
