@@ -88,7 +88,7 @@ pub fn wait_until_ready(record: &Record, holder: Pid, target: Target, deadline: 
     let mut unreadable = None;
     loop {
         let pids = activity::run_processes(holder, record.pgid);
-        let sockets = activity::look(&pids).context("cannot read the run's sockets")?;
+        let sockets = activity::look(&pids, activity::Input::NotAsked).context("cannot read the run's sockets")?;
         if let Some(found) = sockets.listening.into_iter().find(|l| port.is_none_or(|p| p == l.port)) {
             return Ok(Waited { outcome: Outcome::Ready(found), unreadable: None });
         }
