@@ -92,7 +92,7 @@ pub fn tcp_listeners(pid: Pid) -> io::Result<Vec<TcpListener>> {
     let mut found = Vec::new();
     for (file, v6) in [("tcp", false), ("tcp6", true)] {
         let path = format!("/proc/{pid}/net/{file}");
-        let text = match std::fs::read_to_string(&path) {
+        let text = match read_in_big_reads(&path) {
             Ok(text) => text,
             Err(e)
                 if v6 && e.kind() == io::ErrorKind::NotFound && std::fs::metadata(format!("/proc/{pid}")).is_ok() =>
@@ -104,6 +104,28 @@ pub fn tcp_listeners(pid: Pid) -> io::Result<Vec<TcpListener>> {
         found.extend(text.lines().skip(1).filter_map(|line| parse_tcp_line(line, v6)));
     }
     Ok(found)
+}
+
+/// The text of `path`, read a chunk of 64 KiB at a time. Each `read(2)`
+/// of `/proc/PID/net/tcp` walks the kernel's whole TCP hash table (about
+/// 0.8 ms a read on this project's machine, whatever the sockets), and
+/// `std::fs::read_to_string` reads a file that says it has size 0 (as
+/// `/proc`'s do) in reads of 32 bytes and up: 5 reads of a small table
+/// where two do (its lines, then the end).
+fn read_in_big_reads(path: &str) -> io::Result<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut text = Vec::new();
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(text).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("{path} is not UTF-8")))
 }
 
 /// State `0A` of `/proc/net/tcp`: TCP_LISTEN.
