@@ -17,8 +17,9 @@
 //! supervising pgrun's tag names: [`crate::stdin_pipe::find`]), and
 //! sleeps in a call that waits for fd 0 to be readable: `read(2)` on it (a
 //! shell's `read`, `cat`, Python's `input()`), or `poll`/`ppoll`,
-//! `select`/`pselect6` or an `epoll_wait` with fd 0 among the fds it waits
-//! to read (an editor on a pty): see [`crate::sys::input_wait`], which
+//! `select`/`pselect6` or an `epoll_wait` with fd 0 (or another fd open
+//! on the same file) among the fds it waits to read (an editor on a pty,
+//! Node's readline): see [`crate::sys::input_wait`], which
 //! reads `/proc/PID/syscall` and needs ptrace access (the run's own user
 //! normally has it). A process that sleeps, computes, or reads a file, a
 //! socket, or a pipe that is not the run's stdin pipe is never counted;

@@ -186,6 +186,31 @@ fn blocked_on_input_for_select_poll_and_epoll_on_the_runs_stdin_pipe() {
     }
 }
 
+/// The same waits on another fd open on the stdin's file (as Node's libuv
+/// opens its terminal again, and waits on that fd in epoll).
+const PYTHON_WAITS_ON_ANOTHER_FD: [(&str, &str); 3] = [
+    ("select", "import os, select; fd = os.open(\"/proc/self/fd/0\", os.O_RDONLY); select.select([fd], [], [])"),
+    (
+        "poll",
+        "import os, select; fd = os.open(\"/proc/self/fd/0\", os.O_RDONLY); p = select.poll(); \
+         p.register(fd, select.POLLIN); p.poll()",
+    ),
+    (
+        "epoll",
+        "import os, select; fd = os.open(\"/proc/self/fd/0\", os.O_RDONLY); e = select.epoll(); \
+         e.register(fd, select.EPOLLIN); e.poll()",
+    ),
+];
+
+#[test]
+fn blocked_on_input_for_select_poll_and_epoll_of_the_stdins_file_opened_again() {
+    for stdin in [Stdin::Pty, Stdin::RunsPipe] {
+        for (_, program) in PYTHON_WAITS_ON_ANOTHER_FD {
+            waits_for_input(stdin, &format!("{} -c '{program}'", python3()), b"x\n", &[]);
+        }
+    }
+}
+
 /// A command whose stdin is `stdin` but which waits for something else:
 /// once the process that wrote its pid to `$PIDFILE` (the payload's
 /// `program`, which the payload execs unless it does so itself) sits where

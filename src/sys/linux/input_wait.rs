@@ -7,13 +7,16 @@
 //! `/proc/PID/fdinfo/EPFD`. Both need ptrace access to the process, which
 //! its own user normally has.
 //!
-//! The calls that count, on fd 0, with the process asleep in them (state
-//! `S`): `read(2)` (a shell's `read`, `cat`, Python's `input()`);
+//! The calls that count, with the process asleep in them (state `S`):
+//! `read(2)` of fd 0 (a shell's `read`, `cat`, Python's `input()`);
 //! `poll`/`ppoll` with fd 0 among the pollfds it waits to read (at most
 //! [`POLL_FDS_READ`] of them are read); `select`/`pselect6` with fd 0 in
 //! the read set (an editor: vim waits in `pselect6`); `epoll_wait`,
 //! `epoll_pwait`, `epoll_pwait2` on an epoll instance that watches fd 0
-//! (that same file) for input. Their numbers are libc's `SYS_*` for the
+//! for input. For the last three, another fd open on the same file as
+//! fd 0 counts as well (Node's libuv opens the terminal again, and its
+//! epoll watches that fd): the file's device and inode are compared, for
+//! at most [`OTHER_FDS_COMPARED`] fds of a `poll` or `select`. Their numbers are libc's `SYS_*` for the
 //! target; where a target has no plain `poll`, `select` or `epoll_wait`
 //! (aarch64), its C library waits in the others.
 //!
@@ -134,8 +137,12 @@ fn legacy_calls() -> [(i64, Kind); 0] {
 /// `struct pollfd`: `int fd; short events; short revents;`.
 const POLLFD_SIZE: usize = 8;
 
+/// The most fds other than 0 a call waits to read whose files are
+/// compared with fd 0's (a `stat` each).
+const OTHER_FDS_COMPARED: usize = 16;
+
 /// Whether the pollfds at `address` (`count` of them) of process `pid`
-/// ask for fd 0's input (`POLLIN` or `POLLRDNORM`).
+/// ask for input from its stdin's file.
 fn poll_waits_on_stdin(pid: Pid, address: u64, count: u64) -> io::Result<bool> {
     let count = usize::try_from(count).unwrap_or(usize::MAX).min(POLL_FDS_READ);
     if count == 0 {
@@ -143,36 +150,94 @@ fn poll_waits_on_stdin(pid: Pid, address: u64, count: u64) -> io::Result<bool> {
     }
     let mut buf = vec![0u8; count * POLLFD_SIZE];
     read_memory(pid, address, &mut buf)?;
-    Ok(pollfds_ask_for_stdin(&buf))
+    reads_stdin_file(pid, &pollfds_for_input(&buf))
 }
 
-/// Whether any of `pollfds` (their bytes, native order) is fd 0 asked
-/// for input.
-fn pollfds_ask_for_stdin(pollfds: &[u8]) -> bool {
+/// The fds of `pollfds` (their bytes, native order) asked for input
+/// (`POLLIN` or `POLLRDNORM`).
+fn pollfds_for_input(pollfds: &[u8]) -> Vec<i32> {
     let input = libc::POLLIN | libc::POLLRDNORM;
-    pollfds.chunks_exact(POLLFD_SIZE).any(|p| {
-        let fd = i32::from_ne_bytes([p[0], p[1], p[2], p[3]]);
-        let events = i16::from_ne_bytes([p[4], p[5]]);
-        fd == 0 && events & input != 0
-    })
+    pollfds
+        .chunks_exact(POLLFD_SIZE)
+        .filter(|p| i16::from_ne_bytes([p[4], p[5]]) & input != 0)
+        .map(|p| i32::from_ne_bytes([p[0], p[1], p[2], p[3]]))
+        .filter(|&fd| fd >= 0)
+        .collect()
 }
 
 /// Whether the read set at `address` of a `select` on `nfds` fds in
-/// process `pid` holds fd 0 (bit 0 of its first word).
+/// process `pid` holds its stdin's file (fds past `FD_SETSIZE`, 1024,
+/// are not looked at).
 fn select_waits_on_stdin(pid: Pid, nfds: u64, address: u64) -> io::Result<bool> {
     // nfds is an int: its low 32 bits.
-    if (nfds as u32 as i32) < 1 || address == 0 {
+    let nfds = (nfds as u32 as i32).min(libc::FD_SETSIZE as i32);
+    if nfds < 1 || address == 0 {
         return Ok(false);
     }
-    let mut word = [0u8; std::mem::size_of::<libc::c_ulong>()];
-    read_memory(pid, address, &mut word)?;
-    Ok(libc::c_ulong::from_ne_bytes(word) & 1 == 1)
+    // Whole words, as the kernel reads them.
+    let word = std::mem::size_of::<libc::c_ulong>();
+    let mut set = vec![0u8; (nfds as usize).div_ceil(word * 8) * word];
+    read_memory(pid, address, &mut set)?;
+    let fds: Vec<i32> = fds_in_set(&set).into_iter().filter(|&fd| fd < nfds).collect();
+    reads_stdin_file(pid, &fds)
+}
+
+/// The fds an `fd_set` (its bytes: native words, fd N at bit N % BITS of
+/// word N / BITS) holds.
+fn fds_in_set(set: &[u8]) -> Vec<i32> {
+    let word = std::mem::size_of::<libc::c_ulong>();
+    let bits = word * 8;
+    let mut fds = Vec::new();
+    for (w, bytes) in set.chunks_exact(word).enumerate() {
+        let value = libc::c_ulong::from_ne_bytes(bytes.try_into().expect("a whole word"));
+        fds.extend((0..bits).filter(|b| value >> b & 1 == 1).map(|b| (w * bits + b) as i32));
+    }
+    fds
+}
+
+/// Whether one of `fds` (those process `pid` waits to read) is its fd 0,
+/// or another fd open on the same file (a terminal the program opened
+/// again, as Node's libuv does). An fd closed meanwhile is passed over.
+fn reads_stdin_file(pid: Pid, fds: &[i32]) -> io::Result<bool> {
+    if fds.contains(&0) {
+        return Ok(true);
+    }
+    let mut stdin = None;
+    for &fd in fds.iter().take(OTHER_FDS_COMPARED) {
+        let file = match file_of(pid, fd) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let stdin = match stdin {
+            Some(stdin) => stdin,
+            None => *stdin.insert(file_of(pid, 0)?),
+        };
+        if file == stdin {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// A file, as `stat(2)` names it: its device (the kernel's own encoding,
+/// `MAJOR << 20 | MINOR`, as `/proc/PID/fdinfo` prints it) and inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+/// The file process `pid` has open as its fd `fd`.
+fn file_of(pid: Pid, fd: i32) -> io::Result<FileId> {
+    let meta = std::fs::metadata(format!("/proc/{pid}/fd/{fd}"))?;
+    let dev = meta.dev();
+    let (major, minor) = (u64::from(libc::major(dev)), u64::from(libc::minor(dev)));
+    Ok(FileId { dev: major << 20 | minor, ino: meta.ino() })
 }
 
 /// Whether the epoll instance that process `pid` holds as fd `epfd`
-/// watches its fd 0 for input: a `tfd: 0` line of `/proc/PID/fdinfo/EPFD`
-/// with `EPOLLIN` (or `EPOLLRDNORM`) in its events, and the inode of the
-/// file fd 0 is open on now.
+/// watches its stdin's file for input (see [`epoll_watches_for_input`]).
 fn epoll_waits_on_stdin(pid: Pid, epfd: u64) -> io::Result<bool> {
     // An int: its low 32 bits.
     let epfd = epfd as u32 as i32;
@@ -180,22 +245,22 @@ fn epoll_waits_on_stdin(pid: Pid, epfd: u64) -> io::Result<bool> {
         return Ok(false);
     }
     let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{epfd}"))?;
-    let stdin_inode = std::fs::metadata(format!("/proc/{pid}/fd/0"))?.ino();
-    Ok(epoll_watches_for_input(&info, stdin_inode))
+    Ok(epoll_watches_for_input(&info, file_of(pid, 0)?))
 }
 
-/// Whether an epoll fd's `fdinfo` text has fd 0 (of inode `inode`)
-/// watched for input: `tfd: 0 events: 19 data: ... ino:INODE sdev:...`
-/// (events and the inode in hex).
-fn epoll_watches_for_input(info: &str, inode: u64) -> bool {
+/// Whether an epoll fd's `fdinfo` text has the file `stdin` watched for
+/// input, through fd 0 or another fd: a line `tfd: FD events: 19 data: ...
+/// ino:INODE sdev:DEV` (events, inode and device in hex) whose events hold
+/// `EPOLLIN` (or `EPOLLRDNORM`) and whose file is `stdin`.
+fn epoll_watches_for_input(info: &str, stdin: FileId) -> bool {
     let input = (libc::EPOLLIN | libc::EPOLLRDNORM) as u32;
     info.lines().filter_map(|l| l.strip_prefix("tfd:")).any(|rest| {
         let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
         let value = |name: &str| fields.iter().position(|&f| f == name).and_then(|i| fields.get(i + 1));
-        let field = |prefix: &str| fields.iter().find_map(|f| f.strip_prefix(prefix));
+        let hex = |prefix: &str| fields.iter().find_map(|f| u64::from_str_radix(f.strip_prefix(prefix)?, 16).ok());
         let events = value("events:").and_then(|e| u32::from_str_radix(e, 16).ok());
-        let target = field("ino:").and_then(|i| u64::from_str_radix(i, 16).ok());
-        fields.first() == Some(&"0") && events.is_some_and(|e| e & input != 0) && target == Some(inode)
+        let file = hex("ino:").zip(hex("sdev:")).map(|(ino, dev)| FileId { dev, ino });
+        events.is_some_and(|e| e & input != 0) && file == Some(stdin)
     })
 }
 
@@ -242,27 +307,33 @@ mod tests {
     }
 
     #[test]
-    fn pollfds_count_only_fd_0_asked_for_input() {
+    fn pollfds_give_the_fds_asked_for_input() {
         let pollfd = |fd: i32, events: i16| [fd.to_ne_bytes().as_slice(), &events.to_ne_bytes(), &[0, 0]].concat();
-        let stdin_in = pollfd(0, libc::POLLIN);
-        let other_in = pollfd(3, libc::POLLIN);
-        let stdin_out = pollfd(0, libc::POLLOUT);
-        assert!(pollfds_ask_for_stdin(&[other_in.clone(), stdin_in.clone()].concat()));
-        assert!(!pollfds_ask_for_stdin(&[other_in, stdin_out].concat()));
-        assert!(!pollfds_ask_for_stdin(&stdin_in[..4]));
+        let fds =
+            [pollfd(3, libc::POLLIN), pollfd(0, libc::POLLOUT), pollfd(-1, libc::POLLIN), pollfd(7, libc::POLLRDNORM)];
+        assert_eq!(pollfds_for_input(&fds.concat()), vec![3, 7]);
+        assert_eq!(pollfds_for_input(&pollfd(0, libc::POLLIN)[..4]), Vec::<i32>::new());
     }
 
     #[test]
-    fn an_epoll_counts_fd_0_watched_for_input_on_the_same_file() {
+    fn an_fd_set_gives_its_fds() {
+        let word = std::mem::size_of::<libc::c_ulong>();
+        let mut set = vec![0u8; 2 * word];
+        set[..word].copy_from_slice(&(1 as libc::c_ulong | 1 << 3).to_ne_bytes());
+        set[word..].copy_from_slice(&(1 as libc::c_ulong).to_ne_bytes());
+        assert_eq!(fds_in_set(&set), vec![0, 3, word as i32 * 8]);
+    }
+
+    #[test]
+    fn an_epoll_counts_the_stdins_file_watched_for_input() {
         let info = "pos:\t0\nflags:\t02\nmnt_id:\t16\nino:\t1057\n\
                     tfd:        3 events:       19 data:                3  pos:0 ino:4d2 sdev:d\n\
-                    tfd:        0 events:       19 data:                0  pos:0 ino:5 sdev:19\n";
-        assert!(epoll_watches_for_input(info, 5));
-        assert!(!epoll_watches_for_input(info, 6));
-        let out_only = "tfd:        0 events:        4 data:                0  pos:0 ino:5 sdev:19\n";
-        assert!(!epoll_watches_for_input(out_only, 5));
-        let other = "tfd:       10 events:       19 data:                0  pos:0 ino:5 sdev:19\n";
-        assert!(!epoll_watches_for_input(other, 5));
+                    tfd:       17 events:       19 data:               11  pos:0 ino:3 sdev:1a\n";
+        assert!(epoll_watches_for_input(info, FileId { dev: 0x1a, ino: 3 }));
+        assert!(!epoll_watches_for_input(info, FileId { dev: 0x1b, ino: 3 }));
+        assert!(!epoll_watches_for_input(info, FileId { dev: 0x1a, ino: 4 }));
+        let out_only = "tfd:        0 events:        4 data:                0  pos:0 ino:3 sdev:1a\n";
+        assert!(!epoll_watches_for_input(out_only, FileId { dev: 0x1a, ino: 3 }));
     }
 
     #[test]
