@@ -186,9 +186,10 @@ fn blocked_on_input_for_select_poll_and_epoll_on_the_runs_stdin_pipe() {
     }
 }
 
-/// The same waits on another fd open on the stdin's file (as Node's libuv
-/// opens its terminal again, and waits on that fd in epoll).
-const PYTHON_WAITS_ON_ANOTHER_FD: [(&str, &str); 3] = [
+/// The same waits, and a `read`, on another fd open on the stdin's file
+/// (as Node's libuv opens its terminal again, and waits on that fd in epoll).
+const PYTHON_WAITS_ON_ANOTHER_FD: [(&str, &str); 4] = [
+    ("read", "import os; os.read(os.open(\"/proc/self/fd/0\", os.O_RDONLY), 1)"),
     ("select", "import os, select; fd = os.open(\"/proc/self/fd/0\", os.O_RDONLY); select.select([fd], [], [])"),
     (
         "poll",
@@ -203,7 +204,7 @@ const PYTHON_WAITS_ON_ANOTHER_FD: [(&str, &str); 3] = [
 ];
 
 #[test]
-fn blocked_on_input_for_select_poll_and_epoll_of_the_stdins_file_opened_again() {
+fn blocked_on_input_for_read_select_poll_and_epoll_of_the_stdins_file_opened_again() {
     for stdin in [Stdin::Pty, Stdin::RunsPipe] {
         for (_, program) in PYTHON_WAITS_ON_ANOTHER_FD {
             waits_for_input(stdin, &format!("{} -c '{program}'", python3()), b"x\n", &[]);

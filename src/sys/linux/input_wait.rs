@@ -13,10 +13,10 @@
 //! [`POLL_FDS_READ`] of them are read); `select`/`pselect6` with fd 0 in
 //! the read set (an editor: vim waits in `pselect6`); `epoll_wait`,
 //! `epoll_pwait`, `epoll_pwait2` on an epoll instance that watches fd 0
-//! for input. For the last three, another fd open on the same file as
-//! fd 0 counts as well (Node's libuv opens the terminal again, and its
-//! epoll watches that fd): the file's device and inode are compared, for
-//! at most [`OTHER_FDS_COMPARED`] fds of a `poll` or `select`. Their numbers are libc's `SYS_*` for the
+//! for input. Another fd open on the same file as fd 0 counts as well
+//! (Node's libuv opens the terminal again, and its epoll watches that
+//! fd): the file's device and inode are compared, for at most
+//! [`OTHER_FDS_COMPARED`] fds of a `poll` or `select`. Their numbers are libc's `SYS_*` for the
 //! target; where a target has no plain `poll`, `select` or `epoll_wait`
 //! (aarch64), its C library waits in the others.
 //!
@@ -53,7 +53,8 @@ pub fn waits_on_stdin(pid: Pid) -> io::Result<bool> {
     let Some(call) = parse_syscall_line(&line) else { return Ok(false) };
     let waits = match wait_kind(call.number) {
         None => return Ok(false),
-        Some(Kind::Read) => call.args[0] == 0,
+        // An int: its low 32 bits.
+        Some(Kind::Read) => reads_stdin_file(pid, &[call.args[0] as u32 as i32])?,
         Some(Kind::Poll) => poll_waits_on_stdin(pid, call.args[0], call.args[1])?,
         Some(Kind::Select) => select_waits_on_stdin(pid, call.args[0], call.args[1])?,
         Some(Kind::Epoll) => epoll_waits_on_stdin(pid, call.args[0])?,
