@@ -749,6 +749,67 @@ def ls_runs():
         wait_until(lambda: not any(f.endswith(".pid") for f in os.listdir(folder)), limit=120, what="the runs to end")
 
 
+LISTEN_AT_GATE = """
+import os, socket, sys, time
+gate, stamp = sys.argv[1], sys.argv[2]
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+while not os.path.exists(gate):
+    time.sleep(0.001)
+s.listen()
+t = time.monotonic_ns()
+with open(stamp + ".tmp", "w") as f:
+    f.write("%d\\n" % t)
+os.rename(stamp + ".tmp", stamp)
+time.sleep(300)
+"""
+
+
+def ready_latency():
+    """`pgrun wait --ready listen`: from the payload's listen() (python
+    takes CLOCK_MONOTONIC right after it) to the waiter's exit as seen
+    here, the waiter having waited 0.3 to 0.35 s first (its backoff at
+    its 50 ms ceiling, the listen() at a random point between two looks).
+    Linux only."""
+    if not os.path.isdir("/proc/self/fd"):
+        return
+    import random
+    n = 3 if QUICK else 40
+    script = os.path.join(TMP, "listen_at_gate.py")
+    with open(script, "w") as f:
+        f.write(LISTEN_AT_GATE)
+    took = []
+    for i in range(n):
+        pidfile, gate, stamp = (os.path.join(TMP, f"ready{i}.{x}") for x in ("pid", "gate", "stamp"))
+        run, _ = start_published(pidfile, f"exec python3 {script} {gate} {stamp}")
+        try:
+            waiter = subprocess.Popen([PGRUN, "wait", "-v", "--ready", "listen", pidfile], stderr=subprocess.PIPE, text=True)
+            while "waiting until a process" not in waiter.stderr.readline():
+                pass
+            time.sleep(random.uniform(0.3, 0.35))
+            ended = {}
+
+            def reap():
+                waiter.wait()
+                ended["at"] = time.monotonic_ns()
+
+            t = threading.Thread(target=reap)
+            t.start()
+            open(gate, "w").close()
+            t.join()
+            if waiter.returncode != 0:
+                raise RuntimeError(f"wait --ready exited {waiter.returncode}")
+            with open(stamp) as f:
+                listened = int(f.read())
+            took.append((ended["at"] - listened) / 1e9)
+        finally:
+            subprocess.run([PGRUN, "cancel", pidfile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            run.wait()
+    p90 = statistics.quantiles(took, n=10, method="inclusive")[-1]
+    row("pgrun wait --ready listen: return after the run's listen()", ms(statistics.median(took)),
+        f"p90 {ms(p90)}, max {ms(max(took))} ({n} rounds; a look every 10 to 50 ms)", "", "< 100 ms")
+
+
 def status_at_scale():
     """`pgrun status --json` of one run of 1,000 processes (`sleep`s), which
     reads each one's fd table for `listening` and `blocked_on_input`, taking
@@ -774,7 +835,8 @@ ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRU
 try:
     for measure in [startup, guard_startup, containment_startup, containment_stop, zombie_holder, cancel_latency, timeout_precision,
                     idle_and_memory, scale, cancel_at_scale, output_relay, output_file, wait_latency, detach_latency, detach_after,
-                    output_wait_latency, output_window, ls_runs, status_at_scale, send_throughput]:
+                    output_wait_latency, output_window, ls_runs, status_at_scale, send_throughput,
+                    ready_latency]:
         if ONLY is None or measure.__name__ in ONLY:
             measure()
 finally:

@@ -1,7 +1,7 @@
 //! What a live run is doing, for `pgrun status` (`listening`,
 //! `blocked_on_input`) and `pgrun wait --ready`: the TCP sockets its
-//! processes listen on, and whether one of them sits in a read of a
-//! terminal on its stdin.
+//! processes listen on, and whether one of them sits waiting for input
+//! from a stdin that is a terminal or the run's stdin pipe.
 //!
 //! Only the run's own processes are looked at, never every process on the
 //! host: the descendants of the pgrun that holds the pid file's lock (a
@@ -12,21 +12,28 @@
 //! listed in state LISTEN by `/proc/PID/net/tcp` or `tcp6`): a socket held
 //! by a process outside the run never counts, even on the same port.
 //!
-//! "Blocked on input" is advisory: a process of the run sleeps in
-//! `read(2)` on fd 0 (`/proc/PID/syscall`, which needs ptrace access: the
-//! run's own user normally has it) and fd 0 is a terminal. A process that
-//! sleeps, computes, or reads a file, a pipe or a socket is never counted;
+//! "Blocked on input" is advisory: a process of the run has on its fd 0 a
+//! terminal or the run's own `--stdin-pipe` (the pipe of the inode the
+//! supervising pgrun's tag names: [`crate::stdin_pipe::find`]), and
+//! sleeps in a call that waits for fd 0 to be readable: `read(2)` on it (a
+//! shell's `read`, `cat`, Python's `input()`), or `poll`/`ppoll`,
+//! `select`/`pselect6` or an `epoll_wait` with fd 0 (or another fd open
+//! on the same file) among the fds it waits to read (an editor on a pty,
+//! Node's readline): see [`crate::sys::input_wait`], which
+//! reads `/proc/PID/syscall` and needs ptrace access (the run's own user
+//! normally has it). A process that sleeps, computes, or reads a file, a
+//! socket, or a pipe that is not the run's stdin pipe is never counted;
 //! where the call cannot be read the answer is false. Linux only: the
 //! portable path has no `/proc` to read ([`AVAILABLE`]).
 
 use crate::contain::Mode;
-use crate::sys::{Pid, proc, proc_io};
+use crate::sys::{Pid, input_wait, proc, proc_io};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 
 /// Whether this build can tell what a run is doing (it reads `/proc`).
-pub const AVAILABLE: bool = proc_io::AVAILABLE;
+pub const AVAILABLE: bool = proc_io::AVAILABLE && input_wait::AVAILABLE;
 
 /// A TCP socket a process of the run listens on.
 #[derive(Serialize, Clone, Debug, PartialEq, Eq)]
@@ -78,7 +85,8 @@ pub struct CountedRun {
 /// children cannot be listed): the caller counts another way.
 pub fn count_and_look(holder: Pid, pgid: Pid, mode: Mode) -> Option<CountedRun> {
     let walked = walk(holder, pgid, mode == Mode::Group)?;
-    Some(CountedRun { in_group: walked.in_group, outside_group: walked.outside_group, activity: look(&walked.pids) })
+    let activity = look(&walked.pids, Input::Asked { holder });
+    Some(CountedRun { in_group: walked.in_group, outside_group: walked.outside_group, activity })
 }
 
 /// What one walk down from a run's pgrun found.
@@ -128,14 +136,24 @@ pub fn mode_of(holder: Pid) -> Mode {
     proc::cmdline(holder).and_then(crate::quick_args::contain_mode_of).unwrap_or(Mode::Group)
 }
 
+/// Whether [`look`] is asked about input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// No (`wait --ready`): `blocked_on_input` is false, nothing read for it.
+    NotAsked,
+    /// Yes, for the run whose pgrun is `holder` (whose stdin pipe counts).
+    Asked { holder: Pid },
+}
+
 /// What `pids` are doing (see the module doc): one read of each one's fd
 /// table; `Unsupported` on the portable path. A process gone meanwhile is
 /// passed over.
-pub fn look(pids: &[Pid]) -> io::Result<Activity> {
+pub fn look(pids: &[Pid], input: Input) -> io::Result<Activity> {
     let mut owner: BTreeMap<u64, Pid> = BTreeMap::new();
     let mut unreadable = None;
     let mut holders = Vec::new();
     let mut blocked_on_input = false;
+    let mut stdins = AnswerableStdins { input, run_pipe: None };
     for &pid in pids {
         let table = match proc_io::fd_table(pid) {
             Ok(table) => table,
@@ -152,10 +170,11 @@ pub fn look(pids: &[Pid]) -> io::Result<Activity> {
         for inode in table.sockets {
             owner.entry(inode).or_insert(pid);
         }
-        // The stdin first: most runs have no terminal there.
+        // The stdin first: most runs have no terminal or stdin pipe there.
+        // What cannot be read is no wait for input (advisory).
         blocked_on_input = blocked_on_input
-            || (table.stdin.is_some_and(|target| answerable_stdin(&target.to_string_lossy()))
-                && matches!(proc_io::blocked_reading(pid), Ok(Some(0))));
+            || (table.stdin.is_some_and(|target| stdins.answerable(&target.to_string_lossy()))
+                && matches!(input_wait::waits_on_stdin(pid), Ok(true)));
     }
     // Each network namespace's table once.
     let mut namespaces = BTreeSet::new();
@@ -181,11 +200,37 @@ pub fn look(pids: &[Pid]) -> io::Result<Activity> {
     Ok(Activity { listening, blocked_on_input, unreadable })
 }
 
-/// Whether a stdin open on `target` (its `/proc/PID/fd/0` link) is one the
-/// run waits on for an answer: a terminal. (The run's own stdin pipe, once
-/// there is one, is the other case.)
-fn answerable_stdin(target: &str) -> bool {
-    is_terminal(target)
+/// Which stdins the run waits on for an answer: a terminal, or the run's
+/// own stdin pipe (looked up once, at the first process whose stdin is a
+/// pipe).
+struct AnswerableStdins {
+    input: Input,
+    /// The inode of the run's stdin pipe (`Some(None)`: it has none open,
+    /// or its pgrun's fds cannot be read); `None` until looked up.
+    run_pipe: Option<Option<u64>>,
+}
+
+impl AnswerableStdins {
+    /// Whether a stdin open on `target` (its `/proc/PID/fd/0` link) is one
+    /// the run waits on for an answer.
+    fn answerable(&mut self, target: &str) -> bool {
+        let Input::Asked { holder } = self.input else { return false };
+        if is_terminal(target) {
+            return true;
+        }
+        let Some(inode) = pipe_inode(target) else { return false };
+        let run_pipe = *self.run_pipe.get_or_insert_with(|| match crate::stdin_pipe::find(holder) {
+            Ok(crate::stdin_pipe::Found::Open { input, .. }) => Some(input.inode),
+            _ => None,
+        });
+        run_pipe == Some(inode)
+    }
+}
+
+/// The inode of a `pipe:[INODE]` fd link (an unnamed pipe's; a FIFO's
+/// link is its path).
+fn pipe_inode(target: &str) -> Option<u64> {
+    target.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()
 }
 
 /// Whether an fd link names a terminal: a pty's slave, a virtual console,
@@ -198,7 +243,7 @@ fn is_terminal(target: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_terminal;
+    use super::{is_terminal, pipe_inode};
 
     #[test]
     fn terminals_are_told_from_other_stdins() {
@@ -210,5 +255,13 @@ mod tests {
         assert!(!is_terminal("pipe:[1234]"));
         assert!(!is_terminal("socket:[1234]"));
         assert!(!is_terminal("/tmp/fifo"));
+    }
+
+    #[test]
+    fn pipes_are_told_by_their_inode() {
+        assert_eq!(pipe_inode("pipe:[1234]"), Some(1234));
+        assert_eq!(pipe_inode("socket:[1234]"), None);
+        assert_eq!(pipe_inode("/tmp/fifo"), None);
+        assert_eq!(pipe_inode("/dev/pts/3"), None);
     }
 }

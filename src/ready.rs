@@ -6,10 +6,13 @@
 //! process outside the run never counts, even on the same port. Linux has
 //! no event for a new listening socket (`/proc/net/tcp` announces no
 //! change), so the run's sockets are looked at with a backoff from 10 ms
-//! up to [`LONGEST_PAUSE`], well under the 100 ms the answer may take; the
-//! pauses are waits on the events of the run's end (its lock let go of,
-//! its pgrun's pidfd), so a run that ends is seen at once. Only looks: no
-//! signal, no file.
+//! up to [`LONGEST_PAUSE`], well under the 100 ms the answer may take: one
+//! look starts at most that long after the one before (the time the look
+//! took is taken off the pause), unless a look itself takes longer (a run
+//! of thousands of processes). The pauses are waits on the events of the
+//! run's end (its lock let go of, its pgrun's pidfd), so a run that ends
+//! is seen at once. Only looks: no signal, no file. (`bench/measure.py`'s
+//! `ready_latency` times a `listen()` to the wait's return.)
 
 use crate::activity::{self, Listening};
 use crate::backoff::Backoff;
@@ -21,9 +24,11 @@ use std::time::{Duration, Instant};
 
 /// The first pause between two looks at the run's sockets.
 const FIRST_PAUSE: Duration = Duration::from_millis(10);
-/// The longest: a look costs a read of the run's fd tables, and the answer
-/// must come within 100 ms of the `listen()`.
+/// The longest, from the start of one look to the start of the next: a
+/// look costs a read of the run's fd tables, and the answer must come
+/// within 100 ms of the `listen()`.
 pub const LONGEST_PAUSE: Duration = Duration::from_millis(50);
+const _: () = assert!(LONGEST_PAUSE.as_millis() <= 100 && FIRST_PAUSE.as_millis() == 10);
 
 /// What `--ready` waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,8 +92,9 @@ pub fn wait_until_ready(record: &Record, holder: Pid, target: Target, deadline: 
     let mut backoff = Backoff::between(FIRST_PAUSE, LONGEST_PAUSE);
     let mut unreadable = None;
     loop {
+        let looked_at = Instant::now();
         let pids = activity::run_processes(holder, record.pgid);
-        let sockets = activity::look(&pids).context("cannot read the run's sockets")?;
+        let sockets = activity::look(&pids, activity::Input::NotAsked).context("cannot read the run's sockets")?;
         if let Some(found) = sockets.listening.into_iter().find(|l| port.is_none_or(|p| p == l.port)) {
             return Ok(Waited { outcome: Outcome::Ready(found), unreadable: None });
         }
@@ -101,7 +107,7 @@ pub fn wait_until_ready(record: &Record, holder: Pid, target: Target, deadline: 
         if deadline.is_some_and(|d| now >= d) {
             return Ok(Waited { outcome: Outcome::TimedOut, unreadable });
         }
-        let pause = backoff.next_pause();
+        let pause = backoff.next_pause().saturating_sub(now - looked_at);
         let pause = deadline.map_or(pause, |d| pause.min(d - now));
         let mut set = [sys::PollFd::read(release.fd()); 2];
         let n = match &holder_fd {

@@ -236,7 +236,10 @@ fn look(
                         if activity && holder > 0 && crate::activity::AVAILABLE {
                             let looked = match counted.take() {
                                 Some((_, run)) => run.activity,
-                                None => crate::activity::look(&crate::activity::run_processes(holder, record.pgid)),
+                                None => crate::activity::look(
+                                    &crate::activity::run_processes(holder, record.pgid),
+                                    crate::activity::Input::Asked { holder },
+                                ),
                             };
                             // Advisory: what cannot be read is left out.
                             if let Ok(activity) = looked {

@@ -19,6 +19,7 @@ mod fuzz;
 mod guard;
 mod idle;
 mod inheritance;
+mod input_wait;
 mod leader;
 mod limits;
 mod load;

@@ -65,8 +65,10 @@ class Status:
     #: A live run's listening TCP sockets (``None`` where pgrun cannot
     #: tell: off Linux, a run in another PID namespace, no live run).
     listening: Optional[List[Listening]] = None
-    #: Whether a process of a live run is blocked reading its terminal on
-    #: its stdin: advisory, ``None`` where ``listening`` is.
+    #: Whether a process of a live run waits for input from its stdin (a
+    #: read, or an editor's poll or select on it) and that stdin is a
+    #: terminal or the run's stdin pipe: advisory, ``None`` where
+    #: ``listening`` is.
     blocked_on_input: Optional[bool] = None
 
     @property

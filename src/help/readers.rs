@@ -36,7 +36,8 @@ mode resources: what its leaf says so far (memory_bytes, pids, user_ms, \
 system_ms; null where the file is not there). For a live run on Linux it \
 also has listening, the TCP sockets the run's own processes listen on \
 ([{port, address, pid}]), and blocked_on_input, true when a process of the \
-run is blocked reading its stdin and that stdin is a terminal: advisory, \
+run waits to read its stdin (a read, or a poll or select on it as an editor \
+does) and that stdin is a terminal or the run's --stdin-pipe: advisory, \
 false where it cannot tell (another user's process); both are absent on \
 other systems and for a run in another PID namespace. A cancel marker owned by \
 another user is ignored and said so. States: running, stopping (a stop sequence is under way), \

@@ -11,8 +11,9 @@
 //! [`terminal`] (the foreground process group of the controlling
 //! terminal), [`pipe`] (the pipes and reads and writes of `--max-output`),
 //! `fd` (one fd's kind and flags, the standard fds kept open), [`proc`]
-//! (reading `/proc`), [`proc_io`] (what a process holds and waits on:
-//! its sockets, the TCP listeners it sees, the call it is blocked in),
+//! (reading `/proc`), [`proc_io`] (what a process holds: its sockets,
+//! its stdin, the TCP listeners it sees), [`input_wait`] (whether it sits
+//! in a call that waits for its stdin: `/proc/PID/syscall` on Linux),
 //! [`cgroup`] (the cgroup v2 files of `--contain
 //! cgroup`), [`pidfd`] (a hold on one process that pid reuse cannot
 //! redirect), [`lifetime`] (the guard's fork, the page it shares with
@@ -121,7 +122,7 @@ mod platform;
 pub use fd::reserve_standard_fds;
 pub use ids::{Pid, geteuid, getpgid, getpgrp, getpid, getppid};
 pub use lifetime::exit_now;
-pub use platform::{CAN_CONTAIN, fd_reach, guard_channel, pidfd, tmpfile, wakeup, watch};
+pub use platform::{CAN_CONTAIN, fd_reach, guard_channel, input_wait, pidfd, tmpfile, wakeup, watch};
 pub use poll::{POLL_MAX, PollFd, poll, wait_readable, writable_now};
 pub use random::random_bits;
 pub use signals::{Signal, max_signal, realtime_range};

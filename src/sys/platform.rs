@@ -4,11 +4,11 @@
 
 #[cfg(linux_strengths)]
 pub use super::linux::{
-    CAN_CONTAIN, fd_reach, guard_channel, lifetime, pidfd, pipe, poll, proc, process, random, shared_spawn, socket,
-    tmpfile, wakeup, watch,
+    CAN_CONTAIN, fd_reach, guard_channel, input_wait, lifetime, pidfd, pipe, poll, proc, process, random, shared_spawn,
+    socket, tmpfile, wakeup, watch,
 };
 #[cfg(not(linux_strengths))]
 pub use super::posix::{
-    CAN_CONTAIN, fd_reach, guard_channel, lifetime, pidfd, pipe, poll, proc, process, random, shared_spawn, socket,
-    tmpfile, wakeup, watch,
+    CAN_CONTAIN, fd_reach, guard_channel, input_wait, lifetime, pidfd, pipe, poll, proc, process, random, shared_spawn,
+    socket, tmpfile, wakeup, watch,
 };

@@ -1,13 +1,13 @@
-//! Reading from Linux's `/proc` what a process holds and waits on: the
-//! sockets among its fds (`/proc/PID/fd`), the TCP sockets that listen in
-//! its network namespace (`/proc/PID/net/tcp` and `tcp6`), and the call it
-//! is blocked in (`/proc/PID/syscall`).
+//! Reading from Linux's `/proc` what a process holds: the sockets among
+//! its fds (`/proc/PID/fd`) and what its stdin is, and the TCP sockets
+//! that listen in its network namespace (`/proc/PID/net/tcp` and `tcp6`).
+//! (The call it is blocked in is `input_wait`'s, Linux's own.)
 //!
 //! These are the facts `pgrun status` (`listening`, `blocked_on_input`)
 //! and `pgrun wait --ready` are made of. Nothing here signals anything. A
 //! process may end between two reads: what is gone reads as
 //! `ErrorKind::NotFound`, what is not ours to read (another user's
-//! process; `/proc/PID/syscall` needs ptrace access) as its own error,
+//! process) as its own error,
 //! never as "nothing there". The portable path asks `/proc` none of this
 //! (`ASKS_PROC` is false there): every reader says `Unsupported`.
 
@@ -92,7 +92,7 @@ pub fn tcp_listeners(pid: Pid) -> io::Result<Vec<TcpListener>> {
     let mut found = Vec::new();
     for (file, v6) in [("tcp", false), ("tcp6", true)] {
         let path = format!("/proc/{pid}/net/{file}");
-        let text = match std::fs::read_to_string(&path) {
+        let text = match read_in_big_reads(&path) {
             Ok(text) => text,
             Err(e)
                 if v6 && e.kind() == io::ErrorKind::NotFound && std::fs::metadata(format!("/proc/{pid}")).is_ok() =>
@@ -104,6 +104,28 @@ pub fn tcp_listeners(pid: Pid) -> io::Result<Vec<TcpListener>> {
         found.extend(text.lines().skip(1).filter_map(|line| parse_tcp_line(line, v6)));
     }
     Ok(found)
+}
+
+/// The text of `path`, read a chunk of 64 KiB at a time. Each `read(2)`
+/// of `/proc/PID/net/tcp` walks the kernel's whole TCP hash table (about
+/// 0.8 ms a read on this project's machine, whatever the sockets), and
+/// `std::fs::read_to_string` reads a file that says it has size 0 (as
+/// `/proc`'s do) in reads of 32 bytes and up: 5 reads of a small table
+/// where two do (its lines, then the end).
+fn read_in_big_reads(path: &str) -> io::Result<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut text = Vec::new();
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(text).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("{path} is not UTF-8")))
 }
 
 /// State `0A` of `/proc/net/tcp`: TCP_LISTEN.
@@ -142,48 +164,6 @@ pub fn parse_tcp_line(line: &str, v6: bool) -> Option<TcpListener> {
     Some(TcpListener { inode, address, port })
 }
 
-/// The number of `read(2)` on this target (the portable path never asks).
-#[cfg(target_os = "linux")]
-#[allow(clippy::unnecessary_cast)] // a c_long: 32 bits on some targets
-const READ_CALL: i64 = libc::SYS_read as i64;
-#[cfg(not(target_os = "linux"))]
-const READ_CALL: i64 = -1;
-
-/// The fd process `pid` (its main thread) is blocked reading with
-/// `read(2)`: `Some(FD)` if `/proc/PID/stat` says it sleeps (`S`) and
-/// `/proc/PID/syscall` says it is in `read` on FD; `None` if it is in any
-/// other call, running, or stopped. `/proc/PID/syscall` needs ptrace
-/// access to `pid`: where it is refused, the error says so.
-pub fn blocked_reading(pid: Pid) -> io::Result<Option<i32>> {
-    if !ASKS_PROC {
-        return Err(unsupported());
-    }
-    let state = || -> io::Result<bool> {
-        let stat = std::fs::read(format!("/proc/{pid}/stat"))?;
-        Ok(super::proc::parse_stat(&stat).is_some_and(|s| s.state == b'S'))
-    };
-    if !state()? {
-        return Ok(None);
-    }
-    let line = std::fs::read_to_string(format!("/proc/{pid}/syscall"))?;
-    // Read the state again: a process that woke meanwhile may have left
-    // the call the line names.
-    if !state()? {
-        return Ok(None);
-    }
-    Ok(parse_syscall_line(&line).and_then(|(call, fd)| (call == READ_CALL).then_some(fd)))
-}
-
-/// `/proc/PID/syscall`: the call's number and its first argument as an
-/// fd (`running`, or `-1 ...` outside any call: `None`).
-fn parse_syscall_line(line: &str) -> Option<(i64, i32)> {
-    let mut fields = line.split_ascii_whitespace();
-    let call: i64 = fields.next()?.parse().ok()?;
-    let first = fields.next()?.strip_prefix("0x")?;
-    let fd = i32::try_from(u64::from_str_radix(first, 16).ok()?).ok()?;
-    (call >= 0).then_some((call, fd))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,14 +188,6 @@ mod tests {
         let found = parse_tcp_line(&v6, true).unwrap();
         assert_eq!((found.address, found.port, found.inode), (IpAddr::V6(Ipv6Addr::LOCALHOST), 80, 777));
         assert_eq!(parse_tcp_line("  sl  local_address rem_address   st", false), None);
-    }
-
-    #[test]
-    fn syscall_lines_are_read() {
-        assert_eq!(parse_syscall_line("0 0x0 0x7ffd 0x1 0x0 0x0 0x0 0x7ffd 0x7f\n"), Some((0, 0)));
-        assert_eq!(parse_syscall_line("230 0x3 0x0 0x0 0x0 0x0 0x0 0x0 0x0"), Some((230, 3)));
-        assert_eq!(parse_syscall_line("running"), None);
-        assert_eq!(parse_syscall_line("-1 0x7ffd 0x7f"), None);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod fd_reach;
 pub mod guard_channel;
+pub mod input_wait;
 pub mod lifetime;
 pub mod pidfd;
 pub mod pipe;
