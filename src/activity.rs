@@ -220,7 +220,9 @@ impl AnswerableStdins {
         }
         let Some(inode) = pipe_inode(target) else { return false };
         let run_pipe = *self.run_pipe.get_or_insert_with(|| match crate::stdin_pipe::find(holder) {
-            Ok(crate::stdin_pipe::Found::Open { input, .. }) => Some(input.inode),
+            Ok(crate::stdin_pipe::Found::Open { input: crate::stdin_pipe::PipeAt::Fd { inode, .. }, .. }) => {
+                Some(inode)
+            }
             _ => None,
         });
         run_pipe == Some(inode)

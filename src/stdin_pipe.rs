@@ -272,6 +272,14 @@ enum How {
     Folder(Option<OwnedFd>, u32),
 }
 
+/// What the pgrun `holder` says of its stdin pipe, read through its fds
+/// (Linux: what `status` needs to tell the run's pipe among the stdins of
+/// its processes; on the portable path, where no fd can be reached, an
+/// `Unsupported` error).
+pub fn find(holder: Pid) -> io::Result<Found> {
+    Route { how: How::Fds(holder) }.find()
+}
+
 impl Route {
     /// The way to the pipes of the run at `pidfile` whose supervising
     /// pgrun is `holder` and whose user is `owner`. On the portable path
