@@ -21,7 +21,8 @@
 //! on the same file) among the fds it waits to read (an editor on a pty,
 //! Node's readline): see [`crate::sys::input_wait`], which
 //! reads `/proc/PID/syscall` and needs ptrace access (the run's own user
-//! normally has it). A process that sleeps, computes, or reads a file, a
+//! normally has it; not where Yama's `ptrace_scope` is 1 or more, as on
+//! Ubuntu, since `pgrun status` is no ancestor of the run: false there). A process that sleeps, computes, or reads a file, a
 //! socket, or a pipe that is not the run's stdin pipe is never counted;
 //! where the call cannot be read the answer is false. Linux only: the
 //! portable path has no `/proc` to read ([`AVAILABLE`]).
