@@ -4,136 +4,24 @@
 Every figure for pgrun stands next to the same figure for the tools it
 replaces, measured in this same run. Each process group this script creates
 is recorded and killed in `finally`, so an interrupted benchmark leaves
-nothing behind.
+nothing behind. The shared helpers are in bench_common.py, the rows for
+the agent's loop in rows_agent.py.
 """
-import argparse
-import json
 import os
 import shutil
 import signal
 import statistics
 import subprocess
-import tempfile
 import threading
 import time
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--pgrun", required=True)
-ap.add_argument("--quick", action="store_true", help="few iterations, for CI")
-ap.add_argument("--fork-reference", help="bench/spawnwait.c built static: the cost of one fork")
-ap.add_argument("--compare", help="another pgrun binary (an older build): the cancel-at-scale rows measure both, taking turns")
-args = ap.parse_args()
-PGRUN = os.path.abspath(args.pgrun)
-QUICK = args.quick
-TMP = tempfile.mkdtemp(prefix="pgrun-bench-")
-OUR_GROUPS = set()  # process groups this script created, killed at exit
-rows = []
-
-
-def row(measure, pgrun, anchors, ratio="", target=""):
-    rows.append((measure, pgrun, anchors, ratio, target))
-
-
-def ms(seconds):
-    return f"{seconds * 1000:.2f} ms"
-
-
-def group_members(pgid):
-    n = 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read()
-                if int(stat[stat.rindex(b")") + 2:].split()[2]) == pgid:
-                    n += 1
-            except (OSError, ValueError):
-                pass
-    return n
-
-
-def group_alive(pgid):
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def wait_until(cond, limit=60.0, what="condition"):
-    end = time.monotonic() + limit
-    pause = 0.001
-    while not cond():
-        if time.monotonic() > end:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(pause)
-        pause = min(pause * 2, 0.02)
-
-
-def hyperfine(commands, runs, ignore_failure=False, rounds=1):
-    """Median wall time of each command. With several rounds, the commands
-    take turns, so a slow phase of a busy machine hits them all alike."""
-    out = os.path.join(TMP, "h.json")
-    times = [[] for _ in commands]
-    for _ in range(rounds):
-        cmd = ["hyperfine", "-N", "--style", "none", "--warmup", str(min(20, runs)), "--runs", str(runs), "--export-json", out]
-        if ignore_failure:
-            cmd.append("-i")
-        subprocess.run(cmd + commands, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        with open(out) as f:
-            for i, r in enumerate(json.load(f)["results"]):
-                times[i].extend(r["times"])
-    return [statistics.median(t) for t in times]
-
-
-def paired(commands, runs, warmup=None, each=False):
-    """Median wall time of each command, the commands taking turns run by
-    run (in alternating order), so that whatever else the machine does
-    meanwhile falls on all of them alike: hyperfine's rounds interleave
-    only blocks of runs, and a busy phase during one block moves its ratio
-    by 10-20% on this 2-core machine. Each run is a posix_spawn and a
-    waitpid from here, the same for every command. A command is a string
-    split on spaces, or an argv list. `warmup` rounds first (default
-    min(20, runs)) warm the caches and are not counted. With `each`, also
-    the times themselves, run by run, for ratios round by round."""
-    argvs = [c if isinstance(c, list) else c.split() for c in commands]
-    paths = [shutil.which(a[0]) or a[0] for a in argvs]
-    warmup = min(20, runs) if warmup is None else warmup
-    times = [[] for _ in commands]
-    order = list(range(len(commands)))
-    for r in range(runs + warmup):
-        for i in (order if r % 2 == 0 else order[::-1]):
-            start = time.perf_counter_ns()
-            pid = os.posix_spawn(paths[i], argvs[i], os.environ)
-            _, status = os.waitpid(pid, 0)
-            elapsed = time.perf_counter_ns() - start
-            if os.waitstatus_to_exitcode(status) != 0:
-                raise RuntimeError(f"{commands[i]} failed")
-            if r >= warmup:
-                times[i].append(elapsed / 1e9)
-    medians = [statistics.median(t) for t in times]
-    return (medians, times) if each else medians
-
-
-def spread(ours, anchor):
-    """The middle half of the round-by-round ratios of two commands
-    measured by `paired` (each of ours over the anchor run next to it)."""
-    ratios = sorted(o / a for o, a in zip(ours, anchor))
-    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
-    return f"{q[0]:.2f}x-{q[2]:.2f}x"
-
-
-def start_published(pidfile, payload, extra=()):
-    """Start pgrun -p PIDFILE -- sh -c PAYLOAD; return (Popen, pgid)."""
-    p = subprocess.Popen([PGRUN, "-p", pidfile, *extra, "--", "sh", "-c", payload], stderr=subprocess.DEVNULL)
-    wait_until(lambda: os.path.exists(pidfile), what="pid file")
-    with open(pidfile) as f:
-        pgid = int(f.read())
-    OUR_GROUPS.add(pgid)
-    return p, pgid
-
+from bench_common import (
+    OUR_GROUPS, PGRUN, QUICK, TMP, args, group_alive, group_members, hyperfine, ms, paired, read_status, row, rows, spread, start_published, switches, wait_until,
+)
+from rows_agent import (
+    detach_after, detach_latency, ls_runs, output_wait_latency, output_window, ready_latency, send_throughput,
+    status_at_scale,
+)
 
 def startup():
     runs = 20 if QUICK else 1000
@@ -183,7 +71,6 @@ def cancel_latency():
         with open(pidfile, "w") as f:
             f.write(f"{leader.pid}\n")
         wait_until(lambda: group_members(leader.pid) == 100, what="100 members")
-        import threading
         threading.Thread(target=leader.wait, daemon=True).start()
         script = (f'touch {pidfile}.cancel; pg=$(cat {pidfile}); kill -TERM -- -$pg; '
                   f'while kill -0 -- -$pg 2>/dev/null; do sleep 0.1; done')
@@ -198,19 +85,6 @@ def timeout_precision():
     runs = 3 if QUICK else 20
     p, t = hyperfine([f"{PGRUN} --timeout 0.2 -- sleep 10", "timeout 0.2 sleep 10"], runs, ignore_failure=True)
     row("timeout overshoot (--timeout 0.2)", ms(p - 0.2), f"timeout {ms(t - 0.2)}", f"{(p - t) * 1000:+.2f} ms", "within 2 ms of timeout")
-
-
-def read_status(path):
-    fields = {}
-    with open(path) as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            fields[k] = v.strip()
-    return fields
-
-
-def switches(fields):
-    return int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
 
 
 def idle_status(wrapper, secs):
@@ -364,7 +238,7 @@ def output_file():
     anchors = f"direct pipe {ms(direct)}, tee FILE piped to cat {ms(tee)}"
     row(f"--output-file: a tee of {size >> 20} MiB to a file and stdout", f"{ms(ours)} ({gib / ours:.2f} GiB/s)",
         anchors, f"{ours / tee:.2f}x tee (rounds: {spread(each[2], each[1])})", "<= 1.2x tee")
-    row(f"--output-file --max-output 2G: the same, under a SIZE it fits", f"{ms(ours_cut)} ({gib / ours_cut:.2f} GiB/s)",
+    row("--output-file --max-output 2G: the same, under a SIZE it fits", f"{ms(ours_cut)} ({gib / ours_cut:.2f} GiB/s)",
         anchors, f"{ours_cut / tee:.2f}x tee (rounds: {spread(each[3], each[1])})", "<= 1.2x tee")
 
 
@@ -544,291 +418,6 @@ def wait_latency():
     row("pgrun wait: return after the run's end", ms(statistics.median(ours)), f"tail --pid {ms(statistics.median(tails))}",
         f"{statistics.median(tails) / max(statistics.median(ours), 1e-6):.0f}x sooner", "< 5 ms")
     row(f"pgrun wait: context switches over {secs}s while the run runs", str(idle), "", "", "0")
-
-def detach_latency():
-    """`pgrun --detach`: from the start to the caller's return (the run is
-    published and live), next to a whole foreground run of /bin/true."""
-    n = 3 if QUICK else 30
-    detached, foreground = [], []
-    for i in range(n):
-        pidfile = os.path.join(TMP, f"detach{i}.pid")
-        t0 = time.monotonic()
-        subprocess.run([PGRUN, "--detach", "-p", pidfile, "--", "sleep", "300"], check=True)
-        detached.append(time.monotonic() - t0)
-        with open(pidfile) as f:
-            OUR_GROUPS.add(int(f.read()))
-        subprocess.run([PGRUN, "cancel", pidfile], check=True)
-        t0 = time.monotonic()
-        subprocess.run([PGRUN, "--", "/bin/true"], check=True)
-        foreground.append(time.monotonic() - t0)
-    d, f = statistics.median(detached), statistics.median(foreground)
-    row("pgrun --detach: start to return (published)", ms(d), f"foreground pgrun -- /bin/true {ms(f)}",
-        f"{(d - f) * 1000:+.2f} ms", "within ~1 ms of a foreground run")
-
-
-def detach_after():
-    """`--detach-after`: a run that ends within DUR next to the same run
-    without it, taking turns run by run (`paired`): a short one (the extra
-    fork) and one that pipes a big stream through the relay; then the
-    hand-off of a run still going: from DUR to the return of a capturing
-    caller (`capture_output=True`, which returns only once nothing holds
-    its pipes)."""
-    runs = 3 if QUICK else 30
-    size = (64 << 20) if QUICK else (512 << 20)
-    pid, log = os.path.join(TMP, "da.pid"), os.path.join(TMP, "da.log")
-    plain = [PGRUN, "-p", pid, "--output-file", log]
-    eye = [PGRUN, "--detach-after", "60", "-p", pid, "--output-file", log]
-    (p, d), each = paired([plain + ["--", "/bin/true"], eye + ["--", "/bin/true"]], runs, each=True)
-    row("--detach-after 60: a run of /bin/true that ends within DUR", ms(d), f"the same without --detach-after {ms(p)}",
-        f"{(d - p) * 1000:+.2f} ms (rounds: {spread(each[1], each[0])})", "within ~1 ms of the plain run")
-    produce = f"head -c {size} /dev/zero"
-    sh = lambda line: ["sh", "-c", line]
-    (p, d), each = paired([sh(f"{' '.join(plain)} -- {produce} | cat >/dev/null"),
-                           sh(f"{' '.join(eye)} -- {produce} | cat >/dev/null")], 2 if QUICK else 9, warmup=1, each=True)
-    gib = size / (1 << 30)
-    row(f"--detach-after 60: {size >> 20} MiB relayed within DUR", f"{ms(d)} ({gib / d:.2f} GiB/s)",
-        f"the same without --detach-after {ms(p)}", f"{d / p:.2f}x (rounds: {spread(each[1], each[0])})", "<= 1.05x")
-    os.unlink(log)
-    after = 0.2
-    late = []
-    for i in range(3 if QUICK else 20):
-        pidfile = os.path.join(TMP, f"handoff{i}.pid")
-        t0 = time.monotonic()
-        r = subprocess.run([PGRUN, "--detach-after", str(after), "-p", pidfile, "--output-file", log,
-                            "--", "sh", "-c", "echo started; exec sleep 300"], capture_output=True)
-        late.append(time.monotonic() - t0 - after)
-        if r.returncode != 122:
-            raise RuntimeError(f"--detach-after: {r.returncode} {r.stderr!r}")
-        with open(pidfile) as f:
-            OUR_GROUPS.add(int(f.read()))
-        subprocess.run([PGRUN, "cancel", pidfile], check=True)
-    row(f"--detach-after {after}: DUR to a capturing caller's return", f"{ms(statistics.median(late))} after DUR",
-        f"max {ms(max(late))}", "", "< 50 ms (hand-off), < 100 ms (capturing caller)")
-
-
-def send_throughput():
-    """`pgrun send` of 1 MiB into the stdin pipe of a run whose command
-    reads it (`cat`), next to the same bytes through a direct pipe (`cat
-    FILE | cat`), taking turns run by run (`paired`). Linux only."""
-    if not os.path.isdir("/proc/self/fd"):
-        return
-    runs = 3 if QUICK else 21
-    data = os.path.join(TMP, "send.bin")
-    with open(data, "wb") as f:
-        f.write(os.urandom(1 << 20))
-    pid = os.path.join(TMP, "send.pid")
-    subprocess.run([PGRUN, "--detach", "--stdin-pipe", "-p", pid, "--", "sh", "-c", "exec cat >/dev/null"], check=True)
-    with open(pid) as f:
-        OUR_GROUPS.add(int(f.read()))
-    try:
-        (direct, sent), each = paired([["sh", "-c", f"cat {data} | cat >/dev/null"], [PGRUN, "send", "--file", data, pid]],
-                                      runs, each=True)
-        row("pgrun send: 1 MiB into a run's stdin pipe, read by cat", ms(sent), f"cat FILE piped to cat {ms(direct)}",
-            f"{sent / direct:.2f}x (rounds: {spread(each[1], each[0])})", "<= 1.5x")
-    finally:
-        subprocess.run([PGRUN, "cancel", pid], check=True)
-        os.unlink(data)
-
-
-def blocked_in_poll(pid):
-    """Whether process PID sleeps in poll (its main thread's wait channel)."""
-    try:
-        with open(f"/proc/{pid}/wchan") as f:
-            return "poll" in f.read()
-    except OSError:
-        return False
-
-
-def output_wait_latency():
-    """`pgrun output --wait`: from new bytes reaching the file to the
-    waiter's return, the bytes written once the waiter is known to wait
-    (asleep in poll, /proc/PID/wchan); and its context switches while
-    nothing comes (event-driven: none)."""
-    n, secs = (5, 1) if QUICK else (50, 3)
-    log = os.path.join(TMP, "window.log")
-    took, idle = [], None
-    with open(log, "wb") as f:
-        f.write(b"start\n")
-    for i in range(n):
-        size = os.path.getsize(log)
-        waiter = subprocess.Popen([PGRUN, "output", "--wait", "60", "--since", str(size), log], stdout=subprocess.DEVNULL)
-        wait_until(lambda: blocked_in_poll(waiter.pid), what="the waiter to wait")
-        if idle is None:
-            first = read_status(f"/proc/{waiter.pid}/status")
-            time.sleep(secs)
-            idle = switches(read_status(f"/proc/{waiter.pid}/status")) - switches(first)
-        ended = {}
-
-        def reap():
-            waiter.wait()
-            ended["at"] = time.monotonic()
-
-        t = threading.Thread(target=reap)
-        t.start()
-        with open(log, "ab") as f:
-            t0 = time.monotonic()
-            f.write(b"line %d\n" % i)
-        t.join()
-        assert waiter.returncode == 0, f"output --wait exited {waiter.returncode}"
-        took.append(ended["at"] - t0)
-    row("pgrun output --wait: return after new bytes reach the file", ms(statistics.median(took)),
-        f"worst {ms(max(took))} ({n} rounds)", "", "< 50 ms")
-    row(f"pgrun output --wait: context switches over {secs}s while nothing comes", str(idle), "", "", "0")
-
-
-def output_window():
-    """A 64 KiB window of a 1 GiB output file, in its middle and at its
-    end (--tail), whole runs of `pgrun output` taking turns with `tail -c
-    64K` (which seeks too) and /bin/true: pgrun reads where the window
-    lies, never the file from its start."""
-    runs = 10 if QUICK else 200
-    size = (64 << 20) if QUICK else (1 << 30)
-    big = os.path.join(TMP, "big.log")
-    line = "0123456789 the quick brown fox jumps over the lazy dog \u20ac\n".encode()
-    chunk = line * ((1 << 20) // len(line))
-    with open(big, "wb") as f:
-        written = 0
-        while written < size:
-            f.write(chunk)
-            written += len(chunk)
-    middle = written // 2
-    quiet = lambda line: ["sh", "-c", f"exec {line} >/dev/null"]
-    (true, mid, tail, anchor) = paired([
-        quiet("/bin/true"),
-        quiet(f"{PGRUN} output --since {middle} --max 64K {big}"),
-        quiet(f"{PGRUN} output --tail 64K {big}"),
-        quiet(f"tail -c 65536 {big}"),
-    ], runs)
-    os.unlink(big)
-    anchors = f"tail -c 64K {ms(anchor)}, /bin/true {ms(true)} (each under sh -c 'exec ... >/dev/null')"
-    row(f"pgrun output: a 64 KiB window in the middle of a {written >> 20} MiB file, whole run", ms(mid), anchors,
-        f"{mid / anchor:.2f}x tail -c", "< 5 ms")
-    row(f"pgrun output --tail 64K of a {written >> 20} MiB file, whole run", ms(tail), anchors,
-        f"{tail / anchor:.2f}x tail -c", "< 5 ms")
-
-
-def ls_runs():
-    """`pgrun ls` of a folder with 1,000 published runs (detached `sleep`s
-    with their pgrun and guard), whole runs taking turns with `ls -l` of
-    the same folder and a `ps` of every process."""
-    n = 50 if QUICK else 1000
-    runs = 5 if QUICK else 20
-    folder = os.path.join(TMP, "runs")
-    os.mkdir(folder)
-    pgids = []
-    try:
-        for i in range(n):
-            pidfile = os.path.join(folder, f"run{i:04d}.pid")
-            subprocess.run([PGRUN, "--detach", "-p", pidfile, "--output-file", os.path.join(folder, f"run{i:04d}.log"),
-                            "--", "sleep", "300"], check=True)
-            with open(pidfile) as f:
-                pgid = int(f.read())
-            OUR_GROUPS.add(pgid)
-            pgids.append(pgid)
-        listed = subprocess.run([PGRUN, "ls", folder], check=True, capture_output=True, text=True).stdout
-        running = sum(1 for line in listed.splitlines() if line.split()[1:2] == ["running"])
-        assert running == n, f"pgrun ls listed {running} running of {n}"
-        quiet = lambda line: ["sh", "-c", f"exec {line} >/dev/null"]
-        ours, ls_l, ps = paired([quiet(f"{PGRUN} ls {folder}"), quiet(f"ls -l {folder}"), quiet("ps -e -o pid,pgid,args")], runs)
-        # Its CPU time too (user + system, all its threads): what a busy
-        # machine's wall time hides.
-        import resource
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        for _ in range(runs):
-            subprocess.run([PGRUN, "ls", folder], check=True, stdout=subprocess.DEVNULL)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / runs
-        row(f"pgrun ls: a folder of {n} published runs, whole run", f"{ms(ours)} (CPU {ms(cpu)})",
-            f"ls -l {ms(ls_l)}, ps -e {ms(ps)}", f"{ours / ls_l:.1f}x ls -l", "< 200 ms")
-    finally:
-        for pgid in pgids:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except OSError:
-                pass
-        wait_until(lambda: not any(f.endswith(".pid") for f in os.listdir(folder)), limit=120, what="the runs to end")
-
-
-LISTEN_AT_GATE = """
-import os, socket, sys, time
-gate, stamp = sys.argv[1], sys.argv[2]
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-while not os.path.exists(gate):
-    time.sleep(0.001)
-s.listen()
-t = time.monotonic_ns()
-with open(stamp + ".tmp", "w") as f:
-    f.write("%d\\n" % t)
-os.rename(stamp + ".tmp", stamp)
-time.sleep(300)
-"""
-
-
-def ready_latency():
-    """`pgrun wait --ready listen`: from the payload's listen() (python
-    takes CLOCK_MONOTONIC right after it) to the waiter's exit as seen
-    here, the waiter having waited 0.3 to 0.35 s first (its backoff at
-    its 50 ms ceiling, the listen() at a random point between two looks).
-    Linux only."""
-    if not os.path.isdir("/proc/self/fd"):
-        return
-    import random
-    n = 3 if QUICK else 40
-    script = os.path.join(TMP, "listen_at_gate.py")
-    with open(script, "w") as f:
-        f.write(LISTEN_AT_GATE)
-    took = []
-    for i in range(n):
-        pidfile, gate, stamp = (os.path.join(TMP, f"ready{i}.{x}") for x in ("pid", "gate", "stamp"))
-        run, _ = start_published(pidfile, f"exec python3 {script} {gate} {stamp}")
-        try:
-            waiter = subprocess.Popen([PGRUN, "wait", "-v", "--ready", "listen", pidfile], stderr=subprocess.PIPE, text=True)
-            while "waiting until a process" not in waiter.stderr.readline():
-                pass
-            time.sleep(random.uniform(0.3, 0.35))
-            ended = {}
-
-            def reap():
-                waiter.wait()
-                ended["at"] = time.monotonic_ns()
-
-            t = threading.Thread(target=reap)
-            t.start()
-            open(gate, "w").close()
-            t.join()
-            if waiter.returncode != 0:
-                raise RuntimeError(f"wait --ready exited {waiter.returncode}")
-            with open(stamp) as f:
-                listened = int(f.read())
-            took.append((ended["at"] - listened) / 1e9)
-        finally:
-            subprocess.run([PGRUN, "cancel", pidfile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            run.wait()
-    p90 = statistics.quantiles(took, n=10, method="inclusive")[-1]
-    row("pgrun wait --ready listen: return after the run's listen()", ms(statistics.median(took)),
-        f"p90 {ms(p90)}, max {ms(max(took))} ({n} rounds; a look every 10 to 50 ms)", "", "< 100 ms")
-
-
-def status_at_scale():
-    """`pgrun status --json` of one run of 1,000 processes (`sleep`s), which
-    reads each one's fd table for `listening` and `blocked_on_input`, taking
-    turns with the plain `pgrun status` (the count alone) and a `ps` of every
-    process."""
-    n = 50 if QUICK else 1000
-    runs = 5 if QUICK else 20
-    pidfile = os.path.join(TMP, "status-scale.pid")
-    run, pgid = start_published(pidfile, f"for i in $(seq {n - 1}); do sleep 300 & done; wait")
-    try:
-        wait_until(lambda: group_members(pgid) == n, limit=120, what=f"{n} members")
-        quiet = lambda line: ["sh", "-c", f"exec {line} >/dev/null"]
-        ours, plain, ps = paired([quiet(f"{PGRUN} status --json {pidfile}"), quiet(f"{PGRUN} status {pidfile}"),
-                                  quiet("ps -e -o pid,pgid,args")], runs)
-        row(f"status --json: one run of {n} processes (listening, blocked_on_input)", ms(ours),
-            f"plain status {ms(plain)}, ps -e {ms(ps)}", f"{ours / plain:.1f}x plain status", "< 50 ms")
-    finally:
-        subprocess.run([PGRUN, "cancel", pidfile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        run.wait()
 
 
 ONLY = os.environ.get("PGRUN_BENCH_ONLY", "").split(",") if os.environ.get("PGRUN_BENCH_ONLY") else None
