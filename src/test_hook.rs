@@ -37,7 +37,7 @@
 //! but zombies of another parent, and is about to wait for their reaping),
 //! `dying` (such a guard's final KILL's grace has passed with what is left
 //! of the run dying of it, and it is about to wait for that to be gone),
-//! `run-gone` (the supervisor is done: the run is gone, nothing is
+//! `let-go-asked` (`--detach-after`'s caller process has asked the relay to let go at DUR, and not yet looked for its answer or a signal), `run-gone` (the supervisor is done: the run is gone, nothing is
 //! withdrawn or released yet), `marker-handled` (the run is marked over in
 //! its pid file and the marker handled, its note held if it took one; the
 //! pid file still published), `withdrawn` (the run's files are removed and

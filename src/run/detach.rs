@@ -139,9 +139,11 @@ fn pass_signals_on_until_ready(ready: &OwnedFd, supervisor: Pid, handled: &SigSe
 
 /// Send the signals `signals` holds that pgrun acts on (a cancel, one it
 /// forwards) to the supervising pgrun: our own child, not reaped, so its
-/// pid names no other process.
-pub(super) fn pass_on(signals: &SignalSource, supervisor: Pid) -> std::io::Result<()> {
+/// pid names no other process. True if a cancel (TERM) was among them.
+pub(super) fn pass_on(signals: &SignalSource, supervisor: Pid) -> std::io::Result<bool> {
+    let mut cancel = false;
     for signal in signals.drain()? {
+        cancel |= signal_policy::handling(signal) == Some(signal_policy::Handling::Cancel);
         if signal_policy::passed_to_a_detached_run(signal)
             && let Err(e) = process::signal_process(supervisor, crate::sys::Signal(signal))
         {
@@ -149,7 +151,7 @@ pub(super) fn pass_on(signals: &SignalSource, supervisor: Pid) -> std::io::Resul
             say::line(format_args!("cannot pass {name} on to the detached pgrun {supervisor}: {e}"));
         }
     }
-    Ok(())
+    Ok(cancel)
 }
 
 /// Where the supervising pgrun's fds 0, 1 and 2 point, and so the

@@ -17,13 +17,18 @@
 //! every signal pgrun acts on (a TERM cancels the run, an INT is forwarded
 //! to it, as for any run), until DUR has passed since pgrun started. It
 //! then asks the relay to let go, reads N back, says `pgrun: still running
-//! after DUR: pid file P, output F from byte N` and exits 122. A run that
+//! after DUR: pid file P, output F from byte N` and exits 122. DUR is the
+//! line for signals: one that comes from then on is not passed on (the
+//! run it would stop is being handed off as still running), and a TERM
+//! passed on before it is a cancel under way, which the caller waits out
+//! as any run's pgrun does, handing nothing off. A run that
 //! ends first (before DUR, or before it let go) ends the supervising
 //! pgrun, whose status is the caller's: the ordinary run's, its output
 //! relayed and its report written before it exits.
 
 use super::detach::{failed_status, pass_on, status_of};
 use super::plan::RunPlan;
+use crate::duration::describe;
 use crate::output::handoff::{self, HandOff, LET_GO};
 use crate::say;
 use crate::signal_policy;
@@ -97,26 +102,31 @@ impl Eye<'_> {
             Err(e) => return self.lost(&e),
         };
         let due = started.checked_add(self.after);
-        let mut asked = false;
+        // DUR is the line: a TERM passed on before it is a cancel the
+        // caller waits out (no hand-off); from DUR on, the caller has let
+        // go and passes nothing on (a signal that came meanwhile would stop
+        // a run it says is still running).
+        let mut at_due_or_cancelled = false;
+        let mut cancelled = false;
         loop {
             let wait = match due {
-                Some(due) if !asked => Some(due.saturating_duration_since(Instant::now())),
+                Some(due) if !at_due_or_cancelled => Some(due.saturating_duration_since(Instant::now())),
                 _ => None,
             };
             if wait == Some(Duration::ZERO) {
+                at_due_or_cancelled = true;
+                if cancelled {
+                    crate::verbose!("no hand-off after {}: the run is being cancelled", describe(self.after));
+                    continue;
+                }
                 // A supervising pgrun already gone (EPIPE) says so by the
                 // answer pipe's end.
                 let _ = crate::sys::pipe::write(self.ask.as_fd(), &[LET_GO]);
-                asked = true;
+                crate::test_hook::pause("let-go-asked");
                 continue;
             }
             let mut set = [PollFd::read(self.answer.as_fd()), PollFd::read(signals.as_fd())];
             if let Err(e) = crate::sys::poll(&mut set, wait) {
-                return self.lost(&e);
-            }
-            if set[1].ready
-                && let Err(e) = pass_on(&signals, self.supervisor)
-            {
                 return self.lost(&e);
             }
             if set[0].ready {
@@ -126,6 +136,20 @@ impl Eye<'_> {
                     Err(e) => self.lost(&e),
                 };
             }
+            if set[1].ready && at_due_or_cancelled && !cancelled {
+                match signals.drain() {
+                    Ok(got) => {
+                        let names: Vec<String> = got.iter().map(|&s| crate::sys::Signal(s).to_string()).collect();
+                        crate::verbose!("{} came at the hand-off: not passed on to the run", names.join(" "));
+                    }
+                    Err(e) => return self.lost(&e),
+                }
+            } else if set[1].ready {
+                match pass_on(&signals, self.supervisor) {
+                    Ok(cancel) => cancelled |= cancel,
+                    Err(e) => return self.lost(&e),
+                }
+            }
         }
     }
 
@@ -134,7 +158,7 @@ impl Eye<'_> {
         let path = |p: Option<&std::path::Path>| p.map_or_else(String::new, |p| p.display().to_string());
         say::line(format_args!(
             "still running after {}: pid file {}, output {} from byte {n}",
-            crate::duration::describe(self.after),
+            describe(self.after),
             path(self.plan.pidfile.as_deref()),
             path(self.plan.output_file()),
         ));
