@@ -435,3 +435,22 @@ fn output_only_reads_and_never_signals() {
     }
     assert_eq!((fs::read(&log).unwrap(), fs::metadata(&log).unwrap().modified().unwrap()), before, "FILE changed");
 }
+
+/// A FILE that is not a regular file is refused before it is opened,
+/// named itself or through a symlink: an open alone can act (it lets a
+/// FIFO's waiting writer through, arms a watchdog, rewinds a tape).
+#[test]
+fn a_file_that_is_not_regular_is_refused_unopened() {
+    let scratch = Scratch::new();
+    let fifo = scratch.path("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let link = scratch.path("link");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    for path in [&fifo, &link] {
+        let (out, trace) = straced(&scratch, &[], path);
+        assert_status(&out, 125, &format!("output {}", path.display()));
+        assert!(stderr_of(&out).contains("is not a regular file"), "{}", stderr_of(&out));
+        let opened = trace.lines().find(|l| l.contains("open") && l.contains(scratch.sh().as_str()));
+        assert!(opened.is_none(), "output opened what it refuses: {opened:?}");
+    }
+}

@@ -139,12 +139,15 @@ fn answer(args: &Options) -> Result<OutputExit> {
 fn open(args: &Options) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let path = &args.file;
-    // Non-blocking: a FIFO at the path must not hold output up.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| anyhow!("cannot open output file {}: {}", path.display(), say::errno_text(&e)))?;
+    // Looked at before it is opened: an open alone can act on what is not
+    // a regular file (let a FIFO's writer through, arm a watchdog).
+    let cannot_open =
+        |e: std::io::Error| anyhow!("cannot open output file {}: {}", path.display(), say::errno_text(&e));
+    if !std::fs::metadata(path).map_err(cannot_open)?.is_file() {
+        bail!("output file {} is not a regular file", path.display());
+    }
+    // Non-blocking: a FIFO put at the path since must not hold output up.
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(cannot_open)?;
     let meta = file.metadata().with_context(|| format!("cannot read output file {}", path.display()))?;
     if !meta.is_file() {
         bail!("output file {} is not a regular file", path.display());
