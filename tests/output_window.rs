@@ -454,3 +454,25 @@ fn a_file_that_is_not_regular_is_refused_unopened() {
         assert!(opened.is_none(), "output opened what it refuses: {opened:?}");
     }
 }
+
+/// A window that DUR ended without its line (124) holds only whole lines:
+/// none at all where no newline came past N yet, and none cut by SIZE.
+/// Paging on from `next`, a line written in two pieces around a call's DUR
+/// is then still matched whole, from its start.
+#[test]
+fn until_that_timed_out_gives_no_part_of_a_line_so_the_next_call_sees_it_whole() {
+    let scratch = Scratch::new();
+    let file = file_with(&scratch, "out.log", b"rea");
+    let w = window(&["--wait", "0.2", "--until", "^ready$"], &file, 124);
+    assert_eq!((w["text"].as_str(), w["next"].as_u64(), w["eof"].as_bool()), (Some(""), Some(0), Some(false)), "{w}");
+    append(&file, b"dy\n");
+    let w = window(&["--wait", "0.2", "--until", "^ready$", "--since", "0"], &file, 0);
+    assert_eq!(w["text"], "ready\n", "{w}");
+    // A window cut by SIZE inside a line ends after the line before it.
+    let file = file_with(&scratch, "cut.log", b"one\nxxxxxxxxrea");
+    let w = window(&["--wait", "0.2", "--until", "^x+ready$", "--max", "10"], &file, 124);
+    assert_eq!((w["text"].as_str(), w["next"].as_u64()), (Some("one\n"), Some(4)), "{w}");
+    append(&file, b"dy\n");
+    let w = window(&["--wait", "0.2", "--until", "^x+ready$", "--since", "4"], &file, 0);
+    assert_eq!(w["text"], "xxxxxxxxready\n", "{w}");
+}

@@ -122,10 +122,11 @@ fn answer(args: &Options) -> Result<OutputExit> {
             Some(_) => None,
         };
         if let Some(exit) = exit {
-            // Without its line, a window ends after its last whole line:
-            // a next call from `next` then sees every line whole.
-            if let (OutputExit::TimedOut, Some(end)) = (exit, until.as_ref().and_then(Until::last_line_end)) {
-                window.end_at(end);
+            // Without its line, a window ends after its last whole line,
+            // or at N if it holds none: a next call from `next` then sees
+            // every line whole (a line still being written included).
+            if exit == OutputExit::TimedOut && until.is_some() {
+                window.end_after_last_line();
             }
             // A failed write is said by `say::to_stdout`, once.
             return Ok(if print(args, &window, over)? { exit } else { OutputExit::Failed });
