@@ -476,3 +476,22 @@ fn until_that_timed_out_gives_no_part_of_a_line_so_the_next_call_sees_it_whole()
     let w = window(&["--wait", "0.2", "--until", "^x+ready$", "--since", "4"], &file, 0);
     assert_eq!(w["text"], "xxxxxxxxready\n", "{w}");
 }
+
+/// FILE replaced while output waits (a new run with the same
+/// `--output-file` renames its file into place): its offsets are not the
+/// ones N counts, and the old file will never grow. output says so (125)
+/// at once, rather than waiting out DUR on a file nobody writes.
+#[test]
+fn wait_says_when_file_is_replaced_under_it() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let file = file_with(&scratch, "out.log", b"old\n");
+    let waiter = spawn_waiter(&mut guard, &["--wait", "10", "--since", "4", "--json"], &file);
+    let new = file_with(&scratch, "new.log", b"another run's output\n");
+    fs::rename(&new, &file).unwrap();
+    let status = guard.wait(waiter);
+    let mut err = String::new();
+    guard.child(waiter).stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status, 125, "{err}");
+    assert!(err.starts_with("pgrun: ") && err.lines().count() == 1 && err.contains("was replaced"), "{err}");
+}

@@ -9,6 +9,10 @@
 //! run's lock, where the platform announces them, else in ticks of at
 //! most 20 ms. `--until REGEX` waits for a line that matches ([`until`]).
 //!
+//! A FILE cut short below N, or replaced (another file renamed over it, as
+//! a new run with the same `--output-file` does), is an error: the offsets
+//! N counts are gone, and the old file will never grow.
+//!
 //! output only reads: FILE, and the pid file if `--pidfile` is given; it
 //! creates, removes and signals nothing, and holds no lock but the
 //! instant's read lock that learns of the run's lock being let go of.
@@ -94,7 +98,11 @@ fn answer(args: &Options) -> Result<OutputExit> {
         // The run first, then the file: bytes written before the run
         // ended are in the file by the time its end is seen.
         let over = run.as_ref().map(Run::over).transpose()?;
-        let len = file.metadata().with_context(|| format!("cannot read output file {}", path.display()))?.len();
+        let meta = file.metadata().with_context(|| format!("cannot read output file {}", path.display()))?;
+        if changes.is_some() && replaced(path, &meta) {
+            bail!("output file {} was replaced by another file while output waited on it", path.display());
+        }
+        let len = meta.len();
         if len < args.since {
             bail!(
                 "output file {} was cut short: it now ends at byte {len}, before --since {}",
@@ -157,6 +165,13 @@ fn open(args: &Options) -> Result<File> {
         bail!("--since {} is beyond the end of output file {} ({} bytes)", args.since, path.display(), meta.len());
     }
     Ok(file)
+}
+
+/// Whether `path` now names another file than the one open (`meta`): a
+/// file renamed over it. One removed, and none there, is no other file.
+fn replaced(path: &std::path::Path, meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).is_ok_and(|now| (now.dev(), now.ino()) != (meta.dev(), meta.ino()))
 }
 
 /// Ask to be told of changes to FILE and, while the run lives, to its pid
