@@ -516,9 +516,10 @@ fn a_cancel_under_way_at_dur_is_waited_out_not_handed_off() {
     assert!(!pidfile.exists(), "the pid file was left");
 }
 
-/// From DUR on the caller passes no signal on: a TERM that comes while it
-/// waits for the relay's answer (held there by the test until the relay
-/// has let go) does not stop the run it then says is still running.
+/// A signal that comes with the hand-off is not passed on: a TERM to the
+/// caller once it has asked at DUR (held there by the test until the
+/// relay has let go and answered) does not stop the run it then says is
+/// still running.
 #[test]
 fn a_signal_at_the_hand_off_does_not_reach_the_run() {
     let scratch = Scratch::new();
@@ -545,4 +546,38 @@ fn a_signal_at_the_hand_off_does_not_reach_the_run() {
     assert_status(&waited, 124, "wait on the handed-off run");
     assert!(!is_dead(pgid), "the run was stopped by the caller's signal");
     files.cancel();
+}
+
+/// A TERM that comes once the caller has asked at DUR, while the run is
+/// still being prepared (DUR 0, the supervising pgrun held by the test
+/// before the command starts), is passed on as for any attached run: the
+/// run is cancelled before it starts (143, no run), not handed off.
+#[test]
+fn a_cancel_after_dur_before_the_answer_is_waited_out() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let files = Files::new(&scratch);
+    let tag = Tag::new("cancel-before-answer");
+    let gate = scratch.path("gate");
+    let mut cmd = files.command("0", &[], "exec sleep 300");
+    cmd.env("PGRUN_TEST_PAUSE", format!("guard-started={}", gate.display()));
+    let caller = guard.spawn(tag.on(&mut cmd).stdout(Stdio::null()).stderr(Stdio::null()));
+    let caller_pid = guard.child(caller).id() as i32;
+    let reached = format!("{}.reached", gate.display());
+    eventually("the supervising pgrun to be held before the start", || Path::new(&reached).exists());
+    let supervisor = descendants(caller_pid).into_iter().find(|&p| ppid(p) == Some(caller_pid)).unwrap();
+    guard.record(supervisor);
+    send(caller_pid, libc::SIGTERM);
+    // Passed on: pending (blocked) at the supervising pgrun.
+    let pending = || {
+        let status = fs::read_to_string(format!("/proc/{supervisor}/status")).unwrap_or_default();
+        let mask = status.lines().find_map(|l| l.strip_prefix("ShdPnd:")).unwrap_or("0").trim().to_string();
+        u64::from_str_radix(&mask, 16).unwrap_or(0) & (1 << (libc::SIGTERM - 1)) != 0
+    };
+    eventually("the TERM to reach the supervising pgrun", pending);
+    fs::write(&gate, "").unwrap();
+    assert_eq!(guard.wait(caller), 143, "the caller's status is the cancelled run's");
+    wait_dead(supervisor);
+    assert!(!Path::new(&files.pidfile).exists(), "the pid file was left");
+    eventually("nothing of the run left", || tag.processes().is_empty());
 }

@@ -17,11 +17,11 @@
 //! every signal pgrun acts on (a TERM cancels the run, an INT is forwarded
 //! to it, as for any run), until DUR has passed since pgrun started. It
 //! then asks the relay to let go, reads N back, says `pgrun: still running
-//! after DUR: pid file P, output F from byte N` and exits 122. DUR is the
-//! line for signals: one that comes from then on is not passed on (the
-//! run it would stop is being handed off as still running), and a TERM
-//! passed on before it is a cancel under way, which the caller waits out
-//! as any run's pgrun does, handing nothing off. A run that
+//! after DUR: pid file P, output F from byte N` and exits 122. A TERM it
+//! passed on is a cancel under way, which it waits out as any run's pgrun
+//! does (no hand-off at DUR; an answer that comes after it is none
+//! either); an answer ready with a signal is read first, and the signal,
+//! come at the hand-off, is not passed on. A run that
 //! ends first (before DUR, or before it let go) ends the supervising
 //! pgrun, whose status is the caller's: the ordinary run's, its output
 //! relayed and its report written before it exits.
@@ -102,19 +102,21 @@ impl Eye<'_> {
             Err(e) => return self.lost(&e),
         };
         let due = started.checked_add(self.after);
-        // DUR is the line: a TERM passed on before it is a cancel the
-        // caller waits out (no hand-off); from DUR on, the caller has let
-        // go and passes nothing on (a signal that came meanwhile would stop
-        // a run it says is still running).
-        let mut at_due_or_cancelled = false;
+        // Until the answer is read, signals pass on as for any run. A
+        // TERM passed on is a cancel under way, which the caller waits out
+        // (its status is the run's): it asks nothing at DUR, and an answer
+        // that comes after it is no hand-off. An answer ready with a
+        // signal is read first: the run was handed off, and the signal,
+        // not passed on, stops nothing it then says is still running.
+        let mut past_due = false;
         let mut cancelled = false;
         loop {
             let wait = match due {
-                Some(due) if !at_due_or_cancelled => Some(due.saturating_duration_since(Instant::now())),
+                Some(due) if !past_due => Some(due.saturating_duration_since(Instant::now())),
                 _ => None,
             };
             if wait == Some(Duration::ZERO) {
-                at_due_or_cancelled = true;
+                past_due = true;
                 if cancelled {
                     crate::verbose!("no hand-off after {}: the run is being cancelled", describe(self.after));
                     continue;
@@ -131,20 +133,16 @@ impl Eye<'_> {
             }
             if set[0].ready {
                 return match handoff::read_answer(self.answer.as_fd()) {
+                    Ok(Some(_)) if cancelled => {
+                        crate::verbose!("the run was cancelled as it was handed off: waiting for its end");
+                        status_of(self.supervisor)
+                    }
                     Ok(Some(n)) => self.handed_off(n),
                     Ok(None) => status_of(self.supervisor),
                     Err(e) => self.lost(&e),
                 };
             }
-            if set[1].ready && at_due_or_cancelled && !cancelled {
-                match signals.drain() {
-                    Ok(got) => {
-                        let names: Vec<String> = got.iter().map(|&s| crate::sys::Signal(s).to_string()).collect();
-                        crate::verbose!("{} came at the hand-off: not passed on to the run", names.join(" "));
-                    }
-                    Err(e) => return self.lost(&e),
-                }
-            } else if set[1].ready {
+            if set[1].ready {
                 match pass_on(&signals, self.supervisor) {
                     Ok(cancel) => cancelled |= cancel,
                     Err(e) => return self.lost(&e),
