@@ -48,7 +48,8 @@
 //! is removed from the marker path, its lock not let go of yet, the guard
 //! not yet reaped). In the readers (`cancel`, `status`, `wait`):
 //! `record-read` (a pid file is open and its record read, its locks not
-//! looked at yet). And in `pgrun cancel`: `cancel-marked` (the marker is
+//! looked at yet). In `pgrun output --pidfile`: `output-found` (the run
+//! at the pid file is found, live or over, and nothing is watched yet). And in `pgrun cancel`: `cancel-marked` (the marker is
 //! made, the pid file not looked at since), `cancel-found` (a live run was
 //! found, its lock holder not yet held by a handle), `cancel-signalled` (the
 //! TERM is sent to the pgrun holding the lock, the wait for it has not

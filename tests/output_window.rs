@@ -495,3 +495,27 @@ fn wait_says_when_file_is_replaced_under_it() {
     assert_eq!(status, 125, "{err}");
     assert!(err.starts_with("pgrun: ") && err.lines().count() == 1 && err.contains("was replaced"), "{err}");
 }
+
+/// The run ends between output finding it live and watching its pid file
+/// (held there by the test, the run cancelled meanwhile): the pid file is
+/// gone, which says the run is over (1), not an error (125).
+#[test]
+fn wait_on_a_run_that_ends_as_it_is_found_says_it_is_over() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let (pidfile, log) = detached(&mut guard, &scratch, "job", "echo hi; exec sleep 300");
+    eventually("the run's line", || fs::read(&log).unwrap_or_default() == b"hi\n");
+    let gate = scratch.path("gate");
+    let pid = pidfile.to_str().unwrap();
+    let mut cmd = pgrun(["output", "--wait", "30", "--since", "3", "--pidfile", pid]);
+    cmd.arg(&log).env("PGRUN_TEST_PAUSE", format!("output-found={}", gate.display()));
+    let waiter = guard.spawn(cmd.stdout(Stdio::null()).stderr(Stdio::piped()));
+    eventually("output to find the run", || Path::new(&format!("{}.reached", gate.display())).exists());
+    assert_status(&run(&mut pgrun(["cancel", pid])), 0, "cancel");
+    assert!(!pidfile.exists());
+    fs::write(&gate, "").unwrap();
+    let status = guard.wait(waiter);
+    let mut err = String::new();
+    guard.child(waiter).stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status, 1, "{err}");
+}

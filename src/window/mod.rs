@@ -181,7 +181,12 @@ fn watch(args: &Options, run: Option<&mut Run>) -> Result<Changes> {
     changes.watch(&args.file).with_context(|| format!("cannot watch output file {}", args.file.display()))?;
     if let Some(run) = run {
         if let Some(pidfile) = run.path() {
-            changes.watch(pidfile).with_context(|| format!("cannot watch pid file {}", pidfile.display()))?;
+            match changes.watch(pidfile) {
+                // Removed since the run was found: it is over, as the
+                // first look says.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                watched => watched.with_context(|| format!("cannot watch pid file {}", pidfile.display()))?,
+            }
         }
         run.watch_release()?;
     }
