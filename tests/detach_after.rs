@@ -581,3 +581,26 @@ fn a_cancel_after_dur_before_the_answer_is_waited_out() {
     assert!(!Path::new(&files.pidfile).exists(), "the pid file was left");
     eventually("nothing of the run left", || tag.processes().is_empty());
 }
+
+/// The supervising pgrun killed before the hand-off: the caller says so
+/// (125), without claiming the run was never published, and the guard
+/// stops the run.
+#[test]
+fn the_supervising_pgrun_killed_before_the_hand_off_is_said_as_it_is() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let files = Files::new(&scratch);
+    let tag = Tag::new("supervisor-killed");
+    let log = scratch.path("caller.err");
+    let mut cmd = files.command("60", &[], "exec sleep 300");
+    let caller = guard.spawn(tag.on(&mut cmd).stdout(Stdio::null()).stderr(fs::File::create(&log).unwrap()));
+    let pidfile = Path::new(&files.pidfile);
+    eventually("the run to be published", || fs::read_to_string(pidfile).is_ok_and(|s| s.ends_with('\n')));
+    let (pgrun_pid, pgid) = files.record(&mut guard);
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(caller), 125);
+    let said = fs::read_to_string(&log).unwrap();
+    assert!(said.contains("was killed by signal KILL"), "{said}");
+    assert!(!said.contains("before the run was published"), "{said}");
+    wait_dead(pgid);
+}

@@ -103,16 +103,17 @@ fn wait_for_publication(ready: OwnedFd, supervisor: Pid, handled: &SigSet) -> u8
         Err(e) => return failed_status(format_args!("cannot read whether the detached run started: {e}")),
     }
     // The pipe's end: the supervising pgrun has ended, or is ending.
-    status_of(supervisor)
+    status_of(supervisor, " before the run was published")
 }
 
 /// The supervising pgrun has ended, or is ending: the status it exits
-/// with, which is the run's (a death by a signal is pgrun's failure).
-pub(super) fn status_of(supervisor: Pid) -> u8 {
+/// with, which is the run's (a death by a signal is pgrun's failure,
+/// said with `when`).
+pub(super) fn status_of(supervisor: Pid, when: &str) -> u8 {
     match session::wait_status(supervisor) {
         Ok(ChildStatus::Exited(code)) => code as u8,
         Ok(ChildStatus::Signaled(signal)) => failed_status(format_args!(
-            "the detached pgrun {supervisor} was killed by signal {} before the run was published",
+            "the detached pgrun {supervisor} was killed by signal {}{when}",
             crate::signame::Signal(signal)
         )),
         Err(e) => failed_status(format_args!("cannot wait for the detached pgrun {supervisor}: {e}")),

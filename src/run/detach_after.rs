@@ -82,6 +82,10 @@ pub fn keep_an_eye(plan: &RunPlan, after: Duration, started: Instant) -> Left {
     }
 }
 
+/// What the caller says of a supervising pgrun killed by a signal: the
+/// run may have started, and its guard then stops it.
+const KILLED: &str = " (its guard stops the run, if it started)";
+
 /// The caller's process, watching.
 struct Eye<'a> {
     plan: &'a RunPlan,
@@ -135,10 +139,10 @@ impl Eye<'_> {
                 return match handoff::read_answer(self.answer.as_fd()) {
                     Ok(Some(_)) if cancelled => {
                         crate::verbose!("the run was cancelled as it was handed off: waiting for its end");
-                        status_of(self.supervisor)
+                        status_of(self.supervisor, KILLED)
                     }
                     Ok(Some(n)) => self.handed_off(n),
-                    Ok(None) => status_of(self.supervisor),
+                    Ok(None) => status_of(self.supervisor, KILLED),
                     Err(e) => self.lost(&e),
                 };
             }
