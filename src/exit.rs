@@ -200,7 +200,10 @@ pub const OUTPUT_TABLE: &[Row] = &[
     row("0", "the window was written; with --wait: bytes past N came (with --until: a matching line)"),
     row("1", "with --wait: the run in --pidfile was over first"),
     row("124", "with --wait: DUR passed first"),
-    row("125", "error: no such file, not a regular file, N beyond the end of FILE, an invalid REGEX, a usage error"),
+    row(
+        "125",
+        "error: no such file, not a regular file, N beyond the end of FILE (or FILE cut short or replaced while waited on), an invalid REGEX, a usage error",
+    ),
 ];
 
 /// How `pgrun output` ends.

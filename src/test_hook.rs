@@ -37,7 +37,7 @@
 //! but zombies of another parent, and is about to wait for their reaping),
 //! `dying` (such a guard's final KILL's grace has passed with what is left
 //! of the run dying of it, and it is about to wait for that to be gone),
-//! `run-gone` (the supervisor is done: the run is gone, nothing is
+//! `let-go-asked` (`--detach-after`'s caller process has asked the relay to let go at DUR, and not yet looked for its answer or a signal), `run-gone` (the supervisor is done: the run is gone, nothing is
 //! withdrawn or released yet), `marker-handled` (the run is marked over in
 //! its pid file and the marker handled, its note held if it took one; the
 //! pid file still published), `withdrawn` (the run's files are removed and
@@ -50,7 +50,8 @@
 //! `let-go` (DUR has passed, the supervising pgrun is not asked yet to let
 //! go of the caller's fds). In the readers (`cancel`, `status`, `wait`):
 //! `record-read` (a pid file is open and its record read, its locks not
-//! looked at yet). And in `pgrun cancel`: `cancel-marked` (the marker is
+//! looked at yet). In `pgrun output --pidfile`: `output-found` (the run
+//! at the pid file is found, live or over, and nothing is watched yet). And in `pgrun cancel`: `cancel-marked` (the marker is
 //! made, the pid file not looked at since), `cancel-found` (a live run was
 //! found, its lock holder not yet held by a handle), `cancel-signalled` (the
 //! TERM is sent to the pgrun holding the lock, the wait for it has not

@@ -578,3 +578,128 @@ fn a_run_that_never_starts_comes_back_as_an_ordinary_one() {
     files.cancel();
     guard.wait(holder);
 }
+
+/// A TERM to the caller before DUR is a cancel under way: the caller
+/// waits it out as any run's pgrun does (the command's own status once
+/// its trap lets it end), rather than saying at DUR that the run it is
+/// stopping is still running and exiting 122.
+#[test]
+fn a_cancel_under_way_at_dur_is_waited_out_not_handed_off() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let files = Files::new(&scratch);
+    let tag = Tag::new("cancel-at-dur");
+    let dir = scratch.sh();
+    let payload = format!(
+        "trap 'echo > {dir}/termed; while [ ! -e {dir}/gate ]; do sleep 0.05; done; exit 7' TERM; \
+         echo > {dir}/started; while :; do sleep 0.05; done"
+    );
+    let log = scratch.path("caller.err");
+    let mut cmd = files.command("3", &["-v"], &payload);
+    let caller = guard.spawn(tag.on(&mut cmd).stdout(Stdio::null()).stderr(fs::File::create(&log).unwrap()));
+    let caller_pid = guard.child(caller).id() as i32;
+    wait_line(&scratch.path("started"));
+    let pidfile = Path::new(&files.pidfile);
+    eventually("the run to be published", || fs::read_to_string(pidfile).is_ok_and(|s| s.ends_with('\n')));
+    let (pgrun_pid, _) = files.record(&mut guard);
+    send(caller_pid, libc::SIGTERM);
+    wait_line(&scratch.path("termed"));
+    // DUR passes with the cancel under way: the caller says which way it
+    // went (its `-v` line, or the hand-off's).
+    let said = |text: &str| fs::read_to_string(&log).unwrap_or_default().contains(text);
+    eventually("the caller to decide at DUR", || said("no hand-off after 3s") || said("still running after"));
+    assert!(!said("still running after"), "a run being cancelled was handed off as still running");
+    fs::write(scratch.path("gate"), "").unwrap();
+    assert_eq!(guard.wait(caller), 7, "the caller's status is the cancelled command's own");
+    wait_dead(pgrun_pid);
+    assert!(!pidfile.exists(), "the pid file was left");
+}
+
+/// A signal that comes with the hand-off is not passed on: a TERM to the
+/// caller once it has asked at DUR (held there by the test until the
+/// relay has let go and answered) does not stop the run it then says is
+/// still running.
+#[test]
+fn a_signal_at_the_hand_off_does_not_reach_the_run() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let files = Files::new(&scratch);
+    let tag = Tag::new("signal-at-hand-off");
+    let gate = scratch.path("gate");
+    let mut cmd = files.command("0.3", &[], "exec sleep 300");
+    cmd.env("PGRUN_TEST_PAUSE", format!("let-go-asked={}", gate.display()));
+    let caller = guard.spawn(tag.on(&mut cmd).stdout(Stdio::null()).stderr(Stdio::null()));
+    let caller_pid = guard.child(caller).id() as i32;
+    let reached = format!("{}.reached", gate.display());
+    eventually("the caller to ask the relay to let go", || Path::new(&reached).exists());
+    let (pgrun_pid, pgid) = files.record(&mut guard);
+    send(caller_pid, libc::SIGTERM);
+    // The relay has let go once the supervising pgrun's stdout is /dev/null.
+    let stdout = format!("/proc/{pgrun_pid}/fd/1");
+    eventually("the relay to let go", || fs::read_link(&stdout).is_ok_and(|p| p == Path::new("/dev/null")));
+    fs::write(&gate, "").unwrap();
+    assert_eq!(guard.wait(caller), 122, "handed off");
+    // A TERM passed on would have ended the run within moments (wait: 0);
+    // it lives on.
+    let waited = run(&mut pgrun(["wait", "--timeout", "1", &files.pidfile]));
+    assert_status(&waited, 124, "wait on the handed-off run");
+    assert!(!is_dead(pgid), "the run was stopped by the caller's signal");
+    files.cancel();
+}
+
+/// A TERM that comes once the caller has asked at DUR, while the run is
+/// still being prepared (DUR 0, the supervising pgrun held by the test
+/// before the command starts), is passed on as for any attached run: the
+/// run is cancelled before it starts (143, no run), not handed off.
+#[test]
+fn a_cancel_after_dur_before_the_answer_is_waited_out() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let files = Files::new(&scratch);
+    let tag = Tag::new("cancel-before-answer");
+    let gate = scratch.path("gate");
+    let mut cmd = files.command("0", &[], "exec sleep 300");
+    cmd.env("PGRUN_TEST_PAUSE", format!("guard-started={}", gate.display()));
+    let caller = guard.spawn(tag.on(&mut cmd).stdout(Stdio::null()).stderr(Stdio::null()));
+    let caller_pid = guard.child(caller).id() as i32;
+    let reached = format!("{}.reached", gate.display());
+    eventually("the supervising pgrun to be held before the start", || Path::new(&reached).exists());
+    let supervisor = descendants(caller_pid).into_iter().find(|&p| ppid(p) == Some(caller_pid)).unwrap();
+    guard.record(supervisor);
+    send(caller_pid, libc::SIGTERM);
+    // Passed on: pending (blocked) at the supervising pgrun.
+    let pending = || {
+        let status = fs::read_to_string(format!("/proc/{supervisor}/status")).unwrap_or_default();
+        let mask = status.lines().find_map(|l| l.strip_prefix("ShdPnd:")).unwrap_or("0").trim().to_string();
+        u64::from_str_radix(&mask, 16).unwrap_or(0) & (1 << (libc::SIGTERM - 1)) != 0
+    };
+    eventually("the TERM to reach the supervising pgrun", pending);
+    fs::write(&gate, "").unwrap();
+    assert_eq!(guard.wait(caller), 143, "the caller's status is the cancelled run's");
+    wait_dead(supervisor);
+    assert!(!Path::new(&files.pidfile).exists(), "the pid file was left");
+    eventually("nothing of the run left", || tag.processes().is_empty());
+}
+
+/// The supervising pgrun killed before the hand-off: the caller says so
+/// (125), without claiming the run was never published, and the guard
+/// stops the run.
+#[test]
+fn the_supervising_pgrun_killed_before_the_hand_off_is_said_as_it_is() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let files = Files::new(&scratch);
+    let tag = Tag::new("supervisor-killed");
+    let log = scratch.path("caller.err");
+    let mut cmd = files.command("60", &[], "exec sleep 300");
+    let caller = guard.spawn(tag.on(&mut cmd).stdout(Stdio::null()).stderr(fs::File::create(&log).unwrap()));
+    let pidfile = Path::new(&files.pidfile);
+    eventually("the run to be published", || fs::read_to_string(pidfile).is_ok_and(|s| s.ends_with('\n')));
+    let (pgrun_pid, pgid) = files.record(&mut guard);
+    send(pgrun_pid, libc::SIGKILL);
+    assert_eq!(guard.wait(caller), 125);
+    let said = fs::read_to_string(&log).unwrap();
+    assert!(said.contains("was killed by signal KILL"), "{said}");
+    assert!(!said.contains("before the run was published"), "{said}");
+    wait_dead(pgid);
+}

@@ -435,3 +435,87 @@ fn output_only_reads_and_never_signals() {
     }
     assert_eq!((fs::read(&log).unwrap(), fs::metadata(&log).unwrap().modified().unwrap()), before, "FILE changed");
 }
+
+/// A FILE that is not a regular file is refused before it is opened,
+/// named itself or through a symlink: an open alone can act (it lets a
+/// FIFO's waiting writer through, arms a watchdog, rewinds a tape).
+#[test]
+fn a_file_that_is_not_regular_is_refused_unopened() {
+    let scratch = Scratch::new();
+    let fifo = scratch.path("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let link = scratch.path("link");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    for path in [&fifo, &link] {
+        let (out, trace) = straced(&scratch, &[], path);
+        assert_status(&out, 125, &format!("output {}", path.display()));
+        assert!(stderr_of(&out).contains("is not a regular file"), "{}", stderr_of(&out));
+        let opened = trace.lines().find(|l| l.contains("open") && l.contains(scratch.sh().as_str()));
+        assert!(opened.is_none(), "output opened what it refuses: {opened:?}");
+    }
+}
+
+/// A window that DUR ended without its line (124) holds only whole lines:
+/// none at all where no newline came past N yet, and none cut by SIZE.
+/// Paging on from `next`, a line written in two pieces around a call's DUR
+/// is then still matched whole, from its start.
+#[test]
+fn until_that_timed_out_gives_no_part_of_a_line_so_the_next_call_sees_it_whole() {
+    let scratch = Scratch::new();
+    let file = file_with(&scratch, "out.log", b"rea");
+    let w = window(&["--wait", "0.2", "--until", "^ready$"], &file, 124);
+    assert_eq!((w["text"].as_str(), w["next"].as_u64(), w["eof"].as_bool()), (Some(""), Some(0), Some(false)), "{w}");
+    append(&file, b"dy\n");
+    let w = window(&["--wait", "0.2", "--until", "^ready$", "--since", "0"], &file, 0);
+    assert_eq!(w["text"], "ready\n", "{w}");
+    // A window cut by SIZE inside a line ends after the line before it.
+    let file = file_with(&scratch, "cut.log", b"one\nxxxxxxxxrea");
+    let w = window(&["--wait", "0.2", "--until", "^x+ready$", "--max", "10"], &file, 124);
+    assert_eq!((w["text"].as_str(), w["next"].as_u64()), (Some("one\n"), Some(4)), "{w}");
+    append(&file, b"dy\n");
+    let w = window(&["--wait", "0.2", "--until", "^x+ready$", "--since", "4"], &file, 0);
+    assert_eq!(w["text"], "xxxxxxxxready\n", "{w}");
+}
+
+/// FILE replaced while output waits (a new run with the same
+/// `--output-file` renames its file into place): its offsets are not the
+/// ones N counts, and the old file will never grow. output says so (125)
+/// at once, rather than waiting out DUR on a file nobody writes.
+#[test]
+fn wait_says_when_file_is_replaced_under_it() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let file = file_with(&scratch, "out.log", b"old\n");
+    let waiter = spawn_waiter(&mut guard, &["--wait", "10", "--since", "4", "--json"], &file);
+    let new = file_with(&scratch, "new.log", b"another run's output\n");
+    fs::rename(&new, &file).unwrap();
+    let status = guard.wait(waiter);
+    let mut err = String::new();
+    guard.child(waiter).stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status, 125, "{err}");
+    assert!(err.starts_with("pgrun: ") && err.lines().count() == 1 && err.contains("was replaced"), "{err}");
+}
+
+/// The run ends between output finding it live and watching its pid file
+/// (held there by the test, the run cancelled meanwhile): the pid file is
+/// gone, which says the run is over (1), not an error (125).
+#[test]
+fn wait_on_a_run_that_ends_as_it_is_found_says_it_is_over() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let (pidfile, log) = detached(&mut guard, &scratch, "job", "echo hi; exec sleep 300");
+    eventually("the run's line", || fs::read(&log).unwrap_or_default() == b"hi\n");
+    let gate = scratch.path("gate");
+    let pid = pidfile.to_str().unwrap();
+    let mut cmd = pgrun(["output", "--wait", "30", "--since", "3", "--pidfile", pid]);
+    cmd.arg(&log).env("PGRUN_TEST_PAUSE", format!("output-found={}", gate.display()));
+    let waiter = guard.spawn(cmd.stdout(Stdio::null()).stderr(Stdio::piped()));
+    eventually("output to find the run", || Path::new(&format!("{}.reached", gate.display())).exists());
+    assert_status(&run(&mut pgrun(["cancel", pid])), 0, "cancel");
+    assert!(!pidfile.exists());
+    fs::write(&gate, "").unwrap();
+    let status = guard.wait(waiter);
+    let mut err = String::new();
+    guard.child(waiter).stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status, 1, "{err}");
+}

@@ -441,11 +441,14 @@ class _ReportPath:
 
 def _handed_off_at(stderr: Optional[Union[bytes, str]]) -> Optional[int]:
     """N from ``--detach-after``'s line, if stderr ends with it: ``pgrun:
-    still running after DUR: pid file P, output F from byte N``."""
-    said = _pgrun_line(stderr)
-    if said is None or not said.startswith("pgrun: still running after "):
+    still running after DUR: pid file P, output F from byte N``. The line
+    follows the command's stderr as it is, so it may start after bytes of
+    the command's own that ended with no newline."""
+    lines = _bytes(stderr or b"").decode(errors="replace").splitlines()
+    at = lines[-1].rfind("pgrun: still running after ") if lines else -1
+    if at < 0:
         return None
-    _, sep, n = said.rpartition(" from byte ")
+    _, sep, n = lines[-1][at:].rpartition(" from byte ")
     return int(n) if sep and n.isdigit() else None
 
 

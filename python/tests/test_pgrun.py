@@ -557,6 +557,25 @@ def test_detach_after_hands_off_a_run_still_going(tmp_path: Path, runs: List[Pat
     shutil.rmtree(os.path.dirname(report_path))
 
 
+def test_detach_after_hands_off_a_run_whose_stderr_ends_mid_line(tmp_path: Path, runs: List[Path]) -> None:
+    """The command's stderr up to the hand-off does not end with a newline,
+    so pgrun's line follows its bytes on the same line: still a hand-off,
+    with its N, not a plain 122."""
+    pidfile, out = tmp_path / "m.pid", tmp_path / "m.log"
+    runs.append(pidfile)
+    r = pgrun.run(
+        ["sh", "-c", "printf partial >&2; exec sleep 100"],
+        detach_after=2,
+        pidfile=pidfile,
+        output_file=out,
+        report=False,
+    )
+    assert r.returncode == pgrun.HANDED_OFF
+    assert r.stderr.startswith(b"partialpgrun: still running after 2s: "), r.stderr
+    assert r.detached is not None and r.since == len(b"partial")
+    assert r.detached.cancel(timeout=20) is pgrun.CancelOutcome.GONE
+
+
 def test_detach_after_without_its_files_is_pgruns_failure(tmp_path: Path) -> None:
     with pytest.raises(pgrun.PgrunError) as e:
         pgrun.run(["true"], detach_after=1, pidfile=tmp_path / "p.pid")

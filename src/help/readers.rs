@@ -130,7 +130,8 @@ Lines (--until):
   SIZE bytes up to the line's end (a line longer than the window: its last
   SIZE bytes), skipped saying how many bytes past N were left out. Without
   its line, a window that DUR ended (124) ends after its last whole line,
-  if it has one, so that a next call from next sees every line whole.
+  or at N if it holds none, so that a next call from next sees every line
+  whole, one still being written included.
 
 Exit status:
 {OUTPUT_EXIT}";

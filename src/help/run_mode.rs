@@ -194,7 +194,8 @@ Keep an eye, then let go (--detach-after DUR, needs --pidfile and --output-file)
   from the start: \"background after 10 s, but never longer than 1 h\" is
   --detach-after 10 --timeout 1h. Until the hand-off a signal to the
   caller's pgrun acts on the run as for any run (TERM cancels it, INT is
-  forwarded), and if that pgrun is killed (SIGKILL: a harness's own
+  forwarded; a cancel it passed on is waited out, not handed off, and a
+  signal that comes with the hand-off is not passed on), and if that pgrun is killed (SIGKILL: a harness's own
   timeout) the run is stopped as cancelled, not left in the background. COMMAND's stdin is /dev/null and no fd above 2 is inherited,
   since it may outlive the caller. Without --pidfile or --output-file, or
   with --detach or --die-with-parent, it is a usage error (125).

@@ -103,16 +103,17 @@ fn wait_for_publication(ready: OwnedFd, supervisor: Pid, handled: &SigSet) -> u8
         Err(e) => return failed_status(format_args!("cannot read whether the detached run started: {e}")),
     }
     // The pipe's end: the supervising pgrun has ended, or is ending.
-    status_of(supervisor)
+    status_of(supervisor, " before the run was published")
 }
 
 /// The supervising pgrun has ended, or is ending: the status it exits
-/// with, which is the run's (a death by a signal is pgrun's failure).
-pub(super) fn status_of(supervisor: Pid) -> u8 {
+/// with, which is the run's (a death by a signal is pgrun's failure,
+/// said with `when`).
+pub(super) fn status_of(supervisor: Pid, when: &str) -> u8 {
     match session::wait_status(supervisor) {
         Ok(ChildStatus::Exited(code)) => code as u8,
         Ok(ChildStatus::Signaled(signal)) => failed_status(format_args!(
-            "the detached pgrun {supervisor} was killed by signal {} before the run was published",
+            "the detached pgrun {supervisor} was killed by signal {}{when}",
             crate::signame::Signal(signal)
         )),
         Err(e) => failed_status(format_args!("cannot wait for the detached pgrun {supervisor}: {e}")),
@@ -139,9 +140,11 @@ fn pass_signals_on_until_ready(ready: &OwnedFd, supervisor: Pid, handled: &SigSe
 
 /// Send the signals `signals` holds that pgrun acts on (a cancel, one it
 /// forwards) to the supervising pgrun: our own child, not reaped, so its
-/// pid names no other process.
-pub(super) fn pass_on(signals: &SignalSource, supervisor: Pid) -> std::io::Result<()> {
+/// pid names no other process. True if a cancel (TERM) was among them.
+pub(super) fn pass_on(signals: &SignalSource, supervisor: Pid) -> std::io::Result<bool> {
+    let mut cancel = false;
     for signal in signals.drain()? {
+        cancel |= signal_policy::handling(signal) == Some(signal_policy::Handling::Cancel);
         if signal_policy::passed_to_a_detached_run(signal)
             && let Err(e) = process::signal_process(supervisor, crate::sys::Signal(signal))
         {
@@ -149,7 +152,7 @@ pub(super) fn pass_on(signals: &SignalSource, supervisor: Pid) -> std::io::Resul
             say::line(format_args!("cannot pass {name} on to the detached pgrun {supervisor}: {e}"));
         }
     }
-    Ok(())
+    Ok(cancel)
 }
 
 /// Where the supervising pgrun's fds 0, 1 and 2 point, and so the

@@ -17,13 +17,18 @@
 //! every signal pgrun acts on (a TERM cancels the run, an INT is forwarded
 //! to it, as for any run), until DUR has passed since pgrun started. It
 //! then asks the relay to let go, reads N back, says `pgrun: still running
-//! after DUR: pid file P, output F from byte N` and exits 122. A run that
+//! after DUR: pid file P, output F from byte N` and exits 122. A TERM it
+//! passed on is a cancel under way, which it waits out as any run's pgrun
+//! does (no hand-off at DUR; an answer that comes after it is none
+//! either); an answer ready with a signal is read first, and the signal,
+//! come at the hand-off, is not passed on. A run that
 //! ends first (before DUR, or before it let go) ends the supervising
 //! pgrun, whose status is the caller's: the ordinary run's, its output
 //! relayed and its report written before it exits.
 
 use super::detach::{failed_status, pass_on, status_of};
 use super::plan::RunPlan;
+use crate::duration::describe;
 use crate::output::handoff::{self, HandOff, LET_GO};
 use crate::say;
 use crate::signal_policy;
@@ -77,6 +82,10 @@ pub fn keep_an_eye(plan: &RunPlan, after: Duration, started: Instant) -> Left {
     }
 }
 
+/// What the caller says of a supervising pgrun killed by a signal: the
+/// run may have started, and its guard then stops it.
+const KILLED: &str = " (its guard stops the run, if it started)";
+
 /// The caller's process, watching.
 struct Eye<'a> {
     plan: &'a RunPlan,
@@ -97,35 +106,52 @@ impl Eye<'_> {
             Err(e) => return self.lost(&e),
         };
         let due = started.checked_add(self.after);
-        let mut asked = false;
+        // Until the answer is read, signals pass on as for any run. A
+        // TERM passed on is a cancel under way, which the caller waits out
+        // (its status is the run's): it asks nothing at DUR, and an answer
+        // that comes after it is no hand-off. An answer ready with a
+        // signal is read first: the run was handed off, and the signal,
+        // not passed on, stops nothing it then says is still running.
+        let mut past_due = false;
+        let mut cancelled = false;
         loop {
             let wait = match due {
-                Some(due) if !asked => Some(due.saturating_duration_since(Instant::now())),
+                Some(due) if !past_due => Some(due.saturating_duration_since(Instant::now())),
                 _ => None,
             };
             if wait == Some(Duration::ZERO) {
+                past_due = true;
+                if cancelled {
+                    crate::verbose!("no hand-off after {}: the run is being cancelled", describe(self.after));
+                    continue;
+                }
                 crate::test_hook::pause("let-go");
                 // A supervising pgrun already gone (EPIPE) says so by the
                 // answer pipe's end.
                 let _ = crate::sys::pipe::write(self.ask.as_fd(), &[LET_GO]);
-                asked = true;
+                crate::test_hook::pause("let-go-asked");
                 continue;
             }
             let mut set = [PollFd::read(self.answer.as_fd()), PollFd::read(signals.as_fd())];
             if let Err(e) = crate::sys::poll(&mut set, wait) {
                 return self.lost(&e);
             }
-            if set[1].ready
-                && let Err(e) = pass_on(&signals, self.supervisor)
-            {
-                return self.lost(&e);
-            }
             if set[0].ready {
                 return match handoff::read_answer(self.answer.as_fd()) {
+                    Ok(Some(_)) if cancelled => {
+                        crate::verbose!("the run was cancelled as it was handed off: waiting for its end");
+                        status_of(self.supervisor, KILLED)
+                    }
                     Ok(Some(n)) => self.handed_off(n),
-                    Ok(None) => status_of(self.supervisor),
+                    Ok(None) => status_of(self.supervisor, KILLED),
                     Err(e) => self.lost(&e),
                 };
+            }
+            if set[1].ready {
+                match pass_on(&signals, self.supervisor) {
+                    Ok(cancel) => cancelled |= cancel,
+                    Err(e) => return self.lost(&e),
+                }
             }
         }
     }
@@ -135,7 +161,7 @@ impl Eye<'_> {
         let path = |p: Option<&std::path::Path>| p.map_or_else(String::new, |p| p.display().to_string());
         say::line(format_args!(
             "still running after {}: pid file {}, output {} from byte {n}",
-            crate::duration::describe(self.after),
+            describe(self.after),
             path(self.plan.pidfile.as_deref()),
             path(self.plan.output_file()),
         ));

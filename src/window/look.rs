@@ -45,11 +45,12 @@ impl Window {
         self.since + self.skipped + self.bytes.len() as u64
     }
 
-    /// End the window at `at` (a line's end) if that falls inside it.
-    pub fn end_at(&mut self, at: u64) {
-        let start = self.since + self.skipped;
-        if at > start && at < self.next() {
-            self.bytes.truncate((at - start) as usize);
+    /// End the window just after its last newline; empty if it holds
+    /// none.
+    pub fn end_after_last_line(&mut self) {
+        let keep = self.bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if keep < self.bytes.len() {
+            self.bytes.truncate(keep);
             self.eof = false;
         }
     }

@@ -9,6 +9,10 @@
 //! run's lock, where the platform announces them, else in ticks of at
 //! most 20 ms. `--until REGEX` waits for a line that matches ([`until`]).
 //!
+//! A FILE cut short below N, or replaced (another file renamed over it, as
+//! a new run with the same `--output-file` does), is an error: the offsets
+//! N counts are gone, and the old file will never grow.
+//!
 //! output only reads: FILE, and the pid file if `--pidfile` is given; it
 //! creates, removes and signals nothing, and holds no lock but the
 //! instant's read lock that learns of the run's lock being let go of.
@@ -94,7 +98,11 @@ fn answer(args: &Options) -> Result<OutputExit> {
         // The run first, then the file: bytes written before the run
         // ended are in the file by the time its end is seen.
         let over = run.as_ref().map(Run::over).transpose()?;
-        let len = file.metadata().with_context(|| format!("cannot read output file {}", path.display()))?.len();
+        let meta = file.metadata().with_context(|| format!("cannot read output file {}", path.display()))?;
+        if changes.is_some() && replaced(path, &meta) {
+            bail!("output file {} was replaced by another file while output waited on it", path.display());
+        }
+        let len = meta.len();
         if len < args.since {
             bail!(
                 "output file {} was cut short: it now ends at byte {len}, before --since {}",
@@ -122,10 +130,11 @@ fn answer(args: &Options) -> Result<OutputExit> {
             Some(_) => None,
         };
         if let Some(exit) = exit {
-            // Without its line, a window ends after its last whole line:
-            // a next call from `next` then sees every line whole.
-            if let (OutputExit::TimedOut, Some(end)) = (exit, until.as_ref().and_then(Until::last_line_end)) {
-                window.end_at(end);
+            // Without its line, a window ends after its last whole line,
+            // or at N if it holds none: a next call from `next` then sees
+            // every line whole (a line still being written included).
+            if exit == OutputExit::TimedOut && until.is_some() {
+                window.end_after_last_line();
             }
             // A failed write is said by `say::to_stdout`, once.
             return Ok(if print(args, &window, over)? { exit } else { OutputExit::Failed });
@@ -139,12 +148,15 @@ fn answer(args: &Options) -> Result<OutputExit> {
 fn open(args: &Options) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let path = &args.file;
-    // Non-blocking: a FIFO at the path must not hold output up.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| anyhow!("cannot open output file {}: {}", path.display(), say::errno_text(&e)))?;
+    // Looked at before it is opened: an open alone can act on what is not
+    // a regular file (let a FIFO's writer through, arm a watchdog).
+    let cannot_open =
+        |e: std::io::Error| anyhow!("cannot open output file {}: {}", path.display(), say::errno_text(&e));
+    if !std::fs::metadata(path).map_err(cannot_open)?.is_file() {
+        bail!("output file {} is not a regular file", path.display());
+    }
+    // Non-blocking: a FIFO put at the path since must not hold output up.
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(cannot_open)?;
     let meta = file.metadata().with_context(|| format!("cannot read output file {}", path.display()))?;
     if !meta.is_file() {
         bail!("output file {} is not a regular file", path.display());
@@ -155,6 +167,13 @@ fn open(args: &Options) -> Result<File> {
     Ok(file)
 }
 
+/// Whether `path` now names another file than the one open (`meta`): a
+/// file renamed over it. One removed, and none there, is no other file.
+fn replaced(path: &std::path::Path, meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).is_ok_and(|now| (now.dev(), now.ino()) != (meta.dev(), meta.ino()))
+}
+
 /// Ask to be told of changes to FILE and, while the run lives, to its pid
 /// file and its lock.
 fn watch(args: &Options, run: Option<&mut Run>) -> Result<Changes> {
@@ -162,7 +181,12 @@ fn watch(args: &Options, run: Option<&mut Run>) -> Result<Changes> {
     changes.watch(&args.file).with_context(|| format!("cannot watch output file {}", args.file.display()))?;
     if let Some(run) = run {
         if let Some(pidfile) = run.path() {
-            changes.watch(pidfile).with_context(|| format!("cannot watch pid file {}", pidfile.display()))?;
+            match changes.watch(pidfile) {
+                // Removed since the run was found: it is over, as the
+                // first look says.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                watched => watched.with_context(|| format!("cannot watch pid file {}", pidfile.display()))?,
+            }
         }
         run.watch_release()?;
     }

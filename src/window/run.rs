@@ -37,6 +37,7 @@ impl Run {
         {
             run.record = None;
         }
+        crate::test_hook::pause("output-found");
         Ok(run)
     }
 

@@ -31,14 +31,12 @@ pub struct Until {
     /// The end of the first matching line (just past its newline), once
     /// found.
     found: Option<u64>,
-    /// The end of the last whole line read (just past its newline).
-    last_line_end: Option<u64>,
 }
 
 impl Until {
     /// A search for `regex` in the lines from offset `since` on.
     pub fn new(regex: Regex, since: u64) -> Until {
-        Until { regex, read_to: since, line_start: since, line: Vec::new(), found: None, last_line_end: None }
+        Until { regex, read_to: since, line_start: since, line: Vec::new(), found: None }
     }
 
     /// Read `file` on up to `len` (its size now), line by line, until a
@@ -63,11 +61,6 @@ impl Until {
         Ok(self.found)
     }
 
-    /// The end of the last whole line read, if one was.
-    pub fn last_line_end(&self) -> Option<u64> {
-        self.last_line_end
-    }
-
     /// Take the next bytes of the file, which start at `read_to`.
     fn take(&mut self, bytes: &[u8]) {
         let mut at = 0;
@@ -82,7 +75,6 @@ impl Until {
                         self.read_to = end;
                         return;
                     }
-                    self.last_line_end = Some(end);
                     self.line_start = end;
                     self.line.clear();
                     at += newline + 1;
@@ -136,7 +128,6 @@ mod tests {
         let file = file_with(b"one\nready");
         let mut until = Until::new(Regex::new("^ready$").unwrap(), 0);
         assert_eq!(until.look(&file, 9, false).unwrap(), None);
-        assert_eq!(until.last_line_end(), Some(4));
         assert_eq!(until.look(&file, 9, true).unwrap(), Some(9));
     }
 
