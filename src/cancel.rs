@@ -280,6 +280,7 @@ impl Canceller<'_> {
             verbose!("no run appeared at {path}; the stale run's process group {pgid} was stopped");
             return exit;
         }
+        let found_stale = stale.is_some();
         let stale_note = stale.map_or(String::new(), |s| {
             format!(" (a stale pid file was removed; process group {} not signalled)", s.pgid)
         });
@@ -292,7 +293,13 @@ impl Canceller<'_> {
             }
             say::line(format_args!("no run at {path}{stale_note}; cancel left pending at {}", self.marker.display()));
         } else {
-            pidfile::say_no_run(&self.args.pidfile, &stale_note, self.args.wait_start, self.args.report.as_deref());
+            let report = self.args.report.as_deref().map(|report| {
+                match found_stale && crate::report::names(report, &self.args.pidfile) {
+                    true => pidfile::ReportSaid::Earlier(report),
+                    false => pidfile::ReportSaid::NotNamed(report),
+                }
+            });
+            pidfile::say_no_run(&self.args.pidfile, &stale_note, self.args.wait_start, report);
         }
         CancelExit::NoRun
     }

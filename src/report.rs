@@ -404,6 +404,12 @@ pub fn over_at(pidfile: &Path, report: &Path) -> Option<Written> {
     }
 }
 
+/// Whether the report at `report` (one that can be read) names the pid
+/// file `pidfile`.
+pub fn names(report: &Path, pidfile: &Path) -> bool {
+    read(report).is_ok_and(|written| written.pidfile.as_deref() == Some(pidfile::absolute_name(pidfile).as_path()))
+}
+
 /// `cancel --report`: if the run at `pidfile` is over by its `report` (see
 /// [`over_at`]), say so, one line, and true: no live run is left to stop.
 pub fn said_over(pidfile: &Path, report: &Path) -> bool {

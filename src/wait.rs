@@ -148,7 +148,12 @@ impl Waiter<'_> {
                 Err(e) => bail!("cannot use pid file {}: {e}", path.display()),
             }
             if !backoff.pause_until(until) {
-                pidfile::say_no_run(path, "", self.args.wait_start, self.args.report.as_deref());
+                pidfile::say_no_run(
+                    path,
+                    "",
+                    self.args.wait_start,
+                    self.args.report.as_deref().map(pidfile::ReportSaid::NotNamed),
+                );
                 return Ok(WaitExit::NoRun);
             }
         }

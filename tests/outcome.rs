@@ -172,6 +172,33 @@ fn a_report_of_another_pid_file_says_nothing_of_this_one() {
 }
 
 #[test]
+fn a_report_that_names_a_stale_pid_file_is_said_as_an_earlier_runs() {
+    // A run to its end wrote the report; then a stale pid file (a run of
+    // no report's, SIGKILLed without a guard) lies at the same path. The
+    // report is not that run's: wait says the file is stale, and cancel,
+    // which removes it and waits for a run to start, must not say the
+    // report does not name it.
+    let scratch = Scratch::new();
+    let (pidfile, report) = (scratch.path("job.pid"), scratch.path("r.json"));
+    assert_eq!(finished_run(&pidfile, &report, "exit 3"), 3);
+    let pgid = json(&report)["pgid"].as_i64().unwrap();
+    fs::write(&pidfile, format!("{pgid}\n")).unwrap();
+    let (out, _) = reader("wait", &["--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
+    assert_status(&out, 1, "wait");
+    assert!(stderr_of(&out).contains("the pid file is stale"), "{}", stderr_of(&out));
+    let (out, _) =
+        reader("cancel", &["--wait-start", "0.3", "--report", report.to_str().unwrap(), pidfile.to_str().unwrap()]);
+    assert_status(&out, 1, "cancel");
+    let err = stderr_of(&out);
+    assert!(err.contains("a stale pid file was removed"), "{err}");
+    assert!(
+        err.contains(&format!("report {} is an earlier run's", report.display())) && !err.contains("does not name it"),
+        "{err}"
+    );
+    assert!(!pidfile.exists() && !scratch.path("job.pid.cancel").exists());
+}
+
+#[test]
 fn a_reader_with_no_run_says_how_long_it_waited_and_how_to_skip_that() {
     let scratch = Scratch::new();
     let pidfile = scratch.path("job.pid");

@@ -57,19 +57,37 @@ pub fn absolute_name(path: &Path) -> std::path::PathBuf {
     resolved.or_else(|| std::path::absolute(path).ok()).unwrap_or_else(|| path.to_path_buf())
 }
 
+/// What `--report` said of the run at a pid file where no run was found.
+#[derive(Clone, Copy)]
+pub enum ReportSaid<'a> {
+    /// The report does not name the pid file: it could not say the run
+    /// was over.
+    NotNamed(&'a Path),
+    /// It names the pid file, but a stale pid file was found there: the
+    /// report is an earlier run's (a run given `--report R` removes an old
+    /// R before it publishes, and writes R only once its pid file is
+    /// withdrawn), and says nothing of that one.
+    Earlier(&'a Path),
+}
+
 /// What `wait` and `cancel` say when no run was found at `path` (`note`:
 /// what they found instead) within `--wait-start` (`waited`): how long
-/// they waited, and how to skip that (with `report`: that the report did
-/// not name the pid file either, so it could not say the run was over).
-pub fn say_no_run(path: &Path, note: &str, waited: std::time::Duration, report: Option<&Path>) {
+/// they waited, and how to skip that (with a report: why it could not say
+/// the run was over).
+pub fn say_no_run(path: &Path, note: &str, waited: std::time::Duration, report: Option<ReportSaid<'_>>) {
     let waited = crate::duration::describe(waited);
     let path = path.display();
     match report {
         None => crate::say::line(format_args!(
             "no run at {path}{note} (waited {waited} for one to start; --wait-start 0 if it may be over already)"
         )),
-        Some(report) => crate::say::line(format_args!(
+        Some(ReportSaid::NotNamed(report)) => crate::say::line(format_args!(
             "no run at {path}{note} (waited {waited} for one to start, and report {} does not name it)",
+            report.display()
+        )),
+        Some(ReportSaid::Earlier(report)) => crate::say::line(format_args!(
+            "no run at {path}{note} (waited {waited} for one to start; report {} is an earlier run's: \
+             the stale pid file's run wrote none there)",
             report.display()
         )),
     }
