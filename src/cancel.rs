@@ -338,6 +338,7 @@ impl Canceller<'_> {
         if holder <= 0 {
             bail!("cannot tell which pgrun holds pid file {} (it runs in another PID namespace)", path.display());
         }
+        pidfile::check_holder(path, record, holder)?;
         let pgid = record.pgid;
         test_hook::pause("cancel-found");
         // Open the handle and look at the namespace first, then make sure

@@ -89,7 +89,7 @@ pub const CANCEL_TABLE: &[Row] = &[
     ),
     row(
         "125",
-        "error: a pid file whose content is not a group id, permission denied, an unsafe group id, a usage error",
+        "error: a pid file whose content is not a group id, permission denied, an unsafe group id, a pid file that is no pgrun run's (its lock holder is in the group it names: a daemon's own), a usage error",
     ),
 ];
 
@@ -122,7 +122,10 @@ pub const STATUS_TABLE: &[Row] = &[
     row("0", "running or stopping"),
     row("1", "stale pid file"),
     row("3", "not running, or only a cancel is pending"),
-    row("4", "unreadable pid file, or content that is not a group id"),
+    row(
+        "4",
+        "unreadable pid file, content that is not a group id, or a pid file that is no pgrun run's (its lock holder is in the group it names)",
+    ),
     row("125", "usage error"),
 ];
 
@@ -163,7 +166,7 @@ pub const WAIT_TABLE: &[Row] = &[
     row("124", "--timeout passed while the run still lives (the run is left alone)"),
     row(
         "125",
-        "error: the refusals of cancel (another user's pid file, a world-writable one, a symlink, content that is not a group id), a usage error; with --report, a report that is missing or unreadable; --ready off Linux",
+        "error: the refusals of cancel (another user's pid file, a world-writable one, a symlink, content that is not a group id, one that is no pgrun run's), a usage error; with --report, a report that is missing or unreadable; --ready off Linux",
     ),
     row("N", "with --report: the run's own exit status, as its report gives it"),
 ];

@@ -198,6 +198,7 @@ fn look(
                     report.state = if report.cancel_pending { State::CancelPending } else { State::NotRunning };
                 }
                 Liveness::Live(holder) => {
+                    pidfile::check_holder(path, &record, holder).map_err(unknown)?;
                     // 0: the holder is in a PID namespace we cannot see.
                     report.pid = (holder > 0).then_some(holder);
                     report.other_pid_namespace = holder <= 0 || !crate::sys::proc::in_own_pid_namespace(holder);

@@ -106,10 +106,13 @@ impl Waiter<'_> {
                 Ok(record) => {
                     check_safe(path, &record)?;
                     match record.liveness().map_err(|e| lock_error(path, e))? {
-                        Liveness::Live(holder) => match self.args.ready {
-                            Some(target) => return self.wait_ready(&record, holder, target),
-                            None => return self.wait_for_run(&record, holder),
-                        },
+                        Liveness::Live(holder) => {
+                            pidfile::check_holder(path, &record, holder)?;
+                            return match self.args.ready {
+                                Some(target) => self.wait_ready(&record, holder, target),
+                                None => self.wait_for_run(&record, holder),
+                            };
+                        }
                         Liveness::Claimed => {
                             if !said_claimed {
                                 verbose!("a run is starting on {}; waiting for it to publish", path.display());

@@ -190,3 +190,46 @@ fn a_request_for_a_run_whose_pgrun_was_killed_does_not_cancel_the_next_run() {
     let marker = scratch.path("job.pid.cancel");
     eventually("the first run's guard to withdraw its files", || !marker.exists() && !pidfile.exists());
 }
+
+// A pid file that is no pgrun run's: a daemon's own, which the daemon
+// locks as pgrun locks its own (a write lock over byte 0), holding its own
+// pid, which is its group's. cancel must not take the daemon for a run's
+// pgrun: it would TERM it, and with the daemon's group holding none of
+// "its run", say the run gone while the daemon lives. pgrun never is in
+// its run's group: such a file is refused by cancel, wait and status,
+// and not listed by ls.
+#[test]
+fn a_daemons_own_locked_pid_file_is_refused_and_the_daemon_never_signalled() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let (pidfile, termed) = (scratch.path("daemon.pid"), scratch.path("termed"));
+    let daemon = format!(
+        "import fcntl, os, signal, time\n\
+         signal.signal(signal.SIGTERM, lambda *a: open({termed:?}, 'a').write('TERM\\n'))\n\
+         f = open({pidfile:?}, 'w')\n\
+         fcntl.lockf(f, fcntl.LOCK_EX)\n\
+         f.write(str(os.getpid()) + '\\n'); f.flush()\n\
+         while True: time.sleep(60)\n"
+    );
+    let mut cmd = Command::new(python3());
+    cmd.args(["-c", &daemon]).process_group(0);
+    let index = guard.spawn(&mut cmd);
+    let pid = guard.child(index).id() as i32;
+    assert_eq!(wait_line(&pidfile), pid.to_string(), "the daemon's pid file");
+    let path = pidfile.to_str().unwrap();
+    let refusal = format!("pgrun: refusing pid file {path}: its lock holder, process {pid}, is in process group {pid}");
+    for (args, code) in [
+        (vec!["cancel", "--timeout", "1", path], 125),
+        (vec!["wait", "--timeout", "1", path], 125),
+        (vec!["status", path], 4),
+    ] {
+        let out = run(pgrun(&args).stdout(Stdio::piped()).stderr(Stdio::piped()));
+        assert_status(&out, code, args[0]);
+        assert!(stderr_of(&out).starts_with(&refusal), "{}: {}", args[0], stderr_of(&out));
+    }
+    let listed = run(pgrun(["ls", scratch.path("").to_str().unwrap()]).stdout(Stdio::piped()));
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains("daemon.pid"), "ls listed the daemon's file");
+    assert!(!termed.exists(), "the daemon was signalled");
+    assert!(!is_dead(pid), "the daemon died");
+    assert!(!scratch.path("daemon.pid.cancel").exists(), "cancel left its marker");
+}

@@ -103,6 +103,26 @@ fn names(path: &Path, meta: &fs::Metadata) -> bool {
     fs::symlink_metadata(path).is_ok_and(|now| now.dev() == meta.dev() && now.ino() == meta.ino())
 }
 
+/// Refuse a pid file whose lock holder `holder` is itself in the process
+/// group the file names: pgrun never is in its run's group (the command
+/// gets a group of its own), so such a file is no pgrun run's: a daemon's
+/// own pid file, say, which the daemon locks as pgrun locks its own.
+/// Taking that daemon for a run's pgrun would signal it as one (cancel), or
+/// say a run lives there (status, wait). Only where the holder is in our
+/// PID namespace: from another one the file's number names another group
+/// here.
+pub fn check_holder(path: &Path, record: &Record, holder: sys::Pid) -> Result<()> {
+    if holder > 0 && sys::proc::in_own_pid_namespace(holder) && sys::getpgid(holder) == Some(record.pgid) {
+        bail!(
+            "refusing pid file {}: its lock holder, process {holder}, is in process group {} itself, \
+             which pgrun never is: not a pgrun run's pid file",
+            path.display(),
+            record.pgid
+        );
+    }
+    Ok(())
+}
+
 /// Refuse pid files that someone else could have planted, and group ids
 /// whose signalling would hit more than one run (`pgrun wait` applies the
 /// same refusals).
