@@ -154,10 +154,11 @@ fn a_stalled_stdout_holds_stderr_back_so_that_n_stays_exact() {
 }
 
 /// What the caller's stdout and stderr (one pipe if `shared`: `2>&1`) got
-/// of a run whose command writes with `payload` (`total` bytes in all),
+/// of a run (given `extra` options) whose command writes with `payload`
+/// (`total` bytes in all),
 /// then waits, handed off after 300 ms once the output file holds all of
 /// it; and the hand-off line it then says, as the contract words it.
-fn caller_got(payload: &str, total: u64, shared: bool) -> (Vec<u8>, Vec<u8>, String) {
+fn caller_got(extra: &[&str], payload: &str, total: u64, shared: bool) -> (Vec<u8>, Vec<u8>, String) {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
     let files = Files::new(&scratch);
@@ -165,7 +166,7 @@ fn caller_got(payload: &str, total: u64, shared: bool) -> (Vec<u8>, Vec<u8>, Str
     let written = scratch.path("written");
     let payload = format!("{payload}; echo > {}; exec sleep 300", written.display());
     let pause = Pause::new(&scratch, "let-go");
-    let mut cmd = files.command("0.3", &[], &payload);
+    let mut cmd = files.command("0.3", extra, &payload);
     pause.arm(tag.on(&mut cmd));
     let shared_reader = if shared {
         let (reader, writer) = std::io::pipe().unwrap();
@@ -207,7 +208,7 @@ fn caller_got(payload: &str, total: u64, shared: bool) -> (Vec<u8>, Vec<u8>, Str
 /// its own, after a newline.
 #[test]
 fn the_hand_off_line_begins_a_line_after_stderr_ends_mid_line() {
-    let (stdout, stderr, line) = caller_got("printf abc >&2", 3, false);
+    let (stdout, stderr, line) = caller_got(&[], "printf abc >&2", 3, false);
     assert_eq!(String::from_utf8_lossy(&stderr), format!("abc\n{line}"));
     assert_eq!(stdout, b"");
 }
@@ -216,7 +217,7 @@ fn the_hand_off_line_begins_a_line_after_stderr_ends_mid_line() {
 /// hand-off line.
 #[test]
 fn the_hand_off_line_adds_no_blank_line_after_a_whole_line() {
-    let (_, stderr, line) = caller_got("printf 'abc\\n' >&2", 4, false);
+    let (_, stderr, line) = caller_got(&[], "printf 'abc\\n' >&2", 4, false);
     assert_eq!(String::from_utf8_lossy(&stderr), format!("abc\n{line}"));
 }
 
@@ -224,7 +225,7 @@ fn the_hand_off_line_adds_no_blank_line_after_a_whole_line() {
 /// mid-line there put the hand-off line after a newline too.
 #[test]
 fn the_hand_off_line_begins_a_line_after_stdout_ends_mid_line_on_one_destination() {
-    let (_, both, line) = caller_got("printf abc", 3, true);
+    let (_, both, line) = caller_got(&[], "printf abc", 3, true);
     assert_eq!(String::from_utf8_lossy(&both), format!("abc\n{line}"));
 }
 
@@ -232,7 +233,28 @@ fn the_hand_off_line_begins_a_line_after_stdout_ends_mid_line_on_one_destination
 /// before the hand-off line there.
 #[test]
 fn stdout_ending_mid_line_adds_no_newline_to_a_stderr_of_its_own() {
-    let (stdout, stderr, line) = caller_got("printf abc", 3, false);
+    let (stdout, stderr, line) = caller_got(&[], "printf abc", 3, false);
     assert_eq!(stdout, b"abc");
     assert_eq!(String::from_utf8_lossy(&stderr), line);
+}
+
+/// Under `--max-output` the caller's stderr got the head (10 bytes of 20),
+/// not what the file holds: the head's last byte is what counts.
+#[test]
+fn under_max_output_the_hand_off_line_goes_by_the_heads_last_byte() {
+    let cut = ["--max-output", "20"];
+    let (_, stderr, line) = caller_got(&cut, "printf '123456789\\nabcdefghij' >&2", 20, false);
+    assert_eq!(String::from_utf8_lossy(&stderr), format!("123456789\n{line}"), "a head ending a line");
+    let (_, stderr, line) = caller_got(&cut, "printf 'abcdefghijklmnopqr\\n' >&2", 19, false);
+    assert_eq!(String::from_utf8_lossy(&stderr), format!("abcdefghij\n{line}"), "a head ending mid-line");
+}
+
+/// A line of pgrun's own after the command's bytes (`--verbose`) ends the
+/// line: no blank line before the hand-off line.
+#[test]
+fn after_a_line_of_pgruns_own_the_hand_off_line_adds_no_blank_line() {
+    let (_, stderr, line) = caller_got(&["--verbose"], "printf abc >&2", 3, false);
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert!(stderr.contains("abcpgrun: "), "no verbose line after the command's bytes: {stderr:?}");
+    assert!(stderr.ends_with(&format!("file\n{line}")) && !stderr.contains("\n\n"), "{stderr:?}");
 }
