@@ -31,6 +31,10 @@
 //! still holds, as at a shared destination, whose writes this keeps whole
 //! too.
 //!
+//! Each destination remembers the last byte it got (shared where both
+//! streams go to one), for `--detach-after`'s hand-off line, which must
+//! begin a line ([`Dest::ends_mid_line`]).
+//!
 //! A destination that is a pipe or a regular file can also take bytes
 //! kernel to kernel on Linux (`splice`), a pipe a copy of them (`tee`):
 //! the [`Dest`] says which, and forgets it for good once the kernel

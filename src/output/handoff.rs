@@ -13,9 +13,18 @@
 //! end of the file when nothing is owed (each byte goes to the file before
 //! it goes anywhere else), else where the first byte still owed lies in the
 //! file. It then points its fds 1 and 2 at `/dev/null`, drops its own
-//! descriptions of the caller's pipes and answers N (eight bytes,
-//! little-endian) on a second pipe. From then on the output goes to the
-//! file only, and nothing of the run holds an fd of the caller's.
+//! descriptions of the caller's pipes and answers ([`Answer`]) on a second
+//! pipe: N (eight bytes, little-endian), then one byte, 1 if the caller's
+//! stderr ends mid-line. From then on the output goes to the file only,
+//! and nothing of the run holds an fd of the caller's.
+//!
+//! Whether the caller's stderr ends mid-line is the last byte its
+//! destination got ([`super::dest::Dest::ends_mid_line`]): from either
+//! stream where both go there (`2>&1`); under `--max-output`, the head's;
+//! for bytes that went kernel to kernel (`tee`), the output file's byte
+//! where the last of them lies, read back; a line of pgrun's own written to
+//! fd 2 after it ends the line. The caller's process then starts the
+//! hand-off line with a newline, so that it is a line of its own.
 //!
 //! N is exact because, until then, the caller's fds get the output in the
 //! file's order ([`super::dest::Outbox::in_file_order`]): a piece goes to

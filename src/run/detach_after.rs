@@ -17,7 +17,9 @@
 //! every signal pgrun acts on (a TERM cancels the run, an INT is forwarded
 //! to it, as for any run), until DUR has passed since pgrun started. It
 //! then asks the relay to let go, reads N back, says `pgrun: still running
-//! after DUR: pid file P, output F from byte N` and exits 122. A TERM it
+//! after DUR: pid file P, output F from byte N` on a line of its own (after
+//! a newline where the relay answers that the caller's stderr ends
+//! mid-line) and exits 122. A TERM it
 //! passed on is a cancel under way, which it waits out as any run's pgrun
 //! does (no hand-off at DUR; an answer that comes after it is none
 //! either); an answer ready with a signal is read first, and the signal,
