@@ -296,7 +296,10 @@ impl Drop for TempFile {
 /// no file was made.
 fn create_at(temp: &Path, target: &Path) -> io::Result<File> {
     crate::exit_hooks::temporary_named(temp, None)?;
-    let opened = OpenOptions::new().write(true).create_new(true).mode(MODE).custom_flags(libc::O_NOFOLLOW).open(temp);
+    // Readable too: `--detach-after`'s hand-off reads a byte of the output
+    // file back (as the unnamed file of `sys::tmpfile` is).
+    let opened =
+        OpenOptions::new().read(true).write(true).create_new(true).mode(MODE).custom_flags(libc::O_NOFOLLOW).open(temp);
     match &opened {
         Ok(file) => {
             if let Ok((dev, ino)) = dev_ino(file) {

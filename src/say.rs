@@ -11,9 +11,12 @@
 
 use std::io::Write;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// See [`lines_on_stderr`].
+static LINES_ON_STDERR: AtomicU64 = AtomicU64::new(0);
 
 /// Where lines go instead of fd 2, if anywhere (see [`speak_to`]).
 static SINK: Mutex<Option<std::fs::File>> = Mutex::new(None);
@@ -38,17 +41,36 @@ pub fn is_verbose() -> bool {
 /// Write one `pgrun: ` line to stderr, ignoring failures. std's
 /// " (os error N)" suffixes are dropped: the text already says it.
 pub fn line(args: std::fmt::Arguments<'_>) {
-    let text = without_os_error_numbers(&args.to_string());
+    speak("", args);
+}
+
+/// As [`line`], after a newline: stderr's last byte (the command's, relayed
+/// there) was not one, and the line must begin a line of its own
+/// (`--detach-after`'s hand-off line).
+pub fn line_after_newline(args: std::fmt::Arguments<'_>) {
+    speak("\n", args);
+}
+
+/// How many lines this process wrote to fd 2 so far (not to a sink of
+/// [`speak_to`]'s): the relay tells by it whether pgrun's own line came
+/// after the last bytes of the command's it wrote there.
+pub fn lines_on_stderr() -> u64 {
+    LINES_ON_STDERR.load(Ordering::Relaxed)
+}
+
+/// Write `start`, then the `pgrun: ` line, in one write where it can.
+fn speak(start: &str, args: std::fmt::Arguments<'_>) {
+    let text = format!("{start}pgrun: {}\n", without_os_error_numbers(&args.to_string()));
     // try_lock: a panic hook that speaks while a line is being written
     // must not wait for itself.
     if let Ok(mut held) = SINK.try_lock()
         && let Some(sink) = held.as_mut()
     {
-        let _ = writeln!(sink, "pgrun: {text}");
+        let _ = sink.write_all(text.as_bytes());
         return;
     }
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "pgrun: {text}");
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    LINES_ON_STDERR.fetch_add(1, Ordering::Relaxed);
 }
 
 /// "Input/output error (EIO)": the text and the errno's name, for the

@@ -11,6 +11,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod at_the_hand_off;
+
 /// The files of one run.
 struct Files {
     pidfile: String,
@@ -316,144 +318,6 @@ fn detach_after_needs_its_files_and_refuses_detach_and_die_with_parent() {
         assert!(err.starts_with("pgrun: ") && err.contains(says), "{what}: {err}");
         let names: Vec<_> = fs::read_dir(scratch.dir()).unwrap().collect();
         assert!(names.is_empty(), "{what}: files made: {names:?}");
-    }
-}
-
-/// A caller that does not read its stdout at DUR (a full pipe; a full
-/// socket, which pgrun writes from its own buffer, so that bytes are
-/// owed) does not hold up the hand-off: N is the first byte its stdout
-/// lacks, so that what it got is exactly the file up to N.
-#[test]
-fn a_stalled_reader_gets_exactly_the_file_up_to_n() {
-    for socket in [false, true] {
-        let scratch = Scratch::new();
-        let mut guard = Guard::new();
-        let files = Files::new(&scratch);
-        let tag = Tag::new(&format!("stalled-{socket}"));
-        let payload = "i=0; while :; do echo \"out $i\"; i=$((i+1)); done";
-        let (reader, writer): (Box<dyn std::io::Read + Send>, std::os::fd::OwnedFd) = if socket {
-            let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
-            (Box::new(a), b.into())
-        } else {
-            let (a, b) = std::io::pipe().unwrap();
-            (Box::new(a), b.into())
-        };
-        let mut cmd = files.command("1", &[], payload);
-        tag.on(&mut cmd).stdout(writer).stderr(Stdio::piped());
-        let caller = guard.spawn(&mut cmd);
-        drop(cmd);
-        // Read only once pgrun has returned.
-        assert_eq!(guard.wait(caller), 122, "a run still going after DUR");
-        files.record(&mut guard);
-        let stderr = guard.child(caller).stderr.take().unwrap();
-        let stderr = String::from_utf8_lossy(&to_the_end(stderr, "the caller's stderr")).into_owned();
-        let n = handed_off_at(&stderr, &files, "1s") as usize;
-        let got = to_the_end(reader, "the caller's stdout");
-        eventually("the output file to grow past N", || fs::metadata(&files.output).unwrap().len() as usize > n + 100);
-        files.cancel();
-        let file = fs::read(&files.output).unwrap();
-        assert!(!got.is_empty(), "socket {socket}: the caller got nothing");
-        assert_eq!(got.len(), n, "socket {socket}: the caller's stdout got {} bytes, N is {n}", got.len());
-        assert!(file[..n] == got[..], "socket {socket}: the caller's stdout is not the file up to N");
-    }
-}
-
-/// A caller whose stdout reader stalls while its stderr reader reads (a
-/// pipe, then a socket, which pgrun writes from its own buffer, each
-/// shrunk so that the command's stdout fills it): the command writes more
-/// than that to stdout, then to stderr, and the hand-off comes once the
-/// output file holds stderr's first bytes. What the caller got on both
-/// streams is then exactly the file's first N bytes, each stream's bytes
-/// among them, in order: stderr's bytes past the stalled stdout's wait
-/// for it rather than reach the caller and come again after N. `pgrun
-/// output --since N` gives the rest: every line once, none missing.
-#[test]
-fn a_stalled_stdout_holds_stderr_back_so_that_n_stays_exact() {
-    use std::io::Read;
-    use std::os::fd::AsRawFd;
-    // Each stream's own bytes: stdout's lines of digits, dots and
-    // newlines, stderr's of letters ending in ';' (the streams can be told
-    // apart byte by byte, wherever a take ends).
-    let (lines_out, lines_err) = (600, 200);
-    let dots = ".".repeat(64);
-    let want_out: String = (1..=lines_out).map(|i| format!("o{i:06}{dots}\n")).collect();
-    let letters = |i: u32| format!("{i:06}").bytes().map(|b| char::from(b - b'0' + b'A')).collect::<String>();
-    let want_err: String = (1..=lines_err).map(|i| format!("e{};", letters(i))).collect();
-    let of_stdout = |b: &u8| b"o0123456789.\n".contains(b);
-    for socket in [false, true] {
-        let scratch = Scratch::new();
-        let mut guard = Guard::new();
-        let files = Files::new(&scratch);
-        let tag = Tag::new(&format!("order-{socket}"));
-        let written = scratch.path("written");
-        let payload = format!(
-            "seq -f 'o%06g{dots}' 1 {lines_out}; seq -f 'e%06g' 1 {lines_err} | tr '0-9\\n' 'A-J;' >&2; \
-             echo > {}; exec sleep 300",
-            written.display()
-        );
-        let (reader, writer): (Box<dyn Read + Send>, std::os::fd::OwnedFd) = if socket {
-            let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
-            let size: libc::c_int = 4096;
-            // SAFETY: setsockopt on a socket this test made, with a c_int
-            // of the size given; the kernel's minimum applies.
-            let set = unsafe {
-                let len = std::mem::size_of_val(&size) as libc::socklen_t;
-                libc::setsockopt(b.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, (&raw const size).cast(), len)
-            };
-            assert_eq!(set, 0, "SO_SNDBUF");
-            (Box::new(a), b.into())
-        } else {
-            let (a, b) = std::io::pipe().unwrap();
-            // SAFETY: fcntl on a pipe this test made, empty: one page.
-            assert!(unsafe { libc::fcntl(a.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) } > 0, "F_SETPIPE_SZ");
-            (Box::new(a), b.into())
-        };
-        let pause = Pause::new(&scratch, "let-go");
-        let mut cmd = files.command("0.2", &[], &payload);
-        pause.arm(tag.on(&mut cmd)).stdout(writer).stderr(Stdio::piped());
-        let caller = guard.spawn(&mut cmd);
-        drop(cmd);
-        let caller_stderr = guard.child(caller).stderr.take().unwrap();
-        let caller_stderr = std::thread::spawn(move || to_the_end(caller_stderr, "the caller's stderr"));
-        // DUR has passed; the hand-off waits until the command has written
-        // everything and pgrun has taken stderr's first bytes.
-        pause.wait_reached();
-        wait_line(&written);
-        eventually("stderr's first bytes in the output file", || fs::read(&files.output).unwrap().contains(&b'e'));
-        pause.release();
-        assert_eq!(guard.wait(caller), 122, "socket {socket}: a run still going after DUR");
-        files.record(&mut guard);
-        let got_err = String::from_utf8(caller_stderr.join().unwrap()).unwrap();
-        let got_out = to_the_end(reader, "the caller's stdout");
-        let line = got_err.find("pgrun: ").unwrap_or_else(|| panic!("no pgrun line: {got_err:?}"));
-        let n = handed_off_at(&got_err[line..], &files, "200ms") as usize;
-        let got_err = &got_err.as_bytes()[..line];
-        let total = want_out.len() + want_err.len();
-        eventually("the rest of the output in the file", || {
-            fs::metadata(&files.output).unwrap().len() as usize == total
-        });
-        files.cancel();
-        let file = fs::read(&files.output).unwrap();
-        let stdout_of = |bytes: &[u8]| -> Vec<u8> { bytes.iter().copied().filter(of_stdout).collect() };
-        let stderr_of = |bytes: &[u8]| -> Vec<u8> { bytes.iter().copied().filter(|b| !of_stdout(b)).collect() };
-        assert_eq!(stdout_of(&file), want_out.as_bytes(), "socket {socket}: the file's stdout");
-        assert_eq!(stderr_of(&file), want_err.as_bytes(), "socket {socket}: the file's stderr");
-        assert!(!got_out.is_empty() && got_out.len() < want_out.len(), "socket {socket}: stdout did not stall");
-        let (before, after) = file.split_at(n);
-        assert!(
-            stdout_of(before) == got_out,
-            "socket {socket}: the caller's stdout ({} bytes) is not the file's up to N = {n}",
-            got_out.len()
-        );
-        assert!(
-            stderr_of(before) == got_err,
-            "socket {socket}: the caller's stderr is not the file's up to N = {n}: got {:?}, the file's up to N {:?}",
-            String::from_utf8_lossy(got_err),
-            String::from_utf8_lossy(&stderr_of(before))
-        );
-        let window = run(&mut pgrun(["output", "--since", &n.to_string(), "--max", "1M", &files.output]));
-        assert_status(&window, 0, "pgrun output --since N");
-        assert!(window.stdout == after, "socket {socket}: pgrun output --since N is not the file from N");
     }
 }
 

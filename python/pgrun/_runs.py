@@ -441,9 +441,10 @@ class _ReportPath:
 
 def _handed_off_at(stderr: Optional[Union[bytes, str]]) -> Optional[int]:
     """N from ``--detach-after``'s line, if stderr ends with it: ``pgrun:
-    still running after DUR: pid file P, output F from byte N``. The line
-    follows the command's stderr as it is, so it may start after bytes of
-    the command's own that ended with no newline."""
+    still running after DUR: pid file P, output F from byte N``. pgrun
+    starts it on a line of its own (after a newline where the command's
+    stderr ended mid-line); it is still looked for anywhere in the last
+    line, as an older pgrun put it right after such bytes."""
     lines = _bytes(stderr or b"").decode(errors="replace").splitlines()
     at = lines[-1].rfind("pgrun: still running after ") if lines else -1
     if at < 0:

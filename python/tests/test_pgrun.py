@@ -558,9 +558,9 @@ def test_detach_after_hands_off_a_run_still_going(tmp_path: Path, runs: List[Pat
 
 
 def test_detach_after_hands_off_a_run_whose_stderr_ends_mid_line(tmp_path: Path, runs: List[Path]) -> None:
-    """The command's stderr up to the hand-off does not end with a newline,
-    so pgrun's line follows its bytes on the same line: still a hand-off,
-    with its N, not a plain 122."""
+    """The command's stderr up to the hand-off does not end with a newline:
+    pgrun starts its line with one, so that it is a line of its own, and it
+    is still a hand-off, with its N, not a plain 122."""
     pidfile, out = tmp_path / "m.pid", tmp_path / "m.log"
     runs.append(pidfile)
     r = pgrun.run(
@@ -571,9 +571,20 @@ def test_detach_after_hands_off_a_run_whose_stderr_ends_mid_line(tmp_path: Path,
         report=False,
     )
     assert r.returncode == pgrun.HANDED_OFF
-    assert r.stderr.startswith(b"partialpgrun: still running after 2s: "), r.stderr
+    assert r.stderr.startswith(b"partial\npgrun: still running after 2s: "), r.stderr
     assert r.detached is not None and r.since == len(b"partial")
     assert r.detached.cancel(timeout=20) is pgrun.CancelOutcome.GONE
+
+
+def test_the_hand_off_line_is_found_on_a_line_of_its_own_or_mid_line() -> None:
+    """N from the line as pgrun says it (after a newline of its own where
+    the command's stderr ended mid-line), and as an older pgrun did (right
+    after those bytes)."""
+    line = b"pgrun: still running after 2s: pid file p, output f from byte 7\n"
+    assert pgrun._handed_off_at(b"partial\n" + line) == 7
+    assert pgrun._handed_off_at(b"partial" + line) == 7
+    assert pgrun._handed_off_at(line) == 7
+    assert pgrun._handed_off_at(b"partial\n") is None
 
 
 def test_detach_after_without_its_files_is_pgruns_failure(tmp_path: Path) -> None:

@@ -31,12 +31,17 @@
 //! still holds, as at a shared destination, whose writes this keeps whole
 //! too.
 //!
+//! Each destination remembers the last byte it got (shared where both
+//! streams go to one), for `--detach-after`'s hand-off line, which must
+//! begin a line ([`Dest::ends_mid_line`]).
+//!
 //! A destination that is a pipe or a regular file can also take bytes
 //! kernel to kernel on Linux (`splice`), a pipe a copy of them (`tee`):
 //! the [`Dest`] says which, and forgets it for good once the kernel
 //! refuses. A pipe is also watched while nothing is owed to it (see
 //! `watch_reader`).
 
+use crate::say;
 use crate::sys::pipe::{self, WriteKind};
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -51,6 +56,9 @@ const WRITES_PER_TURN: usize = 256;
 /// A stream's destination and how it is written.
 pub struct Dest {
     fd: DestFd,
+    /// What it got last (shared with the other stream's [`Dest`] where
+    /// both are one destination, see [`Dest::same_as`]).
+    got: Rc<Cell<Got>>,
     /// How `fd` is written without blocking.
     kind: WriteKind,
     /// `fd` is a pipe or a regular file, on Linux: bytes nobody needs to
@@ -66,6 +74,31 @@ pub struct Dest {
     /// terminal, socket or file is not watched so (a terminal's hangup is
     /// no reader leaving): its next write says.
     pub watch_reader: bool,
+}
+
+/// The last byte a destination got, as far as pgrun knows it: what tells
+/// whether a line of pgrun's written there now begins a line
+/// (`--detach-after`'s hand-off line, see [`super::handoff`]).
+#[derive(Clone, Copy, Default)]
+struct Got {
+    last: LastByte,
+    /// [`say::lines_on_stderr`] when it got it: a line of pgrun's own
+    /// written to fd 2 since came after it.
+    lines_said: u64,
+}
+
+#[derive(Clone, Copy, Default)]
+enum LastByte {
+    /// Nothing yet.
+    #[default]
+    Nothing,
+    /// This byte, written by pgrun.
+    Byte(u8),
+    /// The output file's byte at this offset (the destination got it
+    /// kernel to kernel, the file the same bytes).
+    InFile(u64),
+    /// Bytes went there kernel to kernel, and no file holds them.
+    NotKnown,
 }
 
 /// pgrun's own fd, or a description of its own of the same pipe or
@@ -95,7 +128,43 @@ impl Dest {
         let splice = pipe::can_splice_to(fd);
         let tee = splice && pipe::can_tee_to(fd);
         let watch_reader = pipe::is_pipe(fd);
-        Dest { fd: dest, kind, splice, tee, watch_reader }
+        Dest { fd: dest, kind, splice, tee, watch_reader, got: Rc::default() }
+    }
+
+    /// `self` and `other` are one destination (`2>&1`): what either got
+    /// last is what both got last.
+    pub fn same_as(&mut self, other: &Dest) {
+        self.got = other.got.clone();
+    }
+
+    /// The destination got bytes kernel to kernel, the last of which is
+    /// the output file's byte at `at` (`None`: no file holds them).
+    pub fn got_in_file(&self, at: Option<u64>) {
+        self.got(at.map_or(LastByte::NotKnown, LastByte::InFile));
+    }
+
+    fn got(&self, last: LastByte) {
+        self.got.set(Got { last, lines_said: say::lines_on_stderr() });
+    }
+
+    /// Whether the last byte this destination (stderr's: where pgrun's own
+    /// lines go) got is not a newline, so that a line written there now
+    /// would not begin a line: the
+    /// command's last bytes there (or, where both streams go to it, the
+    /// other stream's) ended mid-line, and no line of pgrun's own came
+    /// after them. `byte_at` reads the output file (`None`: it cannot); a
+    /// byte not known counts as mid-line (a blank line is the lesser harm).
+    pub fn ends_mid_line(&self, byte_at: impl FnOnce(u64) -> Option<u8>) -> bool {
+        let got = self.got.get();
+        if say::lines_on_stderr() > got.lines_said {
+            return false;
+        }
+        match got.last {
+            LastByte::Nothing => false,
+            LastByte::Byte(byte) => byte != b'\n',
+            LastByte::InFile(at) => byte_at(at) != Some(b'\n'),
+            LastByte::NotKnown => true,
+        }
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {
@@ -121,7 +190,12 @@ impl Dest {
             WriteKind::Waits => return Ok(None),
         };
         match result {
-            Ok(n) => Ok(Some(n)),
+            Ok(n) => {
+                if let Some(&last) = n.checked_sub(1).and_then(|at| bytes.get(at)) {
+                    self.got(LastByte::Byte(last));
+                }
+                Ok(Some(n))
+            }
             // The caller's own O_NONBLOCK, or a full socket: wait.
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
             Err(e) => Err(e),

@@ -158,6 +158,20 @@ impl OutputFile {
         self.writing = false;
     }
 
+    /// The byte at `offset`, if the file holds it and it can be read back
+    /// (`--detach-after`'s hand-off asks for the last byte the caller's
+    /// stderr got, see [`super::handoff`]).
+    pub fn byte_at(&self, offset: u64) -> Option<u8> {
+        let file = match &self.handle {
+            _ if offset >= self.len => return None,
+            Some(Handle::Temp(temp)) => temp.file(),
+            Some(Handle::Placed(file)) => file,
+            None => return None,
+        };
+        let mut byte = [0u8];
+        matches!(file.read_at(&mut byte, offset), Ok(1)).then_some(byte[0])
+    }
+
     /// Whether bytes are still being copied (no write has failed).
     pub fn is_open(&self) -> bool {
         self.file().is_some()

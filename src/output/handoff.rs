@@ -13,9 +13,18 @@
 //! end of the file when nothing is owed (each byte goes to the file before
 //! it goes anywhere else), else where the first byte still owed lies in the
 //! file. It then points its fds 1 and 2 at `/dev/null`, drops its own
-//! descriptions of the caller's pipes and answers N (eight bytes,
-//! little-endian) on a second pipe. From then on the output goes to the
-//! file only, and nothing of the run holds an fd of the caller's.
+//! descriptions of the caller's pipes and answers ([`Answer`]) on a second
+//! pipe: N (eight bytes, little-endian), then one byte, 1 if the caller's
+//! stderr ends mid-line. From then on the output goes to the file only,
+//! and nothing of the run holds an fd of the caller's.
+//!
+//! Whether the caller's stderr ends mid-line is the last byte its
+//! destination got ([`super::dest::Dest::ends_mid_line`]): from either
+//! stream where both go there (`2>&1`); under `--max-output`, the head's;
+//! for bytes that went kernel to kernel (`tee`), the output file's byte
+//! where the last of them lies, read back; a line of pgrun's own written to
+//! fd 2 after it ends the line. The caller's process then starts the
+//! hand-off line with a newline, so that it is a line of its own.
 //!
 //! N is exact because, until then, the caller's fds get the output in the
 //! file's order ([`super::dest::Outbox::in_file_order`]): a piece goes to
@@ -82,17 +91,47 @@ impl HandOff {
         matches!(pipe::read(self.ask.as_fd(), &mut byte), Ok(1) if byte[0] == LET_GO)
     }
 
-    /// Tell the caller's process N, and close both pipes. A caller already
-    /// gone changes nothing.
-    pub fn answer(self, n: u64) {
-        let _ = pipe::write(self.answer.as_fd(), &n.to_le_bytes());
+    /// Tell the caller's process the answer, and close both pipes. A
+    /// caller already gone changes nothing.
+    pub fn answer(self, answer: Answer) {
+        let _ = pipe::write(self.answer.as_fd(), &answer.to_bytes());
     }
 }
 
-/// In the caller's process: read the answer from `fd`, N, or `None` at the
-/// pipe's end (the supervising pgrun ended without letting go).
-pub fn read_answer(fd: BorrowedFd<'_>) -> std::io::Result<Option<u64>> {
-    let mut bytes = [0u8; 8];
+/// What the relay answers at the hand-off: N (eight bytes, little-endian),
+/// then one byte, 1 if the caller's stderr ends mid-line, else 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// The offset in the output file up to which the caller got the output.
+    pub n: u64,
+    /// The last byte the caller's stderr got (from the command, on either
+    /// stream where both go there, or a line of pgrun's own) is no
+    /// newline: the hand-off line starts with one, to begin a line.
+    pub mid_line: bool,
+}
+
+/// The answer's length on the pipe (less than `PIPE_BUF`: one write).
+const ANSWER_LEN: usize = 9;
+
+impl Answer {
+    fn to_bytes(self) -> [u8; ANSWER_LEN] {
+        let mut bytes = [0u8; ANSWER_LEN];
+        bytes[..8].copy_from_slice(&self.n.to_le_bytes());
+        bytes[8] = u8::from(self.mid_line);
+        bytes
+    }
+
+    fn from_bytes(bytes: [u8; ANSWER_LEN]) -> Answer {
+        let mut n = [0u8; 8];
+        n.copy_from_slice(&bytes[..8]);
+        Answer { n: u64::from_le_bytes(n), mid_line: bytes[8] != 0 }
+    }
+}
+
+/// In the caller's process: read the [`Answer`] from `fd`, or `None` at
+/// the pipe's end (the supervising pgrun ended without letting go).
+pub fn read_answer(fd: BorrowedFd<'_>) -> std::io::Result<Option<Answer>> {
+    let mut bytes = [0u8; ANSWER_LEN];
     let mut got = 0;
     while got < bytes.len() {
         match pipe::read(fd, &mut bytes[got..]) {
@@ -103,5 +142,17 @@ pub fn read_answer(fd: BorrowedFd<'_>) -> std::io::Result<Option<u64>> {
             Err(e) => return Err(e),
         }
     }
-    Ok(Some(u64::from_le_bytes(bytes)))
+    Ok(Some(Answer::from_bytes(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Answer;
+
+    #[test]
+    fn an_answer_reads_back_as_written() {
+        for answer in [Answer { n: 0, mid_line: false }, Answer { n: u64::MAX - 3, mid_line: true }] {
+            assert_eq!(Answer::from_bytes(answer.to_bytes()), answer);
+        }
+    }
 }

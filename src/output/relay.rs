@@ -45,7 +45,7 @@
 
 use super::dest::Outbox;
 use super::file::OutputFile;
-use super::handoff::{HandOff, LET_GO_GRACE};
+use super::handoff::{Answer, HandOff, LET_GO_GRACE};
 use super::rest::PIPE_CAPACITY;
 use super::shape::Shape;
 use super::stream::Stream;
@@ -113,6 +113,7 @@ impl Relay {
         if one_destination(stdout, stderr) {
             let [out, err] = &mut relay.streams;
             Outbox::share(&mut out.outbox, &mut err.outbox);
+            err.dest.same_as(&out.dest);
         }
         if crate::test_hook::active(crate::test_hook::LONG_REST) {
             for s in &mut relay.streams {
@@ -240,8 +241,9 @@ impl Relay {
 
     /// The caller's process let go of the run (`--detach-after`, see
     /// [`super::handoff`]): write what the caller's readers take of what
-    /// is owed them within [`LET_GO_GRACE`], learn N, point pgrun's fds 1
-    /// and 2 at `/dev/null` and go on to the output file alone; answer N.
+    /// is owed them within [`LET_GO_GRACE`], learn N and whether the
+    /// caller's stderr ends mid-line, point pgrun's fds 1 and 2 at
+    /// `/dev/null` and go on to the output file alone; answer both.
     fn let_go(&mut self, hand_off: HandOff) {
         let asked = hand_off.asked();
         self.caller_left = !asked;
@@ -259,6 +261,10 @@ impl Relay {
         let given = owed.unwrap_or(end).min(end);
         // Said while stderr is still the caller's.
         verbose!("letting go of the caller's stdout and stderr at byte {given} of the output file");
+        // After every line of pgrun's own to the caller's stderr, this one
+        // included: whether the hand-off line must begin with a newline.
+        let file = self.file.as_ref();
+        let mid_line = self.streams[1].dest.ends_mid_line(|at| file.and_then(|file| file.byte_at(at)));
         if let Err(e) = crate::sys::session::point_stdout_stderr_at_null() {
             say::line(format_args!("cannot point stdout and stderr at /dev/null at the hand-off: {e}"));
         }
@@ -266,7 +272,7 @@ impl Relay {
         self.streams[0].redirect(stdout);
         self.streams[1].redirect(stderr);
         if asked {
-            hand_off.answer(given);
+            hand_off.answer(Answer { n: given, mid_line });
         }
     }
 

@@ -237,6 +237,7 @@ impl Stream {
                 Some(0)
             }
             Ok(n) => {
+                self.dest.got_in_file(None);
                 self.passed(n);
                 Some(n)
             }
@@ -273,7 +274,10 @@ impl Stream {
                 Some(0)
             }
             Ok(n) => {
+                let at = file.end_offset();
                 let taken = file.take_from_pipe(source.as_fd(), n, scratch);
+                // The same bytes, there from `at` on (if the file took them).
+                self.dest.got_in_file(Some(at + n as u64 - 1));
                 self.passed(n);
                 if let Err(e) = taken {
                     self.read_failed(&e);

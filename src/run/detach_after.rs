@@ -17,7 +17,9 @@
 //! every signal pgrun acts on (a TERM cancels the run, an INT is forwarded
 //! to it, as for any run), until DUR has passed since pgrun started. It
 //! then asks the relay to let go, reads N back, says `pgrun: still running
-//! after DUR: pid file P, output F from byte N` and exits 122. A TERM it
+//! after DUR: pid file P, output F from byte N` on a line of its own (after
+//! a newline where the relay answers that the caller's stderr ends
+//! mid-line) and exits 122. A TERM it
 //! passed on is a cancel under way, which it waits out as any run's pgrun
 //! does (no hand-off at DUR; an answer that comes after it is none
 //! either); an answer ready with a signal is read first, and the signal,
@@ -29,7 +31,7 @@
 use super::detach::{failed_status, pass_on, status_of};
 use super::plan::RunPlan;
 use crate::duration::describe;
-use crate::output::handoff::{self, HandOff, LET_GO};
+use crate::output::handoff::{self, Answer, HandOff, LET_GO};
 use crate::say;
 use crate::signal_policy;
 use crate::sys::lifetime;
@@ -142,7 +144,7 @@ impl Eye<'_> {
                         crate::verbose!("the run was cancelled as it was handed off: waiting for its end");
                         status_of(self.supervisor, KILLED)
                     }
-                    Ok(Some(n)) => self.handed_off(n),
+                    Ok(Some(answer)) => self.handed_off(answer),
                     Ok(None) => status_of(self.supervisor, KILLED),
                     Err(e) => self.lost(&e),
                 };
@@ -156,14 +158,17 @@ impl Eye<'_> {
         }
     }
 
-    /// The run goes on detached: say where, exit 122.
-    fn handed_off(&self, n: u64) -> u8 {
+    /// The run goes on detached: say where, on a line of its own (after a
+    /// newline where the caller's stderr ends mid-line), exit 122.
+    fn handed_off(&self, answer: Answer) -> u8 {
         let path = |p: Option<&std::path::Path>| p.map_or_else(String::new, |p| p.display().to_string());
-        say::line(format_args!(
-            "still running after {}: pid file {}, output {} from byte {n}",
+        let say = if answer.mid_line { say::line_after_newline } else { say::line };
+        say(format_args!(
+            "still running after {}: pid file {}, output {} from byte {}",
             describe(self.after),
             path(self.plan.pidfile.as_deref()),
             path(self.plan.output_file()),
+            answer.n,
         ));
         crate::exit::HANDED_OFF
     }
