@@ -22,6 +22,7 @@ from typing import Callable, Iterator, List, Union
 import pytest
 
 import pgrun
+from pgrun._runs import _handed_off_at
 
 DEADLINE = 30.0  # generous: the CI machine is a loaded 2-core box
 
@@ -581,10 +582,10 @@ def test_the_hand_off_line_is_found_on_a_line_of_its_own_or_mid_line() -> None:
     the command's stderr ended mid-line), and as an older pgrun did (right
     after those bytes)."""
     line = b"pgrun: still running after 2s: pid file p, output f from byte 7\n"
-    assert pgrun._handed_off_at(b"partial\n" + line) == 7
-    assert pgrun._handed_off_at(b"partial" + line) == 7
-    assert pgrun._handed_off_at(line) == 7
-    assert pgrun._handed_off_at(b"partial\n") is None
+    assert _handed_off_at(b"partial\n" + line) == 7
+    assert _handed_off_at(b"partial" + line) == 7
+    assert _handed_off_at(line) == 7
+    assert _handed_off_at(b"partial\n") is None
 
 
 def test_detach_after_without_its_files_is_pgruns_failure(tmp_path: Path) -> None:
