@@ -233,7 +233,10 @@ impl Sender {
                     offset += n;
                     n
                 }
-                Source::Reader(reader) => fill(reader, &mut chunk).context("cannot read the bytes to send")?,
+                Source::Reader(reader) => fill(reader, &mut chunk).with_context(|| match &args.file {
+                    Some(file) => format!("cannot read --file {}", file.display()),
+                    None => "cannot read the bytes to send from stdin".to_owned(),
+                })?,
                 Source::Nothing => 0,
             };
             if n == 0 {
