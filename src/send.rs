@@ -157,6 +157,11 @@ impl Sender {
                 return Ok(None);
             }
         };
+        // A run marked over (its command's end taken, the pid file not yet
+        // withdrawn) reads nothing more: no live run, as cancel sees it.
+        if record.run_over(holder).map_err(|e| lock_error(path, e))? {
+            return over(path);
+        }
         let route = match stdin_pipe::Route::reach(path, holder, owner) {
             Ok(route) => route,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
