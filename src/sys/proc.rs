@@ -216,6 +216,15 @@ pub fn comm(pid: Pid) -> Option<String> {
     Some(read_whole_text(&format!("/proc/{pid}/comm")).ok()?.trim_end().to_string())
 }
 
+/// Whether processes `a` and `b` run the same executable file (the same
+/// device and inode behind `/proc/PID/exe`); `None` where either cannot be
+/// read (gone, another user's, no `/proc`).
+pub fn same_executable(a: Pid, b: Pid) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |pid: Pid| std::fs::metadata(format!("/proc/{pid}/exe")).ok().map(|m| (m.dev(), m.ino()));
+    Some(id(a)? == id(b)?)
+}
+
 /// The arguments `pid` was started with, from `/proc/PID/cmdline`.
 pub fn cmdline(pid: Pid) -> Option<Vec<std::ffi::OsString>> {
     use std::os::unix::ffi::OsStringExt;
