@@ -38,7 +38,9 @@ also has listening, the TCP sockets the run's own processes listen on \
 ([{port, address, pid}]), and blocked_on_input, true when a process of the \
 run waits to read its stdin (a read, or a poll or select on it as an editor \
 does) and that stdin is a terminal or the run's --stdin-pipe: advisory, \
-false where it cannot tell (another user's process); both are absent on \
+false where it cannot tell (a process status has no ptrace access to: \
+another user's, or, under Yama's ptrace_scope 1 or more, one that status \
+does not descend from, as with a detached run); both are absent on \
 other systems and for a run in another PID namespace. A cancel marker owned by \
 another user is ignored and said so. States: running, stopping (a stop sequence is under way), \
 stale (no live run holds the pid file), not-running, cancel-pending (only a \
