@@ -107,7 +107,10 @@ fn walk(holder: Pid, pgid: Pid, group_only: bool) -> Option<Walked> {
     let mut walked = Walked { pids: Vec::new(), in_group: 0, outside_group: 0 };
     let mut seen = BTreeSet::new();
     let top = proc::children(holder).ok()?;
-    let mut stack: Vec<Pid> = top.into_iter().filter(|&c| !is_guard_of(c, holder)).collect();
+    // Its guard: the child running pgrun's own executable under the
+    // guard's name (a command of the run may bear that name too).
+    let mut stack: Vec<Pid> =
+        top.into_iter().filter(|&c| !proc::is_named_fork_of(c, holder, crate::guard::NAME)).collect();
     while let Some(pid) = stack.pop() {
         if pid == holder || !seen.insert(pid) {
             continue;
@@ -127,16 +130,6 @@ fn walk(holder: Pid, pgid: Pid, group_only: bool) -> Option<Walked> {
     }
     walked.pids.sort_unstable();
     Some(walked)
-}
-
-/// Whether `child`, a child of the pgrun `holder`, is its guard: named
-/// [`crate::guard::NAME`] and running pgrun's own executable (the guard is
-/// a fork of pgrun), so that a command of the run that happens to bear
-/// that name is still counted; by the name alone where the executables
-/// cannot be compared.
-fn is_guard_of(child: Pid, holder: Pid) -> bool {
-    proc::comm(child).is_some_and(|name| name == crate::guard::NAME)
-        && proc::same_executable(child, holder).unwrap_or(true)
 }
 
 /// The `--contain` mode the pgrun `holder` was asked for, read from its
