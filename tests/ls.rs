@@ -210,8 +210,9 @@ fn listing(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
 
 /// A command that bears the guard's name (`pgrun-guard`, a copy of sleep)
 /// is counted as the run's, in tree mode too: only pgrun's own fork under
-/// that name is its guard.
-#[cfg(target_os = "linux")]
+/// that name is its guard. (Tree mode and the counts of a run's
+/// processes are Linux's.)
+#[cfg(not(feature = "posix-fallback"))]
 #[test]
 fn a_command_named_like_the_guard_is_counted() {
     let scratch = Scratch::new();
