@@ -108,8 +108,10 @@ fn walk(holder: Pid, pgid: Pid, group_only: bool) -> Option<Walked> {
     let mut walked = Walked { pids: Vec::new(), in_group: 0, outside_group: 0 };
     let mut seen = BTreeSet::new();
     let top = proc::children(holder).ok()?;
+    // Its guard: the child running pgrun's own executable under the
+    // guard's name (a command of the run may bear that name too).
     let mut stack: Vec<Pid> =
-        top.into_iter().filter(|&c| proc::comm(c).is_none_or(|name| name != crate::guard::NAME)).collect();
+        top.into_iter().filter(|&c| !proc::is_named_fork_of(c, holder, crate::guard::NAME)).collect();
     while let Some(pid) = stack.pop() {
         if pid == holder || !seen.insert(pid) {
             continue;

@@ -157,6 +157,11 @@ impl Sender {
                 return Ok(None);
             }
         };
+        // A run marked over (its command's end taken, the pid file not yet
+        // withdrawn) reads nothing more: no live run, as cancel sees it.
+        if record.run_over(holder).map_err(|e| lock_error(path, e))? {
+            return over(path);
+        }
         let route = match stdin_pipe::Route::reach(path, holder, owner) {
             Ok(route) => route,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
@@ -233,7 +238,10 @@ impl Sender {
                     offset += n;
                     n
                 }
-                Source::Reader(reader) => fill(reader, &mut chunk).context("cannot read the bytes to send")?,
+                Source::Reader(reader) => fill(reader, &mut chunk).with_context(|| match &args.file {
+                    Some(file) => format!("cannot read --file {}", file.display()),
+                    None => "cannot read the bytes to send from stdin".to_owned(),
+                })?,
                 Source::Nothing => 0,
             };
             if n == 0 {

@@ -342,12 +342,13 @@ fn withdrawn(path: &Path, record: &Record) -> bool {
     }
 }
 
-/// The guard of pgrun `holder`: its child named [`crate::guard::NAME`],
+/// The guard of pgrun `holder`: its child named [`crate::guard::NAME`]
+/// running pgrun's own executable,
 /// with a pidfd opened while it was still that child (and `holder` still
 /// alive, so the pid could not have been reused).
 fn find_guard(holder: Pid, holder_fd: BorrowedFd<'_>) -> Option<OwnedFd> {
     let children = sys::proc::children(holder).ok()?;
-    let named = |pid: Pid| sys::proc::comm(pid).is_some_and(|name| name == crate::guard::NAME);
+    let named = |pid: Pid| sys::proc::is_named_fork_of(pid, holder, crate::guard::NAME);
     children.into_iter().filter(|&pid| named(pid)).find_map(|pid| {
         let fd = crate::sys::pidfd::pidfd_open(pid)?;
         let alive = !sys::wait_readable(holder_fd, Some(Duration::ZERO)).unwrap_or(true);

@@ -207,3 +207,25 @@ fn listing(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
     out.sort();
     out
 }
+
+/// A command that bears the guard's name (`pgrun-guard`, a copy of sleep)
+/// is counted as the run's, in tree mode too: only pgrun's own fork under
+/// that name is its guard. (Tree mode and the counts of a run's
+/// processes are Linux's.)
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn a_command_named_like_the_guard_is_counted() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("p");
+    let named = scratch.path("pgrun-guard");
+    fs::copy("/bin/sleep", &named).unwrap();
+    let payload = format!("exec {} 300", named.display());
+    start_published(&mut guard, &pidfile, &["--contain", "tree"], &payload);
+    let listed = ls_json(scratch.dir());
+    assert_eq!(listed[0]["processes"].as_u64(), Some(1), "{listed:?}");
+    let out = ls(&[], scratch.dir());
+    assert_status(&out, 0, "ls");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(", 1 process,"), "{text}");
+}

@@ -10,7 +10,7 @@ use crate::util::*;
 use std::fs;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 /// A listener for a payload: binds ADDRESS:PORT (0: any port), writes the
 /// port it got to PORTFILE, waits for GATE, listens, then waits for STOP
@@ -197,6 +197,35 @@ fn ready_is_not_available_on_the_portable_path() {
     let v = status_json(&pidfile);
     assert_eq!(v["state"], "running", "{v}");
     assert!(v.get("listening").is_none() && v.get("blocked_on_input").is_none(), "{v}");
+    fs::write(scratch.path("stop"), "").unwrap();
+    assert_eq!(guard.wait(index), 0);
+}
+
+/// A command of the run that bears the guard's name (`pgrun-guard`, a copy
+/// of python under that name) is still the run's: its socket makes the run
+/// ready and is listed, and status counts it; only the child of pgrun that
+/// runs pgrun's own executable under that name is its guard.
+#[cfg(not(feature = "posix-fallback"))]
+#[test]
+fn a_command_named_like_the_guard_is_still_the_runs() {
+    let scratch = Scratch::new();
+    let mut guard = Guard::new();
+    let pidfile = scratch.path("job.pid");
+    fs::write(scratch.path("listener.py"), LISTENER).unwrap();
+    let real = run(Command::new(python3())
+        .args(["-c", "import os, sys; print(os.path.realpath(sys.executable))"])
+        .stdout(Stdio::piped()));
+    let named = scratch.path("pgrun-guard");
+    fs::copy(String::from_utf8(real.stdout).unwrap().trim(), &named).unwrap();
+    fs::write(scratch.path("gate"), "").unwrap();
+    let dir = scratch.sh();
+    let payload = format!("exec {} {dir}/listener.py 127.0.0.1 0 {dir}/port {dir}/gate {dir}/stop", named.display());
+    let (index, _) = start_published(&mut guard, &pidfile, &[], &payload);
+    let port: u64 = wait_line(&scratch.path("port")).parse().unwrap();
+    assert_status(&ready_wait(&pidfile, &format!("listen:{port}"), &["--timeout", "30s"]), 0, "wait --ready");
+    let v = status_json(&pidfile);
+    assert_eq!(v["processes"].as_u64(), Some(1), "{v}");
+    assert_eq!(v["listening"][0]["port"].as_u64(), Some(port), "{v}");
     fs::write(scratch.path("stop"), "").unwrap();
     assert_eq!(guard.wait(index), 0);
 }

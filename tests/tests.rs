@@ -39,6 +39,7 @@ mod ready;
 mod resources;
 mod robustness;
 mod send;
+mod send_edges;
 mod send_portable;
 mod snippets;
 mod status;

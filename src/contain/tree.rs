@@ -339,14 +339,14 @@ pub fn count_outside(root: Pid, pgid: Pid, skip_comm: &str) -> usize {
 /// The run below `root` in one walk, for readers (`pgrun ls`): how many of
 /// its descendants are in group `pgid` (zombies too, as a group's census
 /// counts them), and how many live ones are outside it ([`count_outside`]),
-/// not counting a process named `skip_comm` directly below `root` (its
+/// not counting a fork of `root` named `skip_comm` directly below it (its
 /// guard) nor what is below that. `None` where `root`'s children cannot be
 /// listed.
 pub fn count_below(root: Pid, pgid: Pid, skip_comm: &str) -> Option<(usize, usize)> {
     let mut source = Source::new();
     let top = source.children(root, false, None).ok().flatten()?;
     let mut seen = BTreeSet::new();
-    let mut stack: Vec<Pid> = top.into_iter().filter(|&c| proc::comm(c).is_none_or(|name| name != skip_comm)).collect();
+    let mut stack: Vec<Pid> = top.into_iter().filter(|&c| !proc::is_named_fork_of(c, root, skip_comm)).collect();
     let (mut group, mut outside) = (0, 0);
     while let Some(pid) = stack.pop() {
         if !seen.insert(pid) {

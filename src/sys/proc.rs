@@ -216,6 +216,23 @@ pub fn comm(pid: Pid) -> Option<String> {
     Some(read_whole_text(&format!("/proc/{pid}/comm")).ok()?.trim_end().to_string())
 }
 
+/// Whether processes `a` and `b` run the same executable file (the same
+/// device and inode behind `/proc/PID/exe`); `None` where either cannot be
+/// read (gone, another user's, no `/proc`).
+pub fn same_executable(a: Pid, b: Pid) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |pid: Pid| std::fs::metadata(format!("/proc/{pid}/exe")).ok().map(|m| (m.dev(), m.ino()));
+    Some(id(a)? == id(b)?)
+}
+
+/// Whether `child` is named `name` and runs the executable of `parent`
+/// (a fork of it that named itself, as pgrun's guard does): a process
+/// that only bears the name (a command of the run) is not; by the name
+/// alone where the executables cannot be compared.
+pub fn is_named_fork_of(child: Pid, parent: Pid, name: &str) -> bool {
+    comm(child).is_some_and(|comm| comm == name) && same_executable(child, parent).unwrap_or(true)
+}
+
 /// The arguments `pid` was started with, from `/proc/PID/cmdline`.
 pub fn cmdline(pid: Pid) -> Option<Vec<std::ffi::OsString>> {
     use std::os::unix::ffi::OsStringExt;
