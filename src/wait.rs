@@ -151,12 +151,13 @@ impl Waiter<'_> {
                 Err(e) => bail!("cannot use pid file {}: {e}", path.display()),
             }
             if !backoff.pause_until(until) {
-                pidfile::say_no_run(
-                    path,
-                    "",
-                    self.args.wait_start,
-                    self.args.report.as_deref().map(pidfile::ReportSaid::NotNamed),
-                );
+                // --timeout may have ended the wait for a start first.
+                let waited = self
+                    .args
+                    .timeout
+                    .filter(|t| !t.is_zero())
+                    .map_or(self.args.wait_start, |t| t.min(self.args.wait_start));
+                pidfile::say_no_run(path, "", waited, self.args.report.as_deref().map(pidfile::ReportSaid::NotNamed));
                 return Ok(WaitExit::NoRun);
             }
         }

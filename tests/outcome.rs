@@ -217,6 +217,22 @@ fn a_reader_with_no_run_says_how_long_it_waited_and_how_to_skip_that() {
 }
 
 #[test]
+fn a_wait_whose_timeout_ends_the_wait_for_a_start_says_how_long_it_really_waited() {
+    let scratch = Scratch::new();
+    let pidfile = scratch.path("job.pid");
+    let (out, took) = reader("wait", &["--wait-start", LONG_WAIT_START, "--timeout", "0.3", pidfile.to_str().unwrap()]);
+    assert_status(&out, 1, "wait");
+    assert!(took < AT_ONCE, "wait sat out --wait-start: {took:?}");
+    assert_eq!(
+        stderr_of(&out),
+        format!(
+            "pgrun: no run at {} (waited 300ms for one to start; --wait-start 0 if it may be over already)\n",
+            pidfile.display()
+        )
+    );
+}
+
+#[test]
 fn wait_report_of_a_run_withdrawn_answers_before_its_pgrun_exits() {
     let scratch = Scratch::new();
     let mut guard = Guard::new();
