@@ -449,7 +449,7 @@ fn a_pgrun_killed_while_it_writes_its_report_again_leaves_no_file() {
     let mut guard = Guard::new();
     let dir = run_folder(&scratch);
     let report = dir.join("report.json");
-    // As output::a_write_error_in_the_last_flush_is_added_to_the_report.
+    // As output::errors::a_write_error_in_the_last_flush_is_added_to_the_report.
     let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC).expect("posix_openpt");
     nix::pty::grantpt(&master).expect("grantpt");
     nix::pty::unlockpt(&master).expect("unlockpt");
