@@ -212,6 +212,6 @@ wait "$C"; echo "cancel=$?"
 kill -KILL "$(cat esc.pid)"
 wait "$R"
 "#;
-    let script = format!("{before}{}{after}", crate::protocol::HAND_OVER);
-    crate::protocol::assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
+    let script = format!("{before}{}{after}", crate::protocol::reused_number::HAND_OVER);
+    crate::protocol::reused_number::assert_number_handed_over_untouched(&scratch, &script, "cancel=0", "cancel.log");
 }
