@@ -364,6 +364,14 @@ pub struct Written {
     pub pidfile: Option<PathBuf>,
 }
 
+impl Written {
+    /// Whether this report names the pid file `pidfile` (by any spelling
+    /// of its folder: see [`pidfile::absolute_name`]).
+    pub fn names(&self, pidfile: &Path) -> bool {
+        self.pidfile.as_deref() == Some(pidfile::absolute_name(pidfile).as_path())
+    }
+}
+
 /// Read the report at `path`. Every failure (no file included) is one
 /// message naming the path.
 pub fn read(path: &Path) -> Result<Written> {
@@ -392,7 +400,7 @@ pub fn over_at(pidfile: &Path, report: &Path) -> Option<Written> {
         return None;
     }
     match read(report) {
-        Ok(written) if written.pidfile.as_deref() == Some(pidfile::absolute_name(pidfile).as_path()) => Some(written),
+        Ok(written) if written.names(pidfile) => Some(written),
         Ok(_) => {
             crate::verbose!("report {} is not the report of a run at {}", report.display(), pidfile.display());
             None
@@ -407,7 +415,7 @@ pub fn over_at(pidfile: &Path, report: &Path) -> Option<Written> {
 /// Whether the report at `report` (one that can be read) names the pid
 /// file `pidfile`.
 pub fn names(report: &Path, pidfile: &Path) -> bool {
-    read(report).is_ok_and(|written| written.pidfile.as_deref() == Some(pidfile::absolute_name(pidfile).as_path()))
+    read(report).is_ok_and(|written| written.names(pidfile))
 }
 
 /// `cancel --report`: if the run at `pidfile` is over by its `report` (see
